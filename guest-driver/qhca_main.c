@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qhca PCI driver: probe, BARs, MSI-X, admin queue bring-up and ib_device registration.
+ */
+#include <linux/interrupt.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+
+#include "qhca.h"
+
+static const struct pci_device_id qhca_pci_table[] = {
+	{ PCI_DEVICE(QHCA_PCI_VENDOR_ID, QHCA_PCI_DEVICE_ID) },
+	{}
+};
+MODULE_DEVICE_TABLE(pci, qhca_pci_table);
+
+static int qhca_check_version(struct qhca_dev *dev)
+{
+	u32 ver = readl(dev->regs + QHCA_REG_VERSION);
+
+	if ((ver >> 16) != QHCA_ABI_VERSION_MAJOR) {
+		dev_err(&dev->pdev->dev, "device interface %u.%u, driver speaks %u.x\n",
+			ver >> 16, ver & 0xffff, QHCA_ABI_VERSION_MAJOR);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct qhca_dev *dev;
+	int err;
+
+	dev = ib_alloc_device(qhca_dev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+	dev->pdev = pdev;
+	pci_set_drvdata(pdev, dev);
+
+	err = pci_enable_device_mem(pdev);
+	if (err)
+		goto err_free;
+	err = pci_request_regions(pdev, QHCA_DRV_NAME);
+	if (err)
+		goto err_disable;
+	pci_set_master(pdev);
+	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (err)
+		goto err_regions;
+	dev->regs = pci_iomap(pdev, QHCA_BAR_REGS, QHCA_REGS_SIZE);
+	if (!dev->regs) {
+		err = -ENOMEM;
+		goto err_regions;
+	}
+	err = qhca_check_version(dev);
+	if (err)
+		goto err_unmap;
+	dev->db_bar_start = pci_resource_start(pdev, QHCA_BAR_DOORBELL);
+	dev->db_pages = readl(dev->regs + QHCA_REG_DB_PAGES);
+	if (dev->db_pages < 2 ||
+	    (u64)dev->db_pages * QHCA_DB_PAGE_SIZE > pci_resource_len(pdev, QHCA_BAR_DOORBELL)) {
+		dev_err(&pdev->dev, "doorbell BAR too small for %u pages\n", dev->db_pages);
+		err = -ENODEV;
+		goto err_unmap;
+	}
+
+	dev->nvecs = pci_alloc_irq_vectors(pdev, 1, readl(dev->regs + QHCA_REG_MSIX_VECTORS),
+					   PCI_IRQ_MSIX);
+	if (dev->nvecs < 0) {
+		err = dev->nvecs;
+		goto err_unmap;
+	}
+	err = request_irq(pci_irq_vector(pdev, 0), qhca_admin_irq, 0, "qhca-admin", dev);
+	if (err)
+		goto err_vectors;
+
+	err = qhca_admin_init(dev);
+	if (err)
+		goto err_irq;
+	err = qhca_admin_query(dev, QHCA_CMD_QUERY_DEVICE, 0, &dev->attr, sizeof(dev->attr));
+	if (err) {
+		dev_err(&pdev->dev, "QUERY_DEVICE failed: %d\n", err);
+		goto err_admin;
+	}
+
+	dev->ibdev.dev.parent = &pdev->dev;
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
+	dev->ibdev.phys_port_cnt = 1;
+	dev->ibdev.num_comp_vectors = max(1, dev->nvecs - 1);
+	dev->ibdev.node_guid = cpu_to_be64(dev->attr.node_guid);
+	dev->ibdev.local_dma_lkey = 0;
+	strscpy(dev->ibdev.node_desc, "qhca emulated RDMA HCA", sizeof(dev->ibdev.node_desc));
+	ib_set_device_ops(&dev->ibdev, &qhca_dev_ops);
+	err = ib_register_device(&dev->ibdev, "qhca_%d", &pdev->dev);
+	if (err) {
+		dev_err(&pdev->dev, "ib_register_device failed: %d\n", err);
+		goto err_admin;
+	}
+	dev_info(&pdev->dev, "%s: %u doorbell pages, %d MSI-X vectors\n",
+		 dev_name(&dev->ibdev.dev), dev->db_pages, dev->nvecs);
+	return 0;
+
+err_admin:
+	qhca_admin_fini(dev);
+err_irq:
+	free_irq(pci_irq_vector(pdev, 0), dev);
+err_vectors:
+	pci_free_irq_vectors(pdev);
+err_unmap:
+	pci_iounmap(pdev, dev->regs);
+err_regions:
+	pci_release_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+err_free:
+	ib_dealloc_device(&dev->ibdev);
+	return err;
+}
+
+static void qhca_remove(struct pci_dev *pdev)
+{
+	struct qhca_dev *dev = pci_get_drvdata(pdev);
+
+	ib_unregister_device(&dev->ibdev);
+	qhca_admin_fini(dev);
+	free_irq(pci_irq_vector(pdev, 0), dev);
+	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, dev->regs);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static struct pci_driver qhca_pci_driver = {
+	.name = QHCA_DRV_NAME,
+	.id_table = qhca_pci_table,
+	.probe = qhca_probe,
+	.remove = qhca_remove,
+};
+module_pci_driver(qhca_pci_driver);
+
+MODULE_DESCRIPTION("qhca emulated RDMA HCA (RoCEv2) driver");
+MODULE_LICENSE("GPL");

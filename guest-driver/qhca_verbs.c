@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qhca ib_device_ops: device and port queries, user contexts with their doorbell page
+ * mapped through rdma_user_mmap_entry, and protection domains. Completion queues, queue
+ * pairs and memory regions are answered with -EOPNOTSUPP until the datapath lands.
+ */
+#include <linux/io.h>
+#include <linux/slab.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "qhca.h"
+
+static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+			     struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibdev);
+	const struct qhca_device_attr *a = &dev->attr;
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = a->fw_version;
+	attr->sys_image_guid = cpu_to_be64(a->node_guid);
+	attr->max_mr_size = a->max_mr_size;
+	attr->page_size_cap = a->page_size_cap;
+	attr->vendor_id = a->vendor_id;
+	attr->vendor_part_id = a->vendor_part_id;
+	attr->hw_ver = a->hw_version;
+	attr->max_qp = a->max_qp;
+	attr->max_qp_wr = a->max_qp_wr;
+	attr->max_send_sge = a->max_send_sge;
+	attr->max_recv_sge = a->max_recv_sge;
+	attr->max_sge_rd = a->max_sge_rd;
+	attr->max_cq = a->max_cq;
+	attr->max_cqe = a->max_cqe;
+	attr->max_mr = a->max_mr;
+	attr->max_pd = a->max_pd;
+	attr->max_qp_rd_atom = a->max_qp_rd_atom;
+	attr->max_qp_init_rd_atom = a->max_qp_init_rd_atom;
+	attr->max_srq = a->max_srq;
+	attr->max_srq_wr = a->max_srq_wr;
+	attr->max_srq_sge = a->max_srq_sge;
+	attr->max_ah = a->max_ah;
+	attr->max_fast_reg_page_list_len = a->max_fast_reg_page_list_len;
+	attr->max_pkeys = a->max_pkeys;
+	attr->local_ca_ack_delay = a->local_ca_ack_delay;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	return 0;
+}
+
+static int qhca_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *attr)
+{
+	struct qhca_dev *dev = to_qdev(ibdev);
+	struct qhca_port_attr p;
+	int err;
+
+	/* Ask the device each time: port state is live. */
+	err = qhca_admin_query(dev, QHCA_CMD_QUERY_PORT, port, &p, sizeof(p));
+	if (err)
+		return err;
+	/* ib_core zeroes *attr before calling us. */
+	attr->state = p.state;
+	attr->phys_state = p.phys_state;
+	attr->max_mtu = p.max_mtu;
+	attr->active_mtu = p.active_mtu;
+	attr->gid_tbl_len = p.gid_tbl_len;
+	attr->max_msg_sz = p.max_msg_sz;
+	attr->port_cap_flags = p.port_cap_flags;
+	attr->pkey_tbl_len = p.pkey_tbl_len;
+	attr->active_width = p.active_width;
+	attr->active_speed = p.active_speed;
+	attr->ip_gids = true;
+	return 0;
+}
+
+static int qhca_get_port_immutable(struct ib_device *ibdev, u32 port,
+				   struct ib_port_immutable *immutable)
+{
+	struct ib_port_attr attr = {};
+	int err;
+
+	err = ib_query_port(ibdev, port, &attr);
+	if (err)
+		return err;
+	immutable->pkey_tbl_len = attr.pkey_tbl_len;
+	immutable->gid_tbl_len = attr.gid_tbl_len;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer qhca_get_link_layer(struct ib_device *ibdev, u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int qhca_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static void qhca_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	u64 fw = to_qdev(ibdev)->attr.fw_version;
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%llu.%llu.%llu", fw >> 32,
+		 (fw >> 16) & 0xffff, fw & 0xffff);
+}
+
+/* ---------------------------------------------------------------- user contexts */
+static int qhca_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
+{
+	struct qhca_ucontext *uctx = to_quctx(ibuctx);
+	struct qhca_dev *dev = to_qdev(ibuctx->device);
+	struct qhca_alloc_ucontext_resp resp = {};
+	struct qhca_user_mmap_entry *entry;
+	struct qhca_cmd cmd = {};
+	int err;
+
+	cmd.hdr.opcode = QHCA_CMD_CREATE_UCTX;
+	err = qhca_admin_exec(dev, &cmd, &uctx->handle, &uctx->db_page);
+	if (err)
+		return err;
+	if (uctx->db_page == 0 || uctx->db_page >= dev->db_pages) {
+		err = -EIO;
+		goto err_destroy;
+	}
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry) {
+		err = -ENOMEM;
+		goto err_destroy;
+	}
+	entry->address = dev->db_bar_start + (u64)uctx->db_page * QHCA_DB_PAGE_SIZE;
+	err = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry, PAGE_SIZE);
+	if (err) {
+		kfree(entry);
+		goto err_destroy;
+	}
+	uctx->db_entry = &entry->rdma_entry;
+
+	resp.db_mmap_offset = rdma_user_mmap_get_offset(uctx->db_entry);
+	resp.db_page = uctx->db_page;
+	resp.db_page_size = QHCA_DB_PAGE_SIZE;
+	resp.max_inline_data = dev->attr.max_inline_data;
+	resp.abi_minor = QHCA_ABI_VERSION_MINOR;
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (err)
+		goto err_remove;
+	return 0;
+
+err_remove:
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+err_destroy:
+	qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_UCTX, uctx->handle, NULL);
+	return err;
+}
+
+static void qhca_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct qhca_ucontext *uctx = to_quctx(ibuctx);
+
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	if (qhca_admin_handle_cmd(to_qdev(ibuctx->device), QHCA_CMD_DESTROY_UCTX,
+				  uctx->handle, NULL))
+		ibdev_warn(ibuctx->device, "destroying user context %u failed\n", uctx->handle);
+}
+
+static int qhca_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	struct qhca_user_mmap_entry *entry;
+	int err;
+
+	rdma_entry = rdma_user_mmap_entry_get(ibuctx, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	entry = container_of(rdma_entry, struct qhca_user_mmap_entry, rdma_entry);
+	err = rdma_user_mmap_io(ibuctx, vma, PFN_DOWN(entry->address), PAGE_SIZE,
+				pgprot_noncached(vma->vm_page_prot), rdma_entry);
+	rdma_user_mmap_entry_put(rdma_entry);
+	return err;
+}
+
+static void qhca_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	kfree(container_of(rdma_entry, struct qhca_user_mmap_entry, rdma_entry));
+}
+
+/* ---------------------------------------------------------------- protection domains */
+static int qhca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibpd->device);
+	struct qhca_pd *pd = to_qpd(ibpd);
+	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
+							       ibucontext);
+	u32 owner = uctx ? uctx->handle : QHCA_HANDLE_KERNEL;
+	int err;
+
+	err = qhca_admin_handle_cmd(dev, QHCA_CMD_CREATE_PD, owner, &pd->handle);
+	if (err)
+		return err;
+	if (udata && udata->outlen) {
+		struct qhca_alloc_pd_resp resp = { .pd_handle = pd->handle };
+
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err) {
+			qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_PD, pd->handle, NULL);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int qhca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	return qhca_admin_handle_cmd(to_qdev(ibpd->device), QHCA_CMD_DESTROY_PD,
+				     to_qpd(ibpd)->handle, NULL);
+}
+
+/* ---------------------------------------------------------------- not yet supported */
+static int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			  struct uverbs_attr_bundle *attrs)
+{
+	return -EOPNOTSUPP;
+}
+
+static int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	return 0;
+}
+
+static int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	return -EOPNOTSUPP;
+}
+
+static int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+			  struct ib_udata *udata)
+{
+	return -EOPNOTSUPP;
+}
+
+static int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			  struct ib_udata *udata)
+{
+	return -EOPNOTSUPP;
+}
+
+static int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			  const struct ib_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static int qhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
+				      int access, struct ib_udata *udata)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	return 0;
+}
+
+const struct ib_device_ops qhca_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = QHCA_UVERBS_ABI_VERSION,
+
+	.alloc_pd = qhca_alloc_pd,
+	.alloc_ucontext = qhca_alloc_ucontext,
+	.create_cq = qhca_create_cq,
+	.create_qp = qhca_create_qp,
+	.dealloc_pd = qhca_dealloc_pd,
+	.dealloc_ucontext = qhca_dealloc_ucontext,
+	.dereg_mr = qhca_dereg_mr,
+	.destroy_cq = qhca_destroy_cq,
+	.destroy_qp = qhca_destroy_qp,
+	.get_dev_fw_str = qhca_get_dev_fw_str,
+	.get_dma_mr = qhca_get_dma_mr,
+	.get_link_layer = qhca_get_link_layer,
+	.get_port_immutable = qhca_get_port_immutable,
+	.mmap = qhca_mmap,
+	.mmap_free = qhca_mmap_free,
+	.modify_qp = qhca_modify_qp,
+	.poll_cq = qhca_poll_cq,
+	.post_recv = qhca_post_recv,
+	.post_send = qhca_post_send,
+	.query_device = qhca_query_device,
+	.query_pkey = qhca_query_pkey,
+	.query_port = qhca_query_port,
+	.reg_user_mr = qhca_reg_user_mr,
+	.req_notify_cq = qhca_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, qhca_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, qhca_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, qhca_ucontext, ibucontext),
+};

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca admin queue: a ring of 64-byte commands (ASQ) and a ring of 16-byte completions
+ * (ACQ) with a phase bit, both in guest memory. Every command has a fixed body length that
+ * is checked before its fields are read; every failure becomes a status in the completion.
+ */
+#include <string.h>
+
+#include "qhca_engine.h"
+
+static const char *const cmd_names[QHCA_CMD_MAX] = {
+	[QHCA_CMD_NOP] = "NOP",
+	[QHCA_CMD_QUERY_DEVICE] = "QUERY_DEVICE",
+	[QHCA_CMD_QUERY_PORT] = "QUERY_PORT",
+	[QHCA_CMD_CREATE_UCTX] = "CREATE_UCTX",
+	[QHCA_CMD_DESTROY_UCTX] = "DESTROY_UCTX",
+	[QHCA_CMD_CREATE_PD] = "CREATE_PD",
+	[QHCA_CMD_DESTROY_PD] = "DESTROY_PD",
+};
+
+static const char *cmd_name(uint8_t op)
+{
+	return op < QHCA_CMD_MAX && cmd_names[op] ? cmd_names[op] : "?";
+}
+
+struct admin_result {
+	uint16_t status;
+	uint32_t result0;
+	uint32_t result1;
+};
+
+typedef uint16_t (*cmd_handler)(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				struct admin_result *res);
+
+static uint32_t depth(const struct qhca_engine *e)
+{
+	return 1u << e->aq_depth_log2;
+}
+
+static bool body_is_zero(const uint8_t *p, size_t len)
+{
+	while (len--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+static uint8_t mtu_enum(uint32_t mtu)
+{
+	uint8_t v = 1;
+
+	while (mtu > 256) {
+		mtu >>= 1;
+		v++;
+	}
+	return v;	/* IB_MTU_256 = 1 ... IB_MTU_4096 = 5 */
+}
+
+static uint16_t cmd_nop(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			struct admin_result *res)
+{
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				 struct admin_result *res)
+{
+	const struct qhca_cmd_query *q = &cmd->query;
+	const struct qhca_engine_config *c = &e->cfg;
+	struct qhca_device_attr a;
+
+	if (q->out_len != sizeof(a) || q->port != 0)
+		return QHCA_ST_BAD_FIELD;
+	memset(&a, 0, sizeof(a));
+	a.fw_version = (uint64_t)QHCA_ABI_VERSION_MAJOR << 32 | QHCA_ABI_VERSION_MINOR << 16;
+	/* EUI-64 from the MAC: flip the U/L bit and insert ff:fe. */
+	a.node_guid = (uint64_t)(c->mac[0] ^ 2) << 56 | (uint64_t)c->mac[1] << 48 |
+		      (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |
+		      (uint64_t)c->mac[3] << 16 | (uint64_t)c->mac[4] << 8 | c->mac[5];
+	a.max_mr_size = (uint64_t)c->max_mr_size_mb << 20;
+	a.page_size_cap = 0x1000;
+	a.vendor_id = QHCA_PCI_VENDOR_ID;
+	a.vendor_part_id = QHCA_PCI_DEVICE_ID;
+	a.hw_version = QHCA_PCI_REVISION;
+	a.dev_caps = 0;	/* the datapath announces RC/UC/UD/SRQ/atomics when it lands */
+	a.max_uctx = e->uctx.capacity;
+	a.max_pd = c->max_pd;
+	a.max_qp = c->max_qp;
+	a.max_qp_wr = c->max_qp_wr;
+	a.max_send_sge = c->max_sge;
+	a.max_recv_sge = c->max_sge;
+	a.max_sge_rd = c->max_sge;
+	a.max_cq = c->max_cq;
+	a.max_cqe = c->max_cqe;
+	a.max_mr = c->max_mr;
+	a.max_srq = c->max_srq;
+	a.max_srq_wr = c->max_qp_wr;
+	a.max_srq_sge = c->max_sge;
+	a.max_ah = c->max_qp;
+	a.max_qp_rd_atom = 16;
+	a.max_qp_init_rd_atom = 16;
+	a.max_inline_data = c->max_inline;
+	a.max_fast_reg_page_list_len = 512;
+	a.num_comp_vectors = c->msix_vectors - 1;
+	a.max_pkeys = 1;
+	a.local_ca_ack_delay = 15;
+	return qhca_dma_write(e, q->out_addr, &a, sizeof(a)) ? QHCA_ST_DMA_ERROR : QHCA_ST_OK;
+}
+
+static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	const struct qhca_cmd_query *q = &cmd->query;
+	struct qhca_port_attr a;
+
+	if (q->out_len != sizeof(a) || q->port != 1)
+		return QHCA_ST_BAD_FIELD;
+	memset(&a, 0, sizeof(a));
+	a.state = 4;		/* ACTIVE: the link model arrives with the Ethernet function */
+	a.phys_state = 5;	/* LINK_UP */
+	a.max_mtu = mtu_enum(e->cfg.mtu);
+	a.active_mtu = a.max_mtu;
+	a.active_width = 1;	/* 1X */
+	a.active_speed = 1;	/* SDR */
+	memcpy(a.mac, e->cfg.mac, sizeof(a.mac));
+	a.gid_tbl_len = 16;
+	a.max_msg_sz = 0x80000000u;
+	a.port_cap_flags = 0;
+	a.pkey_tbl_len = 1;
+	return qhca_dma_write(e, q->out_addr, &a, sizeof(a)) ? QHCA_ST_DMA_ERROR : QHCA_ST_OK;
+}
+
+static uint16_t cmd_create_uctx(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				struct admin_result *res)
+{
+	uint32_t h = qhca_obj_alloc(&e->uctx, 0);
+
+	if (!h)
+		return QHCA_ST_NO_RESOURCES;
+	res->result0 = h;
+	/* Slot i of the table owns doorbell page i + 1; page 0 is the kernel's. */
+	res->result1 = (uint32_t)qhca_obj_lookup(&e->uctx, h) + 1;
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_destroy_uctx(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				 struct admin_result *res)
+{
+	uint32_t h = cmd->handle.handle;
+
+	if (qhca_obj_lookup(&e->uctx, h) < 0)
+		return QHCA_ST_BAD_HANDLE;
+	if (qhca_obj_owned_by(&e->pd, h))
+		return QHCA_ST_BUSY;
+	qhca_obj_free(&e->uctx, h);
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_create_pd(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	uint32_t uctx = cmd->handle.handle;
+	uint32_t h;
+
+	if (uctx != QHCA_HANDLE_KERNEL && qhca_obj_lookup(&e->uctx, uctx) < 0)
+		return QHCA_ST_BAD_HANDLE;
+	h = qhca_obj_alloc(&e->pd, uctx);
+	if (!h)
+		return QHCA_ST_NO_RESOURCES;
+	res->result0 = h;
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_destroy_pd(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	uint32_t h = cmd->handle.handle;
+
+	if (qhca_obj_lookup(&e->pd, h) < 0)
+		return QHCA_ST_BAD_HANDLE;
+	qhca_obj_free(&e->pd, h);
+	return QHCA_ST_OK;
+}
+
+static const struct {
+	cmd_handler fn;
+	uint16_t body_len;
+} cmd_table[QHCA_CMD_MAX] = {
+	[QHCA_CMD_NOP] = { cmd_nop, 0 },
+	[QHCA_CMD_QUERY_DEVICE] = { cmd_query_device, sizeof(struct qhca_cmd_query) },
+	[QHCA_CMD_QUERY_PORT] = { cmd_query_port, sizeof(struct qhca_cmd_query) },
+	[QHCA_CMD_CREATE_UCTX] = { cmd_create_uctx, 0 },
+	[QHCA_CMD_DESTROY_UCTX] = { cmd_destroy_uctx, sizeof(struct qhca_cmd_handle) },
+	[QHCA_CMD_CREATE_PD] = { cmd_create_pd, sizeof(struct qhca_cmd_handle) },
+	[QHCA_CMD_DESTROY_PD] = { cmd_destroy_pd, sizeof(struct qhca_cmd_handle) },
+};
+
+static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			struct admin_result *res)
+{
+	const struct qhca_cmd_hdr *h = &cmd->hdr;
+	uint16_t want;
+
+	if (h->opcode >= QHCA_CMD_MAX || !cmd_table[h->opcode].fn) {
+		qhca_log_guest(e, "admin cmd id=%u: unknown opcode 0x%x", h->cmd_id, h->opcode);
+		return QHCA_ST_BAD_OPCODE;
+	}
+	want = cmd_table[h->opcode].body_len;
+	if (h->len != want) {
+		qhca_log_guest(e, "admin cmd id=%u %s: length %u, expected %u", h->cmd_id,
+			       cmd_name(h->opcode), h->len, want);
+		return QHCA_ST_BAD_LENGTH;
+	}
+	if (h->flags || h->rsvd || !body_is_zero(cmd->raw + want, QHCA_CMD_BODY_SIZE - want)) {
+		qhca_log_guest(e, "admin cmd id=%u %s: reserved fields set", h->cmd_id,
+			       cmd_name(h->opcode));
+		return QHCA_ST_BAD_FIELD;
+	}
+	/* Handlers that take a handle body require its reserved word to be zero too. */
+	if (want == sizeof(struct qhca_cmd_handle) && cmd->handle.rsvd)
+		return QHCA_ST_BAD_FIELD;
+	return cmd_table[h->opcode].fn(e, cmd, res);
+}
+
+static void fatal(struct qhca_engine *e, enum qhca_fatal_error err)
+{
+	qhca_log_guest(e, "fatal device error %d; the driver must reset the device", err);
+	e->status = (e->status & ~QHCA_STATUS_READY) | QHCA_STATUS_FATAL;
+	e->error = err;
+	if (e->cfg.msix_vectors && !(e->intr_mask & 1))
+		e->ops->notify(e->opaque, 0);
+}
+
+static bool running(const struct qhca_engine *e)
+{
+	return (e->status & (QHCA_STATUS_READY | QHCA_STATUS_FATAL)) == QHCA_STATUS_READY;
+}
+
+/* Write one completion: the entry first with the stale phase, then the valid phase. */
+static int post_completion(struct qhca_engine *e, const struct qhca_cqe_admin *cqe)
+{
+	uint64_t slot = e->acq_base + (uint64_t)e->acq_tail * sizeof(*cqe);
+	struct qhca_cqe_admin tmp = *cqe;
+
+	tmp.flags = e->acq_phase ^ QHCA_CQE_PHASE;
+	if (qhca_dma_write(e, slot, &tmp, sizeof(tmp)) ||
+	    qhca_dma_write(e, slot + offsetof(struct qhca_cqe_admin, flags), &cqe->flags,
+			   sizeof(cqe->flags)))
+		return -1;
+	e->acq_tail = (e->acq_tail + 1) & (depth(e) - 1);
+	if (e->acq_tail == 0)
+		e->acq_phase ^= QHCA_CQE_PHASE;
+	return 0;
+}
+
+/* Run commands until the SQ is empty or the CQ is full; interrupt once at the end. */
+static void process(struct qhca_engine *e)
+{
+	uint32_t mask = depth(e) - 1;
+	bool posted = false;
+
+	while (running(e) && e->asq_head != e->asq_tail) {
+		struct qhca_cmd cmd;
+		struct qhca_cqe_admin cqe;
+		struct admin_result res = { 0 };
+
+		if (((e->acq_tail + 1) & mask) == e->acq_head)
+			break;	/* completion ring full: wait for an ACQ_HEAD doorbell */
+		if (qhca_dma_read(e, e->asq_base + (uint64_t)e->asq_head * QHCA_CMD_SIZE, &cmd,
+				  sizeof(cmd))) {
+			fatal(e, QHCA_ERR_DMA);
+			return;
+		}
+		res.status = execute(e, &cmd, &res);
+		e->admin_cmds++;
+		if (res.status != QHCA_ST_OK) {
+			e->admin_errors++;
+			res.result0 = res.result1 = 0;
+		}
+		qhca_log(e, QHCA_LOG_EVENT, "admin cmd id=%u %s status=%u result=0x%x/0x%x",
+			 cmd.hdr.cmd_id, cmd_name(cmd.hdr.opcode), res.status, res.result0,
+			 res.result1);
+		e->asq_head = (e->asq_head + 1) & mask;
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.cmd_id = cmd.hdr.cmd_id;
+		cqe.status = res.status;
+		cqe.sq_head = (uint16_t)e->asq_head;
+		cqe.flags = e->acq_phase;
+		cqe.result0 = res.result0;
+		cqe.result1 = res.result1;
+		if (post_completion(e, &cqe)) {
+			fatal(e, QHCA_ERR_DMA);
+			return;
+		}
+		posted = true;
+	}
+	if (posted && !(e->intr_mask & 1))
+		e->ops->notify(e->opaque, 0);
+}
+
+void qhca_admin_reset(struct qhca_engine *e)
+{
+	e->asq_head = e->asq_tail = 0;
+	e->acq_head = e->acq_tail = 0;
+	e->acq_phase = QHCA_CQE_PHASE;
+}
+
+bool qhca_admin_enable(struct qhca_engine *e)
+{
+	qhca_admin_reset(e);
+	if (e->aq_depth_log2 < QHCA_AQ_DEPTH_MIN_LOG2 || e->aq_depth_log2 > QHCA_AQ_DEPTH_MAX_LOG2 ||
+	    !e->asq_base || !e->acq_base || (e->asq_base | e->acq_base) % QHCA_AQ_ALIGN) {
+		qhca_log_guest(e, "enable with bad admin queue: asq=0x%llx acq=0x%llx depth=2^%u",
+			       (unsigned long long)e->asq_base, (unsigned long long)e->acq_base,
+			       e->aq_depth_log2);
+		fatal(e, QHCA_ERR_AQ_CONFIG);
+		return false;
+	}
+	qhca_log(e, QHCA_LOG_EVENT, "enabled: asq=0x%llx acq=0x%llx depth=%u",
+		 (unsigned long long)e->asq_base, (unsigned long long)e->acq_base, depth(e));
+	return true;
+}
+
+void qhca_admin_sq_doorbell(struct qhca_engine *e, uint32_t tail)
+{
+	if (!running(e)) {
+		qhca_log_guest(e, "admin SQ doorbell %u while not ready ignored", tail);
+		return;
+	}
+	if (tail >= depth(e)) {
+		qhca_log_guest(e, "admin SQ tail %u past ring of %u", tail, depth(e));
+		fatal(e, QHCA_ERR_AQ_TAIL);
+		return;
+	}
+	e->asq_tail = tail;
+	process(e);
+}
+
+void qhca_admin_cq_doorbell(struct qhca_engine *e, uint32_t head)
+{
+	if (!running(e)) {
+		qhca_log_guest(e, "admin CQ doorbell %u while not ready ignored", head);
+		return;
+	}
+	if (head >= depth(e)) {
+		qhca_log_guest(e, "admin CQ head %u past ring of %u", head, depth(e));
+		fatal(e, QHCA_ERR_AQ_HEAD);
+		return;
+	}
+	e->acq_head = head;
+	process(e);
+}

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca engine core: configuration, reset, BAR0 registers, logging and the checked guest
+ * memory helpers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+bool qhca_engine_config_check(const struct qhca_engine_config *c, char *why, size_t why_len)
+{
+	const char *msg = NULL;
+
+	if (c->db_pages < 2 || c->db_pages > QHCA_MAX_DB_PAGES || !is_pow2(c->db_pages))
+		msg = "db-pages must be a power of two in 2..4096";
+	else if (c->msix_vectors < 2 || c->msix_vectors > 64)
+		msg = "msix-vectors must be in 2..64";
+	else if (!c->max_pd || c->max_pd > QHCA_MAX_OBJECTS)
+		msg = "max-pd must be in 1..1048576";
+	else if (!c->max_qp || c->max_qp > QHCA_MAX_OBJECTS)
+		msg = "max-qp must be in 1..1048576";
+	else if (!c->max_cq || c->max_cq > QHCA_MAX_OBJECTS)
+		msg = "max-cq must be in 1..1048576";
+	else if (!c->max_mr || c->max_mr > QHCA_MAX_OBJECTS)
+		msg = "max-mr must be in 1..1048576";
+	else if (!c->max_srq || c->max_srq > QHCA_MAX_OBJECTS)
+		msg = "max-srq must be in 1..1048576";
+	else if (c->max_cqe < 64 || c->max_cqe > QHCA_MAX_CQE)
+		msg = "max-cqe must be in 64..4194304";
+	else if (c->max_qp_wr < 64 || c->max_qp_wr > QHCA_MAX_QP_WR)
+		msg = "max-qp-wr must be in 64..32768";
+	else if (!c->max_sge || c->max_sge > QHCA_MAX_SGE)
+		msg = "max-sge must be in 1..32";
+	else if (c->max_inline > QHCA_MAX_INLINE)
+		msg = "max-inline must be at most 1024";
+	else if (!c->max_mr_size_mb || c->max_mr_size_mb > (1u << 20))
+		msg = "max-mr-size-mb must be in 1..1048576";
+	else if (c->mtu < 256 || c->mtu > 4096 || !is_pow2(c->mtu))
+		msg = "mtu must be 256, 512, 1024, 2048 or 4096";
+	else if (c->mac[0] & 1)
+		msg = "mac must be a unicast address";
+
+	if (msg && why && why_len)
+		snprintf(why, why_len, "%s", msg);
+	return msg == NULL;
+}
+
+void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *func,
+	       const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!e->ops->log || (e->ops->log_enabled && !e->ops->log_enabled(e->opaque, level)))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e->ops->log(e->opaque, level, func, msg);
+}
+
+/* Guest memory: every access goes through one of these two. */
+static bool dma_range_ok(struct qhca_engine *e, uint64_t addr, size_t len, const char *what)
+{
+	if (len == 0)
+		return true;
+	if (len > QHCA_DMA_MAX_LEN || addr == 0 || addr + len < addr) {
+		qhca_log_guest(e, "%s: bad guest range addr=0x%llx len=%zu", what,
+			       (unsigned long long)addr, len);
+		return false;
+	}
+	return true;
+}
+
+int qhca_dma_read(struct qhca_engine *e, uint64_t addr, void *buf, size_t len)
+{
+	if (!dma_range_ok(e, addr, len, "read"))
+		return -1;
+	if (len && e->ops->dma_read(e->opaque, addr, buf, len)) {
+		qhca_log_guest(e, "read of %zu bytes at 0x%llx failed", len, (unsigned long long)addr);
+		return -1;
+	}
+	return 0;
+}
+
+int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t len)
+{
+	if (!dma_range_ok(e, addr, len, "write"))
+		return -1;
+	if (len && e->ops->dma_write(e->opaque, addr, buf, len)) {
+		qhca_log_guest(e, "write of %zu bytes at 0x%llx failed", len, (unsigned long long)addr);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- object tables */
+#define OBJ_INDEX_BITS	20
+#define OBJ_INDEX_MASK	((1u << OBJ_INDEX_BITS) - 1)
+#define OBJ_GEN_MASK	0x7ffu		/* 11 bits of generation fit above the index */
+#define OBJ_USED	0x8000u
+
+int qhca_obj_table_init(struct qhca_obj_table *t, uint32_t capacity)
+{
+	memset(t, 0, sizeof(*t));
+	if (capacity > QHCA_MAX_OBJECTS)
+		return -1;
+	t->gen = calloc(capacity ? capacity : 1, sizeof(*t->gen));
+	t->owner = calloc(capacity ? capacity : 1, sizeof(*t->owner));
+	if (!t->gen || !t->owner) {
+		qhca_obj_table_fini(t);
+		return -1;
+	}
+	t->capacity = capacity;
+	return 0;
+}
+
+void qhca_obj_table_fini(struct qhca_obj_table *t)
+{
+	free(t->gen);
+	free(t->owner);
+	memset(t, 0, sizeof(*t));
+}
+
+void qhca_obj_table_clear(struct qhca_obj_table *t)
+{
+	uint32_t i;
+
+	/* Keep generations so that handles from before the reset stay invalid. */
+	for (i = 0; i < t->capacity; i++) {
+		if (t->gen[i] & OBJ_USED)
+			t->gen[i] = ((t->gen[i] + 1) & OBJ_GEN_MASK);
+		t->owner[i] = 0;
+	}
+	t->count = 0;
+}
+
+uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner)
+{
+	uint32_t i;
+
+	if (t->count >= t->capacity)
+		return 0;
+	for (i = 0; i < t->capacity; i++) {
+		if (!(t->gen[i] & OBJ_USED)) {
+			t->gen[i] |= OBJ_USED;
+			t->owner[i] = owner;
+			t->count++;
+			return ((uint32_t)(t->gen[i] & OBJ_GEN_MASK) << OBJ_INDEX_BITS) | (i + 1);
+		}
+	}
+	return 0;
+}
+
+int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle)
+{
+	uint32_t idx = handle & OBJ_INDEX_MASK;
+	uint32_t gen = handle >> OBJ_INDEX_BITS;
+
+	if (idx == 0 || idx > t->capacity || gen > OBJ_GEN_MASK)
+		return -1;
+	idx--;
+	if (t->gen[idx] != (OBJ_USED | gen))
+		return -1;
+	return idx;
+}
+
+bool qhca_obj_owned_by(const struct qhca_obj_table *t, uint32_t owner)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->capacity && t->count; i++)
+		if ((t->gen[i] & OBJ_USED) && t->owner[i] == owner)
+			return true;
+	return false;
+}
+
+void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle)
+{
+	int64_t idx = qhca_obj_lookup(t, handle);
+
+	if (idx < 0)
+		return;
+	t->gen[idx] = (t->gen[idx] + 1) & OBJ_GEN_MASK;
+	t->owner[idx] = 0;
+	t->count--;
+}
+
+/* ---------------------------------------------------------------- life cycle */
+int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg,
+		     const struct qhca_engine_ops *ops, void *opaque)
+{
+	memset(e, 0, sizeof(*e));
+	e->ops = ops;
+	e->opaque = opaque;
+	e->cfg = *cfg;
+	if (qhca_obj_table_init(&e->uctx, cfg->db_pages - 1) ||
+	    qhca_obj_table_init(&e->pd, cfg->max_pd)) {
+		qhca_engine_fini(e);
+		return -1;
+	}
+	qhca_engine_reset(e);
+	return 0;
+}
+
+void qhca_engine_fini(struct qhca_engine *e)
+{
+	qhca_obj_table_fini(&e->uctx);
+	qhca_obj_table_fini(&e->pd);
+}
+
+void qhca_engine_reset(struct qhca_engine *e)
+{
+	qhca_log(e, QHCA_LOG_EVENT, "device reset");
+	e->ctrl = 0;
+	e->status = 0;
+	e->error = QHCA_ERR_NONE;
+	e->intr_mask = 0;
+	e->asq_base = 0;
+	e->acq_base = 0;
+	e->aq_depth_log2 = 0;
+	qhca_admin_reset(e);
+	qhca_obj_table_clear(&e->uctx);
+	qhca_obj_table_clear(&e->pd);
+}
+
+/* ---------------------------------------------------------------- registers */
+static void set_lo(uint64_t *reg, uint32_t v)
+{
+	*reg = (*reg & 0xffffffff00000000ull) | v;
+}
+
+static void set_hi(uint64_t *reg, uint32_t v)
+{
+	*reg = (*reg & 0xffffffffull) | ((uint64_t)v << 32);
+}
+
+uint32_t qhca_engine_reg_read(struct qhca_engine *e, uint32_t offset)
+{
+	switch (offset) {
+	case QHCA_REG_VERSION:
+		return QHCA_ABI_VERSION;
+	case QHCA_REG_CAPS:
+		return QHCA_CAP_ADMIN_PHASE | QHCA_CAP_ROCE_V2;
+	case QHCA_REG_DB_PAGES:
+		return e->cfg.db_pages;
+	case QHCA_REG_MSIX_VECTORS:
+		return e->cfg.msix_vectors;
+	case QHCA_REG_CTRL:
+		return e->ctrl;
+	case QHCA_REG_STATUS:
+		return e->status;
+	case QHCA_REG_ASQ_BASE_LO:
+		return (uint32_t)e->asq_base;
+	case QHCA_REG_ASQ_BASE_HI:
+		return (uint32_t)(e->asq_base >> 32);
+	case QHCA_REG_ACQ_BASE_LO:
+		return (uint32_t)e->acq_base;
+	case QHCA_REG_ACQ_BASE_HI:
+		return (uint32_t)(e->acq_base >> 32);
+	case QHCA_REG_AQ_DEPTH:
+		return e->aq_depth_log2;
+	case QHCA_REG_ERROR:
+		return e->error;
+	case QHCA_REG_INTR_MASK:
+		return e->intr_mask;
+	case QHCA_REG_ASQ_TAIL:
+	case QHCA_REG_ACQ_HEAD:
+		return 0;	/* write-only */
+	default:
+		qhca_log_guest(e, "read of unknown register 0x%x", offset);
+		return 0;
+	}
+}
+
+static void write_ctrl(struct qhca_engine *e, uint32_t v)
+{
+	if (v & QHCA_CTRL_RESET) {
+		qhca_engine_reset(e);
+		return;
+	}
+	if (v & ~QHCA_CTRL_ENABLE)
+		qhca_log_guest(e, "reserved CTRL bits 0x%x ignored", v & ~QHCA_CTRL_ENABLE);
+	if ((v & QHCA_CTRL_ENABLE) && !(e->ctrl & QHCA_CTRL_ENABLE)) {
+		e->ctrl = QHCA_CTRL_ENABLE;
+		if (qhca_admin_enable(e))
+			e->status = QHCA_STATUS_READY;
+	} else if (!(v & QHCA_CTRL_ENABLE) && (e->ctrl & QHCA_CTRL_ENABLE)) {
+		/* Disabling is a reset of everything but the queue configuration. */
+		uint64_t asq = e->asq_base, acq = e->acq_base;
+		uint32_t depth = e->aq_depth_log2, mask = e->intr_mask;
+
+		qhca_engine_reset(e);
+		e->asq_base = asq;
+		e->acq_base = acq;
+		e->aq_depth_log2 = depth;
+		e->intr_mask = mask;
+	}
+}
+
+void qhca_engine_reg_write(struct qhca_engine *e, uint32_t offset, uint32_t v)
+{
+	bool enabled = e->ctrl & QHCA_CTRL_ENABLE;
+
+	switch (offset) {
+	case QHCA_REG_CTRL:
+		write_ctrl(e, v);
+		return;
+	case QHCA_REG_ASQ_BASE_LO:
+	case QHCA_REG_ASQ_BASE_HI:
+	case QHCA_REG_ACQ_BASE_LO:
+	case QHCA_REG_ACQ_BASE_HI:
+	case QHCA_REG_AQ_DEPTH:
+		if (enabled) {
+			qhca_log_guest(e, "write 0x%x to 0x%x while enabled ignored", v, offset);
+			return;
+		}
+		if (offset == QHCA_REG_ASQ_BASE_LO)
+			set_lo(&e->asq_base, v);
+		else if (offset == QHCA_REG_ASQ_BASE_HI)
+			set_hi(&e->asq_base, v);
+		else if (offset == QHCA_REG_ACQ_BASE_LO)
+			set_lo(&e->acq_base, v);
+		else if (offset == QHCA_REG_ACQ_BASE_HI)
+			set_hi(&e->acq_base, v);
+		else
+			e->aq_depth_log2 = v;
+		return;
+	case QHCA_REG_ASQ_TAIL:
+		qhca_admin_sq_doorbell(e, v);
+		return;
+	case QHCA_REG_ACQ_HEAD:
+		qhca_admin_cq_doorbell(e, v);
+		return;
+	case QHCA_REG_INTR_MASK:
+		e->intr_mask = v;
+		return;
+	default:
+		qhca_log_guest(e, "write 0x%x to read-only or unknown register 0x%x", v, offset);
+		return;
+	}
+}
+
+void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value, unsigned size)
+{
+	/* The datapath doorbells arrive with the queues; until then they are only traced. */
+	qhca_log_guest(e, "doorbell page %llu offset 0x%llx value 0x%llx size %u: no queue",
+		       (unsigned long long)(offset / QHCA_DB_PAGE_SIZE),
+		       (unsigned long long)(offset % QHCA_DB_PAGE_SIZE),
+		       (unsigned long long)value, size);
+}

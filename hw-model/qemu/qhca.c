@@ -1,0 +1,333 @@
+/*
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * qhca: an emulated RDMA host channel adapter (RoCEv2), QEMU adapter.
+ *
+ * This file is the thin QOM/PCI shell around the plain-C engine in engine/: it owns the
+ * BARs, MSI-X, the properties, the netdev and the trace events, and hands every register
+ * and doorbell access to the engine. See docs/system/devices/qhca.rst in the qhca tree.
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "system/dma.h"
+#include "trace.h"
+
+#include "qhca_engine.h"
+
+#define TYPE_QHCA "qhca"
+OBJECT_DECLARE_SIMPLE_TYPE(QhcaState, QHCA)
+
+struct QhcaState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion doorbells;
+    NICState *nic;
+    NICConf conf;
+
+    struct qhca_engine_config cfg;
+    struct qhca_engine engine;
+    uint64_t rx_dropped;
+};
+
+/* ---------------------------------------------------------------- engine ops */
+
+/* Is [addr, addr + len) clear of this device's own BARs? (No DMA into our own MMIO.) */
+static bool qhca_dma_target_ok(QhcaState *s, uint64_t addr, size_t len)
+{
+    static const int bars[] = { QHCA_BAR_REGS, QHCA_BAR_DOORBELL, QHCA_BAR_MSIX };
+    PCIDevice *pci = PCI_DEVICE(s);
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(bars); i++) {
+        pcibus_t base = pci_get_bar_addr(pci, bars[i]);
+        uint64_t size = pci->io_regions[bars[i]].size;
+
+        if (base == PCI_BAR_UNMAPPED || !size) {
+            continue;
+        }
+        if (addr < base + size && base < addr + len) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int qhca_ops_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    QhcaState *s = opaque;
+
+    if (!qhca_dma_target_ok(s, addr, len)) {
+        memset(buf, 0, len);
+        return -1;
+    }
+    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
+static int qhca_ops_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+{
+    QhcaState *s = opaque;
+
+    if (!qhca_dma_target_ok(s, addr, len)) {
+        return -1;
+    }
+    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
+static void qhca_ops_notify(void *opaque, unsigned vector)
+{
+    PCIDevice *pci = PCI_DEVICE(opaque);
+
+    trace_qhca_irq(vector);
+    if (msix_enabled(pci)) {
+        msix_notify(pci, vector);
+    }
+}
+
+static bool qhca_ops_log_enabled(void *opaque, enum qhca_log_level level)
+{
+    switch (level) {
+    case QHCA_LOG_EVENT:
+        return trace_event_get_state_backends(TRACE_QHCA_ENGINE);
+    case QHCA_LOG_ERR:
+        return true;
+    case QHCA_LOG_GUEST:
+    default:
+        return true;
+    }
+}
+
+static void qhca_ops_log(void *opaque, enum qhca_log_level level, const char *func,
+                         const char *msg)
+{
+    switch (level) {
+    case QHCA_LOG_EVENT:
+        trace_qhca_engine(func, msg);
+        break;
+    case QHCA_LOG_ERR:
+        trace_qhca_engine_err(func, msg);
+        error_report("qhca: %s: %s", func, msg);
+        break;
+    case QHCA_LOG_GUEST:
+        trace_qhca_engine_ub(func, msg);
+        qemu_log_mask(LOG_GUEST_ERROR, "qhca: %s: %s\n", func, msg);
+        break;
+    }
+}
+
+static const struct qhca_engine_ops qhca_engine_ops = {
+    .dma_read = qhca_ops_dma_read,
+    .dma_write = qhca_ops_dma_write,
+    .notify = qhca_ops_notify,
+    .log_enabled = qhca_ops_log_enabled,
+    .log = qhca_ops_log,
+};
+
+/* ---------------------------------------------------------------- BARs */
+
+static uint64_t qhca_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    QhcaState *s = opaque;
+    uint32_t val = qhca_engine_reg_read(&s->engine, addr);
+
+    trace_qhca_reg_read(addr, val);
+    return val;
+}
+
+static void qhca_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+{
+    QhcaState *s = opaque;
+
+    trace_qhca_reg_write(addr, val);
+    qhca_engine_reg_write(&s->engine, addr, val);
+}
+
+static const MemoryRegionOps qhca_regs_ops = {
+    .read = qhca_regs_read,
+    .write = qhca_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+        .unaligned = false,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static uint64_t qhca_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "qhca: read of write-only doorbell 0x%" HWADDR_PRIx "\n",
+                  addr);
+    return 0;
+}
+
+static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+{
+    QhcaState *s = opaque;
+
+    trace_qhca_doorbell(addr / QHCA_DB_PAGE_SIZE, addr % QHCA_DB_PAGE_SIZE, val);
+    qhca_engine_db_write(&s->engine, addr, val, size);
+}
+
+static const MemoryRegionOps qhca_db_ops = {
+    .read = qhca_db_read,
+    .write = qhca_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 8,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 8,
+    },
+};
+
+/* ---------------------------------------------------------------- network */
+
+static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
+{
+    QhcaState *s = qemu_get_nic_opaque(nc);
+
+    /* The RoCE and Ethernet receive paths arrive with the datapath; count until then. */
+    s->rx_dropped++;
+    trace_qhca_rx_drop(size);
+    return size;
+}
+
+static NetClientInfo qhca_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .receive = qhca_receive,
+};
+
+/* ---------------------------------------------------------------- QOM */
+
+static void qhca_realize(PCIDevice *pci, Error **errp)
+{
+    QhcaState *s = QHCA(pci);
+    char why[128];
+    int i;
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
+    if (!qhca_engine_config_check(&s->cfg, why, sizeof(why))) {
+        error_setg(errp, "qhca: %s", why);
+        return;
+    }
+    if (qhca_engine_init(&s->engine, &s->cfg, &qhca_engine_ops, s)) {
+        error_setg(errp, "qhca: cannot allocate the object tables");
+        return;
+    }
+
+    pci->config[PCI_INTERRUPT_PIN] = 1;
+    memory_region_init_io(&s->regs, OBJECT(s), &qhca_regs_ops, s, "qhca-regs",
+                          QHCA_REGS_SIZE);
+    pci_register_bar(pci, QHCA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+    memory_region_init_io(&s->doorbells, OBJECT(s), &qhca_db_ops, s, "qhca-doorbells",
+                          (uint64_t)s->cfg.db_pages * QHCA_DB_PAGE_SIZE);
+    pci_register_bar(pci, QHCA_BAR_DOORBELL,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->doorbells);
+    if (msix_init_exclusive_bar(pci, s->cfg.msix_vectors, QHCA_BAR_MSIX, errp)) {
+        qhca_engine_fini(&s->engine);
+        return;
+    }
+    for (i = 0; i < s->cfg.msix_vectors; i++) {
+        msix_vector_use(pci, i);
+    }
+
+    s->nic = qemu_new_nic(&qhca_net_info, &s->conf, object_get_typename(OBJECT(s)),
+                          DEVICE(s)->id, &DEVICE(s)->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    trace_qhca_realize(s->cfg.db_pages, s->cfg.msix_vectors, s->cfg.mtu);
+}
+
+static void qhca_exit(PCIDevice *pci)
+{
+    QhcaState *s = QHCA(pci);
+
+    qemu_del_nic(s->nic);
+    msix_uninit_exclusive_bar(pci);
+    qhca_engine_fini(&s->engine);
+}
+
+static void qhca_reset_hold(Object *obj, ResetType type)
+{
+    QhcaState *s = QHCA(obj);
+
+    qhca_engine_reset(&s->engine);
+}
+
+static const VMStateDescription qhca_vmstate = {
+    .name = "qhca",
+    .unmigratable = 1,	/* queues live in guest memory but engine state is not saved yet */
+};
+
+static const Property qhca_properties[] = {
+    DEFINE_NIC_PROPERTIES(QhcaState, conf),
+    DEFINE_PROP_UINT32("db-pages", QhcaState, cfg.db_pages, 256),
+    DEFINE_PROP_UINT32("msix-vectors", QhcaState, cfg.msix_vectors, 5),
+    DEFINE_PROP_UINT32("max-pd", QhcaState, cfg.max_pd, 1024),
+    DEFINE_PROP_UINT32("max-qp", QhcaState, cfg.max_qp, 1024),
+    DEFINE_PROP_UINT32("max-qp-wr", QhcaState, cfg.max_qp_wr, 4096),
+    DEFINE_PROP_UINT32("max-cq", QhcaState, cfg.max_cq, 1024),
+    DEFINE_PROP_UINT32("max-cqe", QhcaState, cfg.max_cqe, 65536),
+    DEFINE_PROP_UINT32("max-mr", QhcaState, cfg.max_mr, 4096),
+    DEFINE_PROP_UINT32("max-mr-size-mb", QhcaState, cfg.max_mr_size_mb, 4096),
+    DEFINE_PROP_UINT32("max-srq", QhcaState, cfg.max_srq, 256),
+    DEFINE_PROP_UINT32("max-sge", QhcaState, cfg.max_sge, 8),
+    DEFINE_PROP_UINT32("max-inline", QhcaState, cfg.max_inline, 256),
+    DEFINE_PROP_UINT32("mtu", QhcaState, cfg.mtu, 4096),
+};
+
+static void qhca_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *pc = PCI_DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+    pc->realize = qhca_realize;
+    pc->exit = qhca_exit;
+    pc->vendor_id = QHCA_PCI_VENDOR_ID;
+    pc->device_id = QHCA_PCI_DEVICE_ID;
+    pc->revision = QHCA_PCI_REVISION;
+    pc->class_id = QHCA_PCI_CLASS;
+    pc->subsystem_vendor_id = QHCA_PCI_VENDOR_ID;
+    pc->subsystem_id = QHCA_PCI_DEVICE_ID;
+    rc->phases.hold = qhca_reset_hold;
+    dc->desc = "qhca emulated RDMA HCA (RoCEv2)";
+    dc->vmsd = &qhca_vmstate;
+    device_class_set_props(dc, qhca_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static const TypeInfo qhca_info = {
+    .name = TYPE_QHCA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(QhcaState),
+    .class_init = qhca_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { }
+    },
+};
+
+static void qhca_register_types(void)
+{
+    type_register_static(&qhca_info);
+}
+
+type_init(qhca_register_types)

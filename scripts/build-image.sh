@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Build the guest image from Debian packages: an uncompressed initramfs in two layers,
+#   base.cpio  the packages of images/packages.txt and the kernel modules of
+#              images/modules.txt (rebuilt only when those lists or the kernel change)
+#   qhca.cpio  init, the qhca driver and provider, test programs, the launcher's ssh key
+# concatenated into initrd.cpio. Each VM gets the image in its own RAM: nothing is shared.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+bash "$QHCA_ROOT/scripts/setup-apt.sh"
+need_pkgs mmdebstrap cpio kmod openssh-client libibverbs-dev gcc
+fetch_guest_kernel
+
+img="$QHCA_CACHE/image"
+mkdir -p "$img"
+mods_src="$KERNEL_DIR/root/lib/modules/$KERNEL_REL"
+
+# ---------------------------------------------------------------- base layer
+pkgs=$(grep -v '^#' "$QHCA_ROOT/images/packages.txt" | xargs | tr ' ' ',')
+mods=$(grep -v '^#' "$QHCA_ROOT/images/modules.txt" | xargs)
+base_sum=$( (echo "$pkgs"; echo "$mods"; echo "$KERNEL_REL"; cat "$0" | sed -n '/^# base-begin/,/^# base-end/p') |
+    sha256sum | cut -c1-12)
+# base-begin
+if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.cpio" ]; then
+    uri=$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/qhca.sources | head -n1)
+    [ -n "$uri" ] || die "no Debian URI in /etc/apt/sources.list.d/qhca.sources; run scripts/setup-apt.sh"
+    key=$(sed -n 's/^Signed-By: //p' /etc/apt/sources.list.d/qhca.sources | head -n1)
+    rootfs="$img/rootfs"
+    rm -rf "$rootfs"
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: %s\n' \
+        "$uri" "$key" > "$img/sources"
+    step "image: downloading and unpacking Debian packages: ${pkgs//,/ }"
+    mmdebstrap --quiet --variant=extract --mode=root --include="$pkgs" bookworm "$rootfs" \
+        "$img/sources" || die "mmdebstrap failed; check the apt sources in $img/sources"
+    rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian,bash-completion} "$rootfs"/var/cache/apt
+    # busybox supplies what the extracted packages lack (sh, mount, setsid, ...).
+    for a in $("$rootfs/bin/busybox" --list); do
+        for d in bin sbin usr/bin usr/sbin; do
+            [ -e "$rootfs/$d/$a" ] && continue 2
+        done
+        ln -s /bin/busybox "$rootfs/usr/local/bin/$a" 2>/dev/null || { mkdir -p "$rootfs/usr/local/bin"; ln -s /bin/busybox "$rootfs/usr/local/bin/$a"; }
+    done
+    [ -e "$rootfs/bin/sh" ] || ln -s busybox "$rootfs/bin/sh"
+
+    step "image: kernel modules for $KERNEL_REL"
+    want=()
+    for m in $mods; do
+        f=$(grep -E "(^|/)${m//[-_]/[-_]}\.ko(\.xz)?:" "$mods_src/modules.dep" | cut -d: -f1 | head -n1 || true)
+        if [ -z "$f" ]; then
+            grep -qE "/${m//[-_]/[-_]}\.ko$" "$mods_src/modules.builtin" && continue
+            die "kernel module $m not found in $KERNEL_REL"
+        fi
+        want+=("$f" $(grep -E "^$f:" "$mods_src/modules.dep" | cut -d: -f2-))
+    done
+    for f in $(printf '%s\n' "${want[@]}" | sort -u); do
+        mkdir -p "$rootfs/lib/modules/$KERNEL_REL/$(dirname "$f")"
+        cp "$mods_src/$f" "$rootfs/lib/modules/$KERNEL_REL/$f"
+    done
+    cp "$mods_src"/modules.{order,builtin,builtin.modinfo} "$rootfs/lib/modules/$KERNEL_REL/" 2>/dev/null || true
+    (cd "$rootfs" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$img/base.cpio.tmp"
+    mv "$img/base.cpio.tmp" "$img/base.cpio"
+    echo "$base_sum" > "$img/base.sum"
+fi
+# base-end
+
+# ---------------------------------------------------------------- qhca layer
+keydir="$QHCA_CACHE/ssh"
+if [ ! -f "$keydir/id_ed25519" ]; then
+    mkdir -p "$keydir" && chmod 700 "$keydir"
+    ssh-keygen -q -t ed25519 -N '' -C qhca-launcher -f "$keydir/id_ed25519"
+fi
+ko="$QHCA_CACHE/driver-build/guest-driver/qhca.ko"
+so="$QHCA_CACHE/libqhca-rdmav34.so"
+[ -f "$ko" ] || die "qhca.ko missing: run scripts/build-driver.sh first"
+[ -f "$so" ] || die "libqhca-rdmav34.so missing: run scripts/build-provider.sh first"
+
+step "image: qhca layer (init, driver, provider, test programs)"
+layer="$img/layer"
+rm -rf "$layer" && mkdir -p "$layer"/{proc,sys,run,tmp,mnt,var/log,etc/libibverbs.d,root/.ssh,usr/local/bin,usr/lib/x86_64-linux-gnu/libibverbs}
+install -m 755 "$QHCA_ROOT/images/init" "$layer/init"
+install -m 644 "$so" "$layer/usr/lib/x86_64-linux-gnu/libibverbs/libqhca-rdmav34.so"
+echo "driver qhca" > "$layer/etc/libibverbs.d/qhca.driver"
+gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-smoke" "$QHCA_ROOT/tests/vm/qhca_smoke.c" -libverbs
+install -m 600 "$keydir/id_ed25519.pub" "$layer/root/.ssh/authorized_keys"
+chmod 700 "$layer/root" "$layer/root/.ssh"
+cat > "$layer/etc/passwd" <<'EOT'
+root:x:0:0:root:/root:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+EOT
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$layer/etc/group"
+printf 'root:*:19000:0:99999:7:::\n' > "$layer/etc/shadow"
+printf '/bin/sh\n' > "$layer/etc/shells"
+printf '127.0.0.1 localhost\n' > "$layer/etc/hosts"
+# Modules: the base set plus qhca.ko, with a fresh modules.dep for the union.
+moddir="$layer/lib/modules/$KERNEL_REL"
+mkdir -p "$moddir/extra"
+cp "$ko" "$moddir/extra/qhca.ko"
+depbase="$img/depmod"
+rm -rf "$depbase" && mkdir -p "$depbase/lib/modules"
+cp -a "$img/rootfs/lib/modules/$KERNEL_REL" "$depbase/lib/modules/"
+cp "$ko" "$depbase/lib/modules/$KERNEL_REL/extra/" 2>/dev/null ||
+    { mkdir -p "$depbase/lib/modules/$KERNEL_REL/extra"; cp "$ko" "$depbase/lib/modules/$KERNEL_REL/extra/"; }
+depmod -b "$depbase" "$KERNEL_REL"
+cp "$depbase/lib/modules/$KERNEL_REL"/modules.* "$moddir/"
+# ld.so cache for the union of both layers.
+mkdir -p "$layer/etc"
+cp -a "$layer/usr/lib/x86_64-linux-gnu/libibverbs/." "$img/rootfs/usr/lib/x86_64-linux-gnu/libibverbs/"
+ldconfig -r "$img/rootfs" 2>/dev/null || true
+cp "$img/rootfs/etc/ld.so.cache" "$layer/etc/ld.so.cache" 2>/dev/null || true
+(cd "$layer" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$img/qhca.cpio"
+
+cat "$img/base.cpio" "$img/qhca.cpio" > "$img/initrd.cpio.tmp"
+mv "$img/initrd.cpio.tmp" "$img/initrd.cpio"
+ln -sf "$KERNEL_DIR/root/boot/vmlinuz-$KERNEL_REL" "$img/vmlinuz"
+echo "image: $img/vmlinuz + $img/initrd.cpio ($(du -m "$img/initrd.cpio" | cut -f1) MiB)"

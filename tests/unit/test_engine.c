@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Engine unit tests: registers, configuration checks, the admin queue (phase bit, wrap,
+ * full completion ring, fatal errors) and every admin command with good and bad input.
+ * The engine runs against a fake guest memory of 1 MiB at GUEST_BASE.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+#include "unit.h"
+
+#define GUEST_BASE	0x100000ull
+#define GUEST_SIZE	(1u << 20)
+#define ASQ		(GUEST_BASE + 0x0000)
+#define ACQ		(GUEST_BASE + 0x1000)
+#define OUTBUF		(GUEST_BASE + 0x2000)
+#define DEPTH_LOG2	3
+#define DEPTH		(1u << DEPTH_LOG2)
+
+static uint8_t guest[GUEST_SIZE];
+static unsigned irqs;
+static unsigned guest_errors;
+
+static int fake_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+	if (addr < GUEST_BASE || addr - GUEST_BASE > GUEST_SIZE ||
+	    len > GUEST_SIZE - (addr - GUEST_BASE))
+		return -1;
+	memcpy(buf, guest + (addr - GUEST_BASE), len);
+	return 0;
+}
+
+static int fake_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+{
+	if (addr < GUEST_BASE || addr - GUEST_BASE > GUEST_SIZE ||
+	    len > GUEST_SIZE - (addr - GUEST_BASE))
+		return -1;
+	memcpy(guest + (addr - GUEST_BASE), buf, len);
+	return 0;
+}
+
+static void fake_notify(void *opaque, unsigned vector)
+{
+	irqs++;
+}
+
+static void fake_log(void *opaque, enum qhca_log_level level, const char *func,
+		     const char *msg)
+{
+	if (level == QHCA_LOG_GUEST)
+		guest_errors++;
+	if (getenv("QHCA_TEST_VERBOSE"))
+		fprintf(stderr, "    [%d] %s: %s\n", level, func, msg);
+}
+
+static const struct qhca_engine_ops ops = {
+	.dma_read = fake_dma_read,
+	.dma_write = fake_dma_write,
+	.notify = fake_notify,
+	.log = fake_log,
+};
+
+static struct qhca_engine_config default_cfg(void)
+{
+	struct qhca_engine_config c = {
+		.db_pages = 8, .msix_vectors = 5, .max_pd = 4, .max_qp = 16, .max_qp_wr = 256,
+		.max_cq = 16, .max_cqe = 1024, .max_mr = 16, .max_mr_size_mb = 64,
+		.max_srq = 4, .max_sge = 4, .max_inline = 64, .mtu = 1024,
+		.mac = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 },
+	};
+	return c;
+}
+
+/* Driver-side state of the fake guest. */
+static struct qhca_engine eng;
+static uint32_t sq_tail, cq_head;
+static uint16_t phase;
+static uint16_t next_id;
+
+static void start(const struct qhca_engine_config *cfg)
+{
+	memset(guest, 0, sizeof(guest));
+	irqs = guest_errors = 0;
+	sq_tail = cq_head = 0;
+	phase = QHCA_CQE_PHASE;
+	CHECK_EQ(qhca_engine_init(&eng, cfg, &ops, NULL), 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_LO, (uint32_t)ASQ);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_HI, 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_BASE_LO, (uint32_t)ACQ);
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_BASE_HI, 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_AQ_DEPTH, DEPTH_LOG2);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), QHCA_STATUS_READY);
+}
+
+static void start_default(void)
+{
+	struct qhca_engine_config c = default_cfg();
+
+	start(&c);
+}
+
+static void stop(void)
+{
+	qhca_engine_fini(&eng);
+}
+
+/* Queue a command without ringing the doorbell. */
+static uint16_t queue_cmd(struct qhca_cmd *cmd)
+{
+	cmd->hdr.cmd_id = next_id++;
+	memcpy(guest + (ASQ - GUEST_BASE) + sq_tail * QHCA_CMD_SIZE, cmd, sizeof(*cmd));
+	sq_tail = (sq_tail + 1) % DEPTH;
+	return cmd->hdr.cmd_id;
+}
+
+static struct qhca_cqe_admin *cqe_at(uint32_t i)
+{
+	return (struct qhca_cqe_admin *)(guest + (ACQ - GUEST_BASE) + i * 16);
+}
+
+/* Take the next completion; returns 0 if none is valid. */
+static int take_cqe(struct qhca_cqe_admin *out)
+{
+	struct qhca_cqe_admin *c = cqe_at(cq_head);
+
+	if ((c->flags & QHCA_CQE_PHASE) != phase)
+		return 0;
+	*out = *c;
+	cq_head = (cq_head + 1) % DEPTH;
+	if (!cq_head)
+		phase ^= QHCA_CQE_PHASE;
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_HEAD, cq_head);
+	return 1;
+}
+
+/* Submit one command and return its completion status (0xffff if none arrived). */
+static uint16_t exec(struct qhca_cmd *cmd, uint32_t *r0, uint32_t *r1)
+{
+	struct qhca_cqe_admin c;
+	uint16_t id = queue_cmd(cmd);
+
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, sq_tail);
+	if (!take_cqe(&c))
+		return 0xffff;
+	CHECK_EQ(c.cmd_id, id);
+	if (r0)
+		*r0 = c.result0;
+	if (r1)
+		*r1 = c.result1;
+	return c.status;
+}
+
+static uint16_t exec_handle(uint8_t op, uint32_t handle, uint32_t *r0)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.handle) } };
+
+	cmd.handle.handle = handle;
+	return exec(&cmd, r0, NULL);
+}
+
+static uint16_t exec_query(uint8_t op, uint64_t addr, uint32_t len, uint32_t port)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.query) } };
+
+	cmd.query.out_addr = addr;
+	cmd.query.out_len = len;
+	cmd.query.port = port;
+	return exec(&cmd, NULL, NULL);
+}
+
+static uint16_t exec_create_uctx(uint32_t *handle, uint32_t *page)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_CREATE_UCTX } };
+
+	return exec(&cmd, handle, page);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_identity_registers(void)
+{
+	start_default();
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_VERSION), QHCA_ABI_VERSION);
+	CHECK(qhca_engine_reg_read(&eng, QHCA_REG_CAPS) & QHCA_CAP_ADMIN_PHASE);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_DB_PAGES), 8);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_MSIX_VECTORS), 5);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ASQ_BASE_LO), (uint32_t)ASQ);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_AQ_DEPTH), DEPTH_LOG2);
+	/* Unknown registers read as zero and are reported as guest errors. */
+	CHECK_EQ(qhca_engine_reg_read(&eng, 0xff0), 0);
+	CHECK_EQ(guest_errors, 1);
+	qhca_engine_reg_write(&eng, QHCA_REG_VERSION, 0x1234);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_VERSION), QHCA_ABI_VERSION);
+	stop();
+}
+
+static void test_config_check(void)
+{
+	struct qhca_engine_config c = default_cfg();
+	char why[128];
+
+	CHECK(qhca_engine_config_check(&c, why, sizeof(why)));
+	c.db_pages = 3;
+	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
+	CHECK(strstr(why, "db-pages") != NULL);
+	c = default_cfg();
+	c.mtu = 1500;
+	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
+	c = default_cfg();
+	c.mac[0] = 0x01;
+	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
+	c = default_cfg();
+	c.max_cqe = 0;
+	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
+	c = default_cfg();
+	c.max_qp = QHCA_MAX_OBJECTS + 1;
+	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
+	c = default_cfg();
+	c.msix_vectors = 1;
+	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
+}
+
+static void test_enable_rejects_bad_queue(void)
+{
+	struct qhca_engine_config c = default_cfg();
+	static const struct { uint32_t asq, acq, depth; } bad[] = {
+		{ 0x100800, 0x101000, 3 },	/* unaligned */
+		{ 0, 0x101000, 3 },		/* zero base */
+		{ 0x100000, 0x101000, 0 },	/* depth too small */
+		{ 0x100000, 0x101000, 13 },	/* depth too large */
+		{ 0x100000, 0x101000, 0xffffffff },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_EQ(qhca_engine_init(&eng, &c, &ops, NULL), 0);
+		irqs = 0;
+		qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_LO, bad[i].asq);
+		qhca_engine_reg_write(&eng, QHCA_REG_ACQ_BASE_LO, bad[i].acq);
+		qhca_engine_reg_write(&eng, QHCA_REG_AQ_DEPTH, bad[i].depth);
+		qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+		CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), QHCA_STATUS_FATAL);
+		CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ERROR), QHCA_ERR_AQ_CONFIG);
+		CHECK_EQ(irqs, 1);
+		/* A doorbell now does nothing. */
+		qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, 1);
+		CHECK_EQ(eng.admin_cmds, 0);
+		/* Reset clears the error. */
+		qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+		CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), 0);
+		CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ERROR), 0);
+		stop();
+	}
+}
+
+static void test_nop_roundtrip(void)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_NOP } };
+
+	start_default();
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	CHECK_EQ(irqs, 1);
+	CHECK_EQ(cqe_at(0)->sq_head, 1);
+	/* Masking vector 0 suppresses the interrupt but not the completion. */
+	qhca_engine_reg_write(&eng, QHCA_REG_INTR_MASK, 1);
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	CHECK_EQ(irqs, 1);
+	stop();
+}
+
+static void test_phase_wraps(void)
+{
+	unsigned int i;
+
+	start_default();
+	for (i = 0; i < 5 * DEPTH + 3; i++) {
+		struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_NOP } };
+
+		CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	}
+	CHECK_EQ(eng.admin_cmds, 5 * DEPTH + 3);
+	CHECK_EQ(eng.admin_errors, 0);
+	stop();
+}
+
+static void test_batch_and_full_completion_ring(void)
+{
+	struct qhca_cqe_admin c;
+	unsigned int i, n = 0;
+
+	start_default();
+	/* The SQ holds DEPTH - 1 commands; ring once for all of them. */
+	for (i = 0; i < DEPTH - 1; i++) {
+		struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_NOP } };
+
+		queue_cmd(&cmd);
+	}
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, sq_tail);
+	CHECK_EQ(eng.admin_cmds, DEPTH - 1);
+	CHECK_EQ(irqs, 1);	/* one interrupt for the batch */
+	/* The CQ is now full (head still 0): the next commands wait. */
+	for (i = 0; i < 3; i++) {
+		struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_NOP } };
+
+		queue_cmd(&cmd);
+	}
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, sq_tail);
+	CHECK_EQ(eng.admin_cmds, DEPTH - 1);
+	/* Consuming completions (take_cqe rings ACQ_HEAD) lets the rest run. */
+	while (take_cqe(&c)) {
+		CHECK_EQ(c.status, QHCA_ST_OK);
+		n++;
+	}
+	CHECK_EQ(n, DEPTH - 1 + 3);
+	CHECK_EQ(eng.admin_cmds, DEPTH - 1 + 3);
+	stop();
+}
+
+static void test_query_device(void)
+{
+	struct qhca_device_attr a;
+
+	start_default();
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, OUTBUF, sizeof(a), 0), QHCA_ST_OK);
+	memcpy(&a, guest + (OUTBUF - GUEST_BASE), sizeof(a));
+	CHECK_EQ(a.vendor_id, QHCA_PCI_VENDOR_ID);
+	CHECK_EQ(a.vendor_part_id, QHCA_PCI_DEVICE_ID);
+	CHECK_EQ(a.max_qp, 16);
+	CHECK_EQ(a.max_pd, 4);
+	CHECK_EQ(a.max_uctx, 7);
+	CHECK_EQ(a.max_mr_size, 64ull << 20);
+	CHECK_EQ(a.num_comp_vectors, 4);
+	CHECK_EQ(a.node_guid, 0x505400fffe123456ull);
+	/* Wrong length, wrong port, bad addresses. */
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, OUTBUF, sizeof(a) - 1, 0), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, OUTBUF, sizeof(a), 1), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, 0, sizeof(a), 0), QHCA_ST_DMA_ERROR);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, 0xfffffffffffffff0ull, sizeof(a), 0),
+		 QHCA_ST_DMA_ERROR);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, GUEST_BASE + GUEST_SIZE - 8, sizeof(a), 0),
+		 QHCA_ST_DMA_ERROR);
+	CHECK(guest_errors >= 3);
+	/* The device still works. */
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, OUTBUF, sizeof(a), 0), QHCA_ST_OK);
+	stop();
+}
+
+static void test_query_port(void)
+{
+	struct qhca_port_attr p;
+
+	start_default();
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_PORT, OUTBUF, sizeof(p), 1), QHCA_ST_OK);
+	memcpy(&p, guest + (OUTBUF - GUEST_BASE), sizeof(p));
+	CHECK_EQ(p.state, 4);
+	CHECK_EQ(p.max_mtu, 3);	/* 1024 */
+	CHECK_EQ(p.mac[5], 0x56);
+	CHECK_EQ(p.pkey_tbl_len, 1);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_PORT, OUTBUF, sizeof(p), 0), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_PORT, OUTBUF, sizeof(p), 2), QHCA_ST_BAD_FIELD);
+	stop();
+}
+
+static void test_uctx_and_pd_lifecycle(void)
+{
+	uint32_t uctx, page, pd, kpd, uctx2, page2;
+
+	start_default();
+	CHECK_EQ(exec_create_uctx(&uctx, &page), QHCA_ST_OK);
+	CHECK(uctx != 0);
+	CHECK_EQ(page, 1);
+	CHECK_EQ(exec_create_uctx(&uctx2, &page2), QHCA_ST_OK);
+	CHECK_EQ(page2, 2);
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, uctx, &pd), QHCA_ST_OK);
+	CHECK(pd != 0);
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, QHCA_HANDLE_KERNEL, &kpd), QHCA_ST_OK);
+	CHECK(kpd != pd);
+	/* A context with a PD cannot go. */
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_UCTX, uctx, NULL), QHCA_ST_BUSY);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_PD, pd, NULL), QHCA_ST_OK);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_PD, pd, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_UCTX, uctx, NULL), QHCA_ST_OK);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_UCTX, uctx, NULL), QHCA_ST_BAD_HANDLE);
+	/* A PD on a destroyed context is refused. */
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, uctx, NULL), QHCA_ST_BAD_HANDLE);
+	/* The slot is reused with a new generation: the stale handle stays invalid. */
+	CHECK_EQ(exec_create_uctx(&uctx, &page), QHCA_ST_OK);
+	CHECK_EQ(page, 1);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_UCTX, uctx ^ (1u << 20), NULL),
+		 QHCA_ST_BAD_HANDLE);
+	/* Forged handles. */
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_PD, 0, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_PD, 0xffffffff, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_PD, 5, NULL), QHCA_ST_BAD_HANDLE);
+	stop();
+}
+
+static void test_resource_limits(void)
+{
+	uint32_t h, pd;
+	int i;
+
+	start_default();
+	for (i = 0; i < 7; i++)
+		CHECK_EQ(exec_create_uctx(&h, NULL), QHCA_ST_OK);
+	CHECK_EQ(exec_create_uctx(&h, NULL), QHCA_ST_NO_RESOURCES);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, 0, &pd), QHCA_ST_OK);
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, 0, &pd), QHCA_ST_NO_RESOURCES);
+	/* Reset frees everything and invalidates old handles. */
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	sq_tail = cq_head = 0;
+	phase = QHCA_CQE_PHASE;
+	memset(guest + (ACQ - GUEST_BASE), 0, DEPTH * 16);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_PD, pd, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, 0, &pd), QHCA_ST_OK);
+	stop();
+}
+
+static void test_malformed_commands(void)
+{
+	struct qhca_cmd cmd;
+
+	start_default();
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = 0x7f;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_OPCODE);
+	cmd.hdr.opcode = 0xff;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_OPCODE);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_NOP;
+	cmd.hdr.len = 8;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_LENGTH);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_CREATE_PD;
+	cmd.hdr.len = 0xffff;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_LENGTH);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_NOP;
+	cmd.hdr.flags = 1;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_CREATE_PD;
+	cmd.hdr.len = sizeof(cmd.handle);
+	cmd.raw[40] = 1;	/* junk past the body */
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_CREATE_PD;
+	cmd.hdr.len = sizeof(cmd.handle);
+	cmd.handle.rsvd = 1;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(eng.admin_errors, 7);
+	CHECK_EQ(eng.pd.count, 0);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_NOP;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	stop();
+}
+
+static void test_doorbells_past_ring_are_fatal(void)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_NOP } };
+
+	start_default();
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, DEPTH);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), QHCA_STATUS_FATAL);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ERROR), QHCA_ERR_AQ_TAIL);
+	CHECK_EQ(exec(&cmd, NULL, NULL), 0xffff);	/* nothing runs */
+	stop();
+
+	start_default();
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_HEAD, 0xffffffff);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ERROR), QHCA_ERR_AQ_HEAD);
+	stop();
+
+	/* The ring itself unreadable: a fatal DMA error, not a crash. */
+	start_default();
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_LO, 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_HI, 0x10);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), QHCA_STATUS_READY);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, 1);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ERROR), QHCA_ERR_DMA);
+	stop();
+}
+
+static void test_config_locked_while_enabled(void)
+{
+	start_default();
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_LO, 0x200000);
+	qhca_engine_reg_write(&eng, QHCA_REG_AQ_DEPTH, 5);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ASQ_BASE_LO), (uint32_t)ASQ);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_AQ_DEPTH), DEPTH_LOG2);
+	CHECK_EQ(guest_errors, 2);
+	/* Doorbell pages without queues are logged, not fatal. */
+	qhca_engine_db_write(&eng, 3 * QHCA_DB_PAGE_SIZE + QHCA_DB_SQ, 0x1234, 8);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), QHCA_STATUS_READY);
+	stop();
+}
+
+static void test_obj_table(void)
+{
+	struct qhca_obj_table t;
+	uint32_t a, b;
+
+	CHECK_EQ(qhca_obj_table_init(&t, 2), 0);
+	a = qhca_obj_alloc(&t, 7);
+	b = qhca_obj_alloc(&t, 8);
+	CHECK(a && b && a != b);
+	CHECK_EQ(qhca_obj_alloc(&t, 9), 0);
+	CHECK(qhca_obj_owned_by(&t, 7));
+	CHECK(!qhca_obj_owned_by(&t, 9));
+	CHECK_EQ(qhca_obj_lookup(&t, a), 0);
+	qhca_obj_free(&t, a);
+	CHECK_EQ(qhca_obj_lookup(&t, a), -1);
+	CHECK(!qhca_obj_owned_by(&t, 7));
+	qhca_obj_free(&t, a);	/* double free is harmless */
+	CHECK_EQ(t.count, 1);
+	a = qhca_obj_alloc(&t, 7);
+	CHECK_EQ(qhca_obj_lookup(&t, a), 0);
+	qhca_obj_table_fini(&t);
+	CHECK_EQ(qhca_obj_table_init(&t, QHCA_MAX_OBJECTS + 1), -1);
+}
+
+static const struct unit_test tests[] = {
+	{ "identity_registers", test_identity_registers },
+	{ "config_check", test_config_check },
+	{ "enable_rejects_bad_queue", test_enable_rejects_bad_queue },
+	{ "nop_roundtrip", test_nop_roundtrip },
+	{ "phase_wraps", test_phase_wraps },
+	{ "batch_and_full_completion_ring", test_batch_and_full_completion_ring },
+	{ "query_device", test_query_device },
+	{ "query_port", test_query_port },
+	{ "uctx_and_pd_lifecycle", test_uctx_and_pd_lifecycle },
+	{ "resource_limits", test_resource_limits },
+	{ "malformed_commands", test_malformed_commands },
+	{ "doorbells_past_ring_are_fatal", test_doorbells_past_ring_are_fatal },
+	{ "config_locked_while_enabled", test_config_locked_while_enabled },
+	{ "obj_table", test_obj_table },
+	{}
+};
+
+int main(int argc, char **argv)
+{
+	return unit_main(tests, argc, argv);
+}
