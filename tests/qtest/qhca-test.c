@@ -1,8 +1,309 @@
-/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * qtest for the qhca device: registers, reset, the admin queue through real guest memory,
+ * MSI-X, and malformed or hostile commands that must end in a status, never a crash.
+ * Built inside the QEMU tree (qemu-patches/ hooks it into tests/qtest/meson.build).
+ */
 #include "qemu/osdep.h"
 #include "libqtest.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/pci-pc.h"
+#include "libqos/malloc-pc.h"
+#include "standard-headers/linux/pci_regs.h"
+
+#include "hw/qhca/abi/qhca_abi.h"
+
+#define QHCA_DEVFN      QPCI_DEVFN(4, 0)
+#define AQ_DEPTH_LOG2   4
+#define AQ_DEPTH        (1u << AQ_DEPTH_LOG2)
+
+typedef struct {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *bus;
+    QPCIDevice *dev;
+    QPCIBar bar0;
+    uint64_t asq, acq, out;
+    uint32_t sq_tail, cq_head;
+    uint16_t phase, next_id;
+} Qhca;
+
+static uint32_t rd(Qhca *h, uint32_t reg)
+{
+    return qpci_io_readl(h->dev, h->bar0, reg);
+}
+
+static void wr(Qhca *h, uint32_t reg, uint32_t val)
+{
+    qpci_io_writel(h->dev, h->bar0, reg, val);
+}
+
+static void qhca_enable(Qhca *h)
+{
+    h->sq_tail = h->cq_head = 0;
+    h->phase = QHCA_CQE_PHASE;
+    qtest_memset(h->qts, h->acq, 0, AQ_DEPTH * sizeof(struct qhca_cqe_admin));
+    wr(h, QHCA_REG_ASQ_BASE_LO, (uint32_t)h->asq);
+    wr(h, QHCA_REG_ASQ_BASE_HI, h->asq >> 32);
+    wr(h, QHCA_REG_ACQ_BASE_LO, (uint32_t)h->acq);
+    wr(h, QHCA_REG_ACQ_BASE_HI, h->acq >> 32);
+    wr(h, QHCA_REG_AQ_DEPTH, AQ_DEPTH_LOG2);
+    wr(h, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+}
+
+static Qhca *qhca_start(const char *props)
+{
+    Qhca *h = g_new0(Qhca, 1);
+
+    h->qts = qtest_initf("-nodefaults -device qhca,addr=04.0%s%s",
+                         props ? "," : "", props ? props : "");
+    pc_alloc_init(&h->alloc, h->qts, 0);
+    h->bus = qpci_new_pc(h->qts, &h->alloc);
+    h->dev = qpci_device_find(h->bus, QHCA_DEVFN);
+    g_assert(h->dev);
+    qpci_device_enable(h->dev);
+    h->bar0 = qpci_iomap(h->dev, QHCA_BAR_REGS, NULL);
+    h->asq = guest_alloc(&h->alloc, 2 * QHCA_AQ_ALIGN) + QHCA_AQ_ALIGN - 1;
+    h->asq &= ~(uint64_t)(QHCA_AQ_ALIGN - 1);
+    h->acq = guest_alloc(&h->alloc, 2 * QHCA_AQ_ALIGN) + QHCA_AQ_ALIGN - 1;
+    h->acq &= ~(uint64_t)(QHCA_AQ_ALIGN - 1);
+    h->out = guest_alloc(&h->alloc, 4096);
+    return h;
+}
+
+static void qhca_stop(Qhca *h)
+{
+    g_free(h->dev);
+    qpci_free_pc(h->bus);
+    alloc_destroy(&h->alloc);
+    qtest_quit(h->qts);
+    g_free(h);
+}
+
+/* Submit one command; return the completion's status and results. */
+static uint16_t qhca_exec(Qhca *h, struct qhca_cmd *cmd, uint32_t *r0, uint32_t *r1)
+{
+    struct qhca_cqe_admin cqe;
+    uint64_t slot = h->acq + h->cq_head * sizeof(cqe);
+
+    cmd->hdr.cmd_id = h->next_id++;
+    qtest_memwrite(h->qts, h->asq + h->sq_tail * QHCA_CMD_SIZE, cmd, sizeof(*cmd));
+    h->sq_tail = (h->sq_tail + 1) % AQ_DEPTH;
+    wr(h, QHCA_REG_ASQ_TAIL, h->sq_tail);
+
+    qtest_memread(h->qts, slot, &cqe, sizeof(cqe));
+    g_assert_cmpuint(cqe.flags & QHCA_CQE_PHASE, ==, h->phase);
+    g_assert_cmpuint(cqe.cmd_id, ==, cmd->hdr.cmd_id);
+    h->cq_head = (h->cq_head + 1) % AQ_DEPTH;
+    if (!h->cq_head) {
+        h->phase ^= QHCA_CQE_PHASE;
+    }
+    wr(h, QHCA_REG_ACQ_HEAD, h->cq_head);
+    if (r0) {
+        *r0 = cqe.result0;
+    }
+    if (r1) {
+        *r1 = cqe.result1;
+    }
+    return cqe.status;
+}
+
+static uint16_t qhca_query(Qhca *h, uint8_t op, uint64_t addr, uint32_t len, uint32_t port)
+{
+    struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.query) } };
+
+    cmd.query.out_addr = addr;
+    cmd.query.out_len = len;
+    cmd.query.port = port;
+    return qhca_exec(h, &cmd, NULL, NULL);
+}
+
+static uint16_t qhca_handle(Qhca *h, uint8_t op, uint32_t handle, uint32_t *r0)
+{
+    struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.handle) } };
+
+    cmd.handle.handle = handle;
+    return qhca_exec(h, &cmd, r0, NULL);
+}
+
+static void test_identity(void)
+{
+    Qhca *h = qhca_start("db-pages=16,msix-vectors=3");
+    uint64_t bar2_size;
+
+    g_assert_cmphex(qpci_config_readw(h->dev, PCI_VENDOR_ID), ==, QHCA_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(h->dev, PCI_DEVICE_ID), ==, QHCA_PCI_DEVICE_ID);
+    g_assert_cmphex(rd(h, QHCA_REG_VERSION), ==, QHCA_ABI_VERSION);
+    g_assert_cmpuint(rd(h, QHCA_REG_DB_PAGES), ==, 16);
+    g_assert_cmpuint(rd(h, QHCA_REG_MSIX_VECTORS), ==, 3);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, 0);
+    qpci_iomap(h->dev, QHCA_BAR_DOORBELL, &bar2_size);
+    g_assert_cmpuint(bar2_size, ==, 16 * QHCA_DB_PAGE_SIZE);
+    qhca_stop(h);
+}
+
+static void test_reset(void)
+{
+    Qhca *h = qhca_start(NULL);
+
+    qhca_enable(h);
+    g_assert_cmphex(rd(h, QHCA_REG_ASQ_BASE_LO), ==, (uint32_t)h->asq);
+    wr(h, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, 0);
+    g_assert_cmphex(rd(h, QHCA_REG_CTRL), ==, 0);
+    g_assert_cmphex(rd(h, QHCA_REG_ASQ_BASE_LO), ==, 0);
+    /* A system reset does the same. */
+    qhca_enable(h);
+    qtest_system_reset(h->qts);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, 0);
+    qhca_stop(h);
+}
+
+static void test_admin_roundtrip(void)
+{
+    Qhca *h = qhca_start(NULL);
+    struct qhca_cmd nop = { .hdr = { .opcode = QHCA_CMD_NOP } };
+    struct qhca_cmd cu = { .hdr = { .opcode = QHCA_CMD_CREATE_UCTX } };
+    struct qhca_device_attr attr;
+    struct qhca_port_attr port;
+    uint32_t uctx, page, pd;
+    int i;
+
+    qpci_msix_enable(h->dev);
+    qhca_enable(h);
+    g_assert_false(qpci_msix_pending(h->dev, 0));
+    g_assert_cmpuint(qhca_exec(h, &nop, NULL, NULL), ==, QHCA_ST_OK);
+    /* Vector 0 is masked after enable, so the completion left it pending. */
+    g_assert_true(qpci_msix_pending(h->dev, 0));
+
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, h->out, sizeof(attr), 0),
+                     ==, QHCA_ST_OK);
+    qtest_memread(h->qts, h->out, &attr, sizeof(attr));
+    g_assert_cmphex(attr.vendor_id, ==, QHCA_PCI_VENDOR_ID);
+    g_assert_cmpuint(attr.max_qp, ==, 1024);
+    g_assert_cmpuint(attr.max_uctx, ==, 255);
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out, sizeof(port), 1),
+                     ==, QHCA_ST_OK);
+    qtest_memread(h->qts, h->out, &port, sizeof(port));
+    g_assert_cmpuint(port.state, ==, 4);
+
+    g_assert_cmpuint(qhca_exec(h, &cu, &uctx, &page), ==, QHCA_ST_OK);
+    g_assert_cmpuint(page, ==, 1);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, uctx, &pd), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_UCTX, uctx, NULL), ==, QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_UCTX, uctx, NULL), ==, QHCA_ST_OK);
+
+    /* Several trips around the ring flip the phase. */
+    for (i = 0; i < 3 * AQ_DEPTH; i++) {
+        g_assert_cmpuint(qhca_exec(h, &nop, NULL, NULL), ==, QHCA_ST_OK);
+    }
+    qhca_stop(h);
+}
+
+static void test_malformed_commands(void)
+{
+    Qhca *h = qhca_start(NULL);
+    struct qhca_cmd cmd;
+    uint64_t bar0_addr;
+
+    qhca_enable(h);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = 0xee;
+    g_assert_cmpuint(qhca_exec(h, &cmd, NULL, NULL), ==, QHCA_ST_BAD_OPCODE);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QHCA_CMD_QUERY_DEVICE;
+    cmd.hdr.len = 0xffff;
+    g_assert_cmpuint(qhca_exec(h, &cmd, NULL, NULL), ==, QHCA_ST_BAD_LENGTH);
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = QHCA_CMD_NOP;
+    cmd.raw[50] = 0xff;
+    g_assert_cmpuint(qhca_exec(h, &cmd, NULL, NULL), ==, QHCA_ST_BAD_FIELD);
+    /* Output buffers at wrapping, unbacked, or the device's own BAR addresses. */
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, UINT64_MAX - 16,
+                                sizeof(struct qhca_device_attr), 0), ==, QHCA_ST_DMA_ERROR);
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, 1ull << 60,
+                                sizeof(struct qhca_device_attr), 0), ==, QHCA_ST_DMA_ERROR);
+    bar0_addr = qpci_config_readl(h->dev, PCI_BASE_ADDRESS_0) & ~0xfull;
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, bar0_addr,
+                                sizeof(struct qhca_device_attr), 0), ==, QHCA_ST_DMA_ERROR);
+    g_assert_cmphex(rd(h, QHCA_REG_VERSION), ==, QHCA_ABI_VERSION);
+    /* Forged and stale handles. */
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, 0xdeadbeef, NULL), ==,
+                     QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0x12345, NULL), ==,
+                     QHCA_ST_BAD_HANDLE);
+    /* The device still answers a well-formed command. */
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out,
+                                sizeof(struct qhca_port_attr), 1), ==, QHCA_ST_OK);
+    qhca_stop(h);
+}
+
+static void test_hostile_doorbells(void)
+{
+    Qhca *h = qhca_start(NULL);
+    uint32_t uctx;
+    struct qhca_cmd cu = { .hdr = { .opcode = QHCA_CMD_CREATE_UCTX } };
+    QPCIBar bar2 = qpci_iomap(h->dev, QHCA_BAR_DOORBELL, NULL);
+
+    /* Doorbells before enable are ignored. */
+    wr(h, QHCA_REG_ASQ_TAIL, 3);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, 0);
+    /* Enable with a bad queue is a fatal error, not a crash. */
+    wr(h, QHCA_REG_ASQ_BASE_LO, 0x1001);
+    wr(h, QHCA_REG_AQ_DEPTH, 99);
+    wr(h, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, QHCA_STATUS_FATAL);
+    g_assert_cmphex(rd(h, QHCA_REG_ERROR), ==, QHCA_ERR_AQ_CONFIG);
+    wr(h, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+    /* A tail past the ring stops the queue. */
+    qhca_enable(h);
+    wr(h, QHCA_REG_ASQ_TAIL, 0xffffffff);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, QHCA_STATUS_FATAL);
+    g_assert_cmphex(rd(h, QHCA_REG_ERROR), ==, QHCA_ERR_AQ_TAIL);
+    /* Datapath doorbells with no queue behind them, and stray register offsets. */
+    qpci_io_writeq(h->dev, bar2, 7 * QHCA_DB_PAGE_SIZE + QHCA_DB_SQ, ~0ull);
+    qpci_io_writel(h->dev, bar2, 255 * QHCA_DB_PAGE_SIZE + 0xffc, 0xffffffff);
+    wr(h, 0xffc, 0xffffffff);
+    g_assert_cmphex(rd(h, 0x800), ==, 0);
+    /* Reset brings it back for a well-behaved driver. */
+    wr(h, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+    qhca_enable(h);
+    g_assert_cmpuint(qhca_exec(h, &cu, &uctx, NULL), ==, QHCA_ST_OK);
+    qhca_stop(h);
+}
+
+static void test_bad_properties_rejected(void)
+{
+    static const char *const bad[] = {
+        "db-pages=3", "mtu=1500", "msix-vectors=1", "max-qp=0", "mac=01:00:00:00:00:01",
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *cmd = g_strdup_printf(
+            "%s -nodefaults -display none -machine pc,accel=qtest -device qhca,%s 2>&1",
+            g_getenv("QTEST_QEMU_BINARY"), bad[i]);
+        g_autofree char *out = NULL;
+        int status;
+
+        g_assert_true(g_spawn_sync(NULL, (char *[]){ "/bin/sh", "-c", cmd, NULL }, NULL, 0,
+                                   NULL, NULL, &out, NULL, &status, NULL));
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+        g_assert_nonnull(strstr(out, "qhca: "));
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/qhca/identity", test_identity);
+    qtest_add_func("/qhca/reset", test_reset);
+    qtest_add_func("/qhca/admin-roundtrip", test_admin_roundtrip);
+    qtest_add_func("/qhca/malformed-commands", test_malformed_commands);
+    qtest_add_func("/qhca/hostile-doorbells", test_hostile_doorbells);
+    qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
     return g_test_run();
 }
