@@ -58,7 +58,7 @@ ninja_progress() {
     while kill -0 "$pid" 2>/dev/null; do
         sleep 5
         local line pct
-        line=$(grep -o '^\[[0-9]*/[0-9]*\]' "$log" | tail -n1 | tr -d '[]')
+        line=$(grep -o '^\[[0-9]*/[0-9]*\]' "$log" | tail -n1 | tr -d '[]' || true)
         if [ -n "$line" ]; then
             pct=$(( ${line%/*} * 100 / ${line#*/} ))
             if [ $(( pct / 5 )) -ne $(( last / 5 )) ]; then

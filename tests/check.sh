@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Run the test tiers, lowest first, and print one summary line:
+#   tests/check.sh [unit|sanitize|qtest|vm ...]     (default: all of them)
+# Expects the builds of 'make all' in $QHCA_CACHE.
+set -uo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+
+tiers=("$@")
+[ ${#tiers[@]} -gt 0 ] || tiers=(unit sanitize qtest vm)
+total_pass=0 total_fail=0
+failed_tiers=()
+
+# Count "ok"/"not ok" lines of a test's output and add them to the totals.
+tally() {	# tally TIER LOGFILE EXIT_CODE
+    local tier=$1 log=$2 rc=$3 p f
+    p=$(grep -cE '^ok ' "$log" || true)
+    f=$(grep -cE '^not ok ' "$log" || true)
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        f=1	# the runner itself failed (crash, build error): count it
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    [ "$f" = 0 ] || failed_tiers+=("$tier")
+    echo "==> $tier: $p passed, $f failed" >&2
+}
+
+run_tier() {	# run_tier NAME COMMAND...
+    local name=$1 log rc; shift
+    log=$(mktemp)
+    step "test tier: $name"
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    tally "$name" "$log" "$rc"
+    rm -f "$log"
+}
+
+unit_tests() {	# unit_tests plain|sanitize
+    local build rc=0 t
+    build=$(bash "$QHCA_ROOT/scripts/build-host.sh" "$1") || return 1
+    for t in test-engine test-fabric; do
+        "$build/$t" || rc=1
+    done
+    return $rc
+}
+
+qtests() {
+    local b="$QHCA_CACHE/qemu"
+    [ -x "$b/tests/qtest/qhca-test" ] || { echo "not ok - qhca-test is not built (make qemu)"; return 1; }
+    # A wrapper so QEMU finds SeaBIOS and the option ROMs; named like the binary so that
+    # libqtest derives the architecture from it.
+    mkdir -p "$QHCA_CACHE/qtest-wrap"
+    printf '#!/bin/sh\nexec %s -L /usr/share/seabios -L %s "$@"\n' \
+        "$b/qemu-system-x86_64" "$b/pc-bios/optionrom" > "$QHCA_CACHE/qtest-wrap/qemu-system-x86_64"
+    chmod +x "$QHCA_CACHE/qtest-wrap/qemu-system-x86_64"
+    QTEST_QEMU_BINARY="$QHCA_CACHE/qtest-wrap/qemu-system-x86_64" \
+        "$b/tests/qtest/qhca-test" --tap 2>&1 | grep -v '^# starting QEMU'
+    return "${PIPESTATUS[0]}"
+}
+
+for tier in "${tiers[@]}"; do
+    case $tier in
+    unit) run_tier "unit (engine, fabric)" unit_tests plain ;;
+    sanitize) run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
+    qtest) run_tier "qtest (device through its registers)" qtests ;;
+    vm) run_tier "vm (two guests, real programs)" "$QHCA_ROOT/tests/vm/test-foundation.sh" ;;
+    *) die "unknown test tier '$tier' (unit, sanitize, qtest, vm)" ;;
+    esac
+done
+
+[ ${#failed_tiers[@]} = 0 ] || echo "failed tiers: ${failed_tiers[*]}" >&2
+echo "check: $total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]
