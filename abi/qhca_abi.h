@@ -88,6 +88,10 @@ enum qhca_fatal_error {
 #define QHCA_DB_SRQ			0x010
 #define QHCA_DB_CQ_ARM			0x018
 #define QHCA_DB_CQ_CI			0x020
+/* Page 0 only (the kernel driver's): */
+#define QHCA_DB_EQ			0x040	/* eq handle (bits 0-31), consumer index (32-63) */
+#define QHCA_DB_ETH_TX			0x048	/* Ethernet TX producer index (free running) */
+#define QHCA_DB_ETH_RX			0x050	/* Ethernet RX producer index (free running) */
 
 /* ---------------------------------------------------------------- admin queue */
 enum qhca_cmd_opcode {
@@ -98,6 +102,10 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DESTROY_UCTX = 0x11,
 	QHCA_CMD_CREATE_PD = 0x12,	/* result0: pd handle */
 	QHCA_CMD_DESTROY_PD = 0x13,
+	QHCA_CMD_CREATE_EQ = 0x20,	/* result0: eq handle */
+	QHCA_CMD_DESTROY_EQ = 0x21,
+	QHCA_CMD_ETH_START = 0x30,	/* start the Ethernet function's rings */
+	QHCA_CMD_ETH_STOP = 0x31,
 	QHCA_CMD_MAX
 };
 
@@ -143,6 +151,38 @@ struct qhca_cmd_handle {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_handle, 8);
 
+/*
+ * CREATE_EQ: an event queue of 2^log2_entries struct qhca_eqe in one physically
+ * contiguous, 4 KiB aligned buffer. Events raise MSI-X @vector. With QHCA_EQ_ASYNC the
+ * queue also receives the device's asynchronous events (at most one such queue).
+ */
+#define QHCA_EQ_ASYNC			(1u << 0)
+#define QHCA_EQ_MAX_LOG2		12
+struct qhca_cmd_create_eq {
+	uint64_t ring_addr;
+	uint32_t log2_entries;		/* 1..QHCA_EQ_MAX_LOG2 */
+	uint16_t vector;
+	uint16_t flags;			/* QHCA_EQ_* */
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_create_eq, 16);
+
+/*
+ * ETH_START: the Ethernet function's transmit and receive rings, each 2^log2 struct
+ * qhca_eth_desc in one physically contiguous, 4 KiB aligned buffer. Completions raise
+ * MSI-X @vector. Frames that are not RoCEv2 go to the receive ring.
+ */
+#define QHCA_ETH_RING_MAX_LOG2		12
+struct qhca_cmd_eth_start {
+	uint64_t tx_ring;
+	uint64_t rx_ring;
+	uint32_t tx_log2;		/* 1..QHCA_ETH_RING_MAX_LOG2 */
+	uint32_t rx_log2;
+	uint16_t vector;
+	uint16_t rsvd0;
+	uint32_t rsvd1;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_eth_start, 32);
+
 #define QHCA_CMD_SIZE			64
 #define QHCA_CMD_BODY_SIZE		(QHCA_CMD_SIZE - sizeof(struct qhca_cmd_hdr))
 
@@ -151,6 +191,8 @@ struct qhca_cmd {
 	union {
 		struct qhca_cmd_query query;
 		struct qhca_cmd_handle handle;
+		struct qhca_cmd_create_eq create_eq;
+		struct qhca_cmd_eth_start eth_start;
 		uint8_t raw[QHCA_CMD_BODY_SIZE];
 	};
 };
@@ -170,6 +212,45 @@ struct qhca_cqe_admin {
 	uint32_t result1;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cqe_admin, 16);
+
+/* ---------------------------------------------------------------- event queues */
+enum qhca_event_type {
+	QHCA_EVENT_COMP = 1,		/* handle: the completion queue with new entries */
+	QHCA_EVENT_PORT_ACTIVE = 2,	/* handle: port number */
+	QHCA_EVENT_PORT_DOWN = 3,	/* handle: port number */
+	QHCA_EVENT_EQ_OVERFLOW = 4,	/* handle: this EQ; events were lost */
+};
+
+#define QHCA_EQE_PHASE			(1u << 0)
+
+/* Valid when (flags & QHCA_EQE_PHASE) equals the consumer's phase, as for admin CQEs. */
+struct qhca_eqe {
+	uint8_t type;			/* enum qhca_event_type */
+	uint8_t flags;
+	uint16_t rsvd;
+	uint32_t handle;
+	uint64_t data;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_eqe, 16);
+
+/* ---------------------------------------------------------------- Ethernet function */
+#define QHCA_ETH_MIN_FRAME		14		/* an Ethernet header */
+#define QHCA_ETH_MAX_FRAME		(9000 + 18)	/* MTU 9000, header and a VLAN tag */
+#define QHCA_ETH_DESC_DONE		(1u << 0)	/* set by the device when it is done */
+#define QHCA_ETH_DESC_ERROR		(1u << 1)	/* with DONE: the descriptor was bad */
+
+/*
+ * TX: the driver writes addr/len, clears DONE and advances the producer index through
+ * QHCA_DB_ETH_TX. RX: the driver posts a buffer (len = its size) the same way through
+ * QHCA_DB_ETH_RX; the device writes the frame, sets len to the frame length and DONE.
+ */
+struct qhca_eth_desc {
+	uint64_t addr;
+	uint16_t len;
+	uint16_t flags;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_eth_desc, 16);
 
 /* ---------------------------------------------------------------- attribute blocks */
 #define QHCA_DEV_CAP_RC			(1u << 0)

@@ -7,6 +7,7 @@
 
 #include <linux/completion.h>
 #include <linux/mutex.h>
+#include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <rdma/ib_verbs.h>
 
@@ -16,6 +17,13 @@
 #define QHCA_DRV_NAME		"qhca"
 #define QHCA_AQ_DEPTH_LOG2	6		/* 64 admin commands in flight at most */
 #define QHCA_AQ_TIMEOUT_MS	5000
+#define QHCA_ASYNC_EQ_LOG2	6
+#define QHCA_ETH_RING_LOG2	8
+
+/* MSI-X vectors: admin and async events, Ethernet, then the completion vectors. */
+#define QHCA_VEC_ADMIN		0
+#define QHCA_VEC_ETH		1
+#define QHCA_VEC_COMP0		2
 
 struct qhca_admin {
 	struct qhca_cmd *sq;
@@ -31,6 +39,14 @@ struct qhca_admin {
 	struct completion done;		/* signalled by the admin interrupt */
 };
 
+struct qhca_eq {
+	struct qhca_eqe *ring;
+	dma_addr_t dma;
+	u32 log2;
+	u32 ci;
+	u32 handle;
+};
+
 struct qhca_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
@@ -38,7 +54,10 @@ struct qhca_dev {
 	resource_size_t db_bar_start;
 	u32 db_pages;
 	int nvecs;
+	void __iomem *db0;		/* the kernel's doorbell page */
 	struct qhca_admin aq;
+	struct qhca_eq async_eq;
+	struct net_device *netdev;
 	struct qhca_device_attr attr;	/* from QUERY_DEVICE at probe */
 	struct qhca_port_attr port;	/* from QUERY_PORT at probe */
 };
@@ -91,6 +110,16 @@ irqreturn_t qhca_admin_irq(int irq, void *data);
 int qhca_admin_exec(struct qhca_dev *dev, struct qhca_cmd *cmd, u32 *result0, u32 *result1);
 int qhca_admin_query(struct qhca_dev *dev, u8 opcode, u32 port, void *out, u32 len);
 int qhca_admin_handle_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, u32 *result0);
+
+/* qhca_eq.c */
+int qhca_async_eq_init(struct qhca_dev *dev);
+void qhca_async_eq_fini(struct qhca_dev *dev);
+void qhca_async_eq_poll(struct qhca_dev *dev);
+
+/* qhca_eth.c */
+int qhca_eth_init(struct qhca_dev *dev);
+void qhca_eth_fini(struct qhca_dev *dev);
+void qhca_eth_link_change(struct qhca_dev *dev, bool up);
 
 /* qhca_verbs.c */
 extern const struct ib_device_ops qhca_dev_ops;

@@ -108,6 +108,7 @@ irqreturn_t qhca_admin_irq(int irq, void *data)
 	struct qhca_dev *dev = data;
 
 	complete(&dev->aq.done);
+	qhca_async_eq_poll(dev);
 	return IRQ_HANDLED;
 }
 

@@ -64,8 +64,13 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_unmap;
 	}
 
-	dev->nvecs = pci_alloc_irq_vectors(pdev, 1, readl(dev->regs + QHCA_REG_MSIX_VECTORS),
-					   PCI_IRQ_MSIX);
+	dev->db0 = pci_iomap_range(pdev, QHCA_BAR_DOORBELL, 0, QHCA_DB_PAGE_SIZE);
+	if (!dev->db0) {
+		err = -ENOMEM;
+		goto err_unmap;
+	}
+	dev->nvecs = pci_alloc_irq_vectors(pdev, QHCA_VEC_COMP0 + 1,
+					   readl(dev->regs + QHCA_REG_MSIX_VECTORS), PCI_IRQ_MSIX);
 	if (dev->nvecs < 0) {
 		err = dev->nvecs;
 		goto err_unmap;
@@ -78,28 +83,48 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto err_irq;
 	err = qhca_admin_query(dev, QHCA_CMD_QUERY_DEVICE, 0, &dev->attr, sizeof(dev->attr));
+	if (!err)
+		err = qhca_admin_query(dev, QHCA_CMD_QUERY_PORT, 1, &dev->port, sizeof(dev->port));
 	if (err) {
-		dev_err(&pdev->dev, "QUERY_DEVICE failed: %d\n", err);
+		dev_err(&pdev->dev, "QUERY_DEVICE/QUERY_PORT failed: %d\n", err);
 		goto err_admin;
+	}
+	err = qhca_async_eq_init(dev);
+	if (err) {
+		dev_err(&pdev->dev, "async event queue: %d\n", err);
+		goto err_admin;
+	}
+	err = qhca_eth_init(dev);
+	if (err) {
+		dev_err(&pdev->dev, "netdev registration failed: %d\n", err);
+		goto err_eq;
 	}
 
 	dev->ibdev.dev.parent = &pdev->dev;
 	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
-	dev->ibdev.num_comp_vectors = max(1, dev->nvecs - 1);
+	dev->ibdev.num_comp_vectors = dev->nvecs - QHCA_VEC_COMP0;
 	dev->ibdev.node_guid = cpu_to_be64(dev->attr.node_guid);
 	dev->ibdev.local_dma_lkey = 0;
 	strscpy(dev->ibdev.node_desc, "qhca emulated RDMA HCA", sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &qhca_dev_ops);
+	err = ib_device_set_netdev(&dev->ibdev, dev->netdev, 1);
+	if (err)
+		goto err_eth;
 	err = ib_register_device(&dev->ibdev, "qhca_%d", &pdev->dev);
 	if (err) {
 		dev_err(&pdev->dev, "ib_register_device failed: %d\n", err);
-		goto err_admin;
+		goto err_eth;
 	}
-	dev_info(&pdev->dev, "%s: %u doorbell pages, %d MSI-X vectors\n",
-		 dev_name(&dev->ibdev.dev), dev->db_pages, dev->nvecs);
+	dev_info(&pdev->dev, "%s: netdev %s, %u doorbell pages, %d MSI-X vectors\n",
+		 dev_name(&dev->ibdev.dev), netdev_name(dev->netdev), dev->db_pages, dev->nvecs);
 	return 0;
 
+err_eth:
+	ib_device_set_netdev(&dev->ibdev, NULL, 1);
+	qhca_eth_fini(dev);
+err_eq:
+	qhca_async_eq_fini(dev);
 err_admin:
 	qhca_admin_fini(dev);
 err_irq:
@@ -107,6 +132,8 @@ err_irq:
 err_vectors:
 	pci_free_irq_vectors(pdev);
 err_unmap:
+	if (dev->db0)
+		pci_iounmap(pdev, dev->db0);
 	pci_iounmap(pdev, dev->regs);
 err_regions:
 	pci_release_regions(pdev);
@@ -122,9 +149,12 @@ static void qhca_remove(struct pci_dev *pdev)
 	struct qhca_dev *dev = pci_get_drvdata(pdev);
 
 	ib_unregister_device(&dev->ibdev);
+	qhca_async_eq_fini(dev);
+	qhca_eth_fini(dev);
 	qhca_admin_fini(dev);
 	free_irq(pci_irq_vector(pdev, 0), dev);
 	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, dev->db0);
 	pci_iounmap(pdev, dev->regs);
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);

@@ -16,6 +16,10 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_UCTX] = "DESTROY_UCTX",
 	[QHCA_CMD_CREATE_PD] = "CREATE_PD",
 	[QHCA_CMD_DESTROY_PD] = "DESTROY_PD",
+	[QHCA_CMD_CREATE_EQ] = "CREATE_EQ",
+	[QHCA_CMD_DESTROY_EQ] = "DESTROY_EQ",
+	[QHCA_CMD_ETH_START] = "ETH_START",
+	[QHCA_CMD_ETH_STOP] = "ETH_STOP",
 };
 
 static const char *cmd_name(uint8_t op)
@@ -101,7 +105,7 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.max_qp_init_rd_atom = 16;
 	a.max_inline_data = c->max_inline;
 	a.max_fast_reg_page_list_len = 512;
-	a.num_comp_vectors = c->msix_vectors - 1;
+	a.num_comp_vectors = c->msix_vectors - 2;	/* 0: admin/async, 1: Ethernet */
 	a.max_pkeys = 1;
 	a.local_ca_ack_delay = 15;
 	return qhca_dma_write(e, q->out_addr, &a, sizeof(a)) ? QHCA_ST_DMA_ERROR : QHCA_ST_OK;
@@ -116,8 +120,8 @@ static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd
 	if (q->out_len != sizeof(a) || q->port != 1)
 		return QHCA_ST_BAD_FIELD;
 	memset(&a, 0, sizeof(a));
-	a.state = 4;		/* ACTIVE: the link model arrives with the Ethernet function */
-	a.phys_state = 5;	/* LINK_UP */
+	a.state = e->link_up ? 4 : 1;		/* ACTIVE or DOWN */
+	a.phys_state = e->link_up ? 5 : 3;	/* LINK_UP or DISABLED */
 	a.max_mtu = mtu_enum(e->cfg.mtu);
 	a.active_mtu = a.max_mtu;
 	a.active_width = 1;	/* 1X */
@@ -182,6 +186,31 @@ static uint16_t cmd_destroy_pd(struct qhca_engine *e, const struct qhca_cmd *cmd
 	return QHCA_ST_OK;
 }
 
+static uint16_t cmd_create_eq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	return qhca_eq_create(e, &cmd->create_eq, &res->result0);
+}
+
+static uint16_t cmd_destroy_eq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	return qhca_eq_destroy(e, cmd->handle.handle);
+}
+
+static uint16_t cmd_eth_start(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	return qhca_eth_start(e, &cmd->eth_start);
+}
+
+static uint16_t cmd_eth_stop(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			     struct admin_result *res)
+{
+	qhca_eth_stop(e);
+	return QHCA_ST_OK;
+}
+
 static const struct {
 	cmd_handler fn;
 	uint16_t body_len;
@@ -193,6 +222,10 @@ static const struct {
 	[QHCA_CMD_DESTROY_UCTX] = { cmd_destroy_uctx, sizeof(struct qhca_cmd_handle) },
 	[QHCA_CMD_CREATE_PD] = { cmd_create_pd, sizeof(struct qhca_cmd_handle) },
 	[QHCA_CMD_DESTROY_PD] = { cmd_destroy_pd, sizeof(struct qhca_cmd_handle) },
+	[QHCA_CMD_CREATE_EQ] = { cmd_create_eq, sizeof(struct qhca_cmd_create_eq) },
+	[QHCA_CMD_DESTROY_EQ] = { cmd_destroy_eq, sizeof(struct qhca_cmd_handle) },
+	[QHCA_CMD_ETH_START] = { cmd_eth_start, sizeof(struct qhca_cmd_eth_start) },
+	[QHCA_CMD_ETH_STOP] = { cmd_eth_stop, 0 },
 };
 
 static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,
@@ -321,32 +354,34 @@ bool qhca_admin_enable(struct qhca_engine *e)
 	return true;
 }
 
-void qhca_admin_sq_doorbell(struct qhca_engine *e, uint32_t tail)
+/* A ring index from a doorbell: ignored while not running, fatal when past the ring. */
+static bool ring_index_ok(struct qhca_engine *e, uint32_t idx, const char *which,
+			  enum qhca_fatal_error err)
 {
 	if (!running(e)) {
-		qhca_log_guest(e, "admin SQ doorbell %u while not ready ignored", tail);
-		return;
+		qhca_log_guest(e, "admin %s doorbell %u while not ready ignored", which, idx);
+		return false;
 	}
-	if (tail >= depth(e)) {
-		qhca_log_guest(e, "admin SQ tail %u past ring of %u", tail, depth(e));
-		fatal(e, QHCA_ERR_AQ_TAIL);
-		return;
+	if (idx >= depth(e)) {
+		qhca_log_guest(e, "admin %s index %u past ring of %u", which, idx, depth(e));
+		fatal(e, err);
+		return false;
 	}
+	return true;
+}
+
+void qhca_admin_sq_doorbell(struct qhca_engine *e, uint32_t tail)
+{
+	if (!ring_index_ok(e, tail, "SQ tail", QHCA_ERR_AQ_TAIL))
+		return;
 	e->asq_tail = tail;
 	process(e);
 }
 
 void qhca_admin_cq_doorbell(struct qhca_engine *e, uint32_t head)
 {
-	if (!running(e)) {
-		qhca_log_guest(e, "admin CQ doorbell %u while not ready ignored", head);
+	if (!ring_index_ok(e, head, "CQ head", QHCA_ERR_AQ_HEAD))
 		return;
-	}
-	if (head >= depth(e)) {
-		qhca_log_guest(e, "admin CQ head %u past ring of %u", head, depth(e));
-		fatal(e, QHCA_ERR_AQ_HEAD);
-		return;
-	}
 	e->acq_head = head;
 	process(e);
 }

@@ -21,8 +21,8 @@ bool qhca_engine_config_check(const struct qhca_engine_config *c, char *why, siz
 
 	if (c->db_pages < 2 || c->db_pages > QHCA_MAX_DB_PAGES || !is_pow2(c->db_pages))
 		msg = "db-pages must be a power of two in 2..4096";
-	else if (c->msix_vectors < 2 || c->msix_vectors > 64)
-		msg = "msix-vectors must be in 2..64";
+	else if (c->msix_vectors < 3 || c->msix_vectors > 64)
+		msg = "msix-vectors must be in 3..64";
 	else if (!c->max_pd || c->max_pd > QHCA_MAX_OBJECTS)
 		msg = "max-pd must be in 1..1048576";
 	else if (!c->max_qp || c->max_qp > QHCA_MAX_OBJECTS)
@@ -203,7 +203,8 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->opaque = opaque;
 	e->cfg = *cfg;
 	if (qhca_obj_table_init(&e->uctx, cfg->db_pages - 1) ||
-	    qhca_obj_table_init(&e->pd, cfg->max_pd)) {
+	    qhca_obj_table_init(&e->pd, cfg->max_pd) ||
+	    qhca_obj_table_init(&e->eq_table, QHCA_MAX_EQ)) {
 		qhca_engine_fini(e);
 		return -1;
 	}
@@ -215,6 +216,9 @@ void qhca_engine_fini(struct qhca_engine *e)
 {
 	qhca_obj_table_fini(&e->uctx);
 	qhca_obj_table_fini(&e->pd);
+	qhca_obj_table_fini(&e->eq_table);
+	free(e->eth.frame);
+	e->eth.frame = NULL;
 }
 
 void qhca_engine_reset(struct qhca_engine *e)
@@ -230,6 +234,8 @@ void qhca_engine_reset(struct qhca_engine *e)
 	qhca_admin_reset(e);
 	qhca_obj_table_clear(&e->uctx);
 	qhca_obj_table_clear(&e->pd);
+	qhca_eq_reset(e);
+	qhca_eth_stop(e);
 }
 
 /* ---------------------------------------------------------------- registers */
@@ -351,9 +357,46 @@ void qhca_engine_reg_write(struct qhca_engine *e, uint32_t offset, uint32_t v)
 
 void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value, unsigned size)
 {
-	/* The datapath doorbells arrive with the queues; until then they are only traced. */
-	qhca_log_guest(e, "doorbell page %llu offset 0x%llx value 0x%llx size %u: no queue",
-		       (unsigned long long)(offset / QHCA_DB_PAGE_SIZE),
-		       (unsigned long long)(offset % QHCA_DB_PAGE_SIZE),
+	uint64_t page = offset / QHCA_DB_PAGE_SIZE, reg = offset % QHCA_DB_PAGE_SIZE;
+
+	if (!(e->status & QHCA_STATUS_READY)) {
+		qhca_log_guest(e, "doorbell 0x%llx while the device is not ready",
+			       (unsigned long long)offset);
+		return;
+	}
+	if (page == 0) {
+		switch (reg) {
+		case QHCA_DB_EQ:
+			if (size == 8) {
+				qhca_eq_doorbell(e, value);
+				return;
+			}
+			break;
+		case QHCA_DB_ETH_TX:
+			qhca_eth_tx_doorbell(e, (uint32_t)value);
+			return;
+		case QHCA_DB_ETH_RX:
+			qhca_eth_rx_doorbell(e, (uint32_t)value);
+			return;
+		}
+	}
+	/* The queue pair and completion queue doorbells arrive with the verbs datapath. */
+	qhca_log_guest(e, "doorbell page %llu offset 0x%llx value 0x%llx size %u: no such doorbell",
+		       (unsigned long long)page, (unsigned long long)reg,
 		       (unsigned long long)value, size);
+}
+
+void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
+{
+	/* RoCEv2 frames go to the transport once it exists; everything else to the netdev. */
+	qhca_eth_receive(e, frame, len);
+}
+
+void qhca_engine_set_link(struct qhca_engine *e, bool up)
+{
+	if (e->link_up == up)
+		return;
+	e->link_up = up;
+	qhca_log(e, QHCA_LOG_EVENT, "link %s", up ? "up" : "down");
+	qhca_event_async(e, up ? QHCA_EVENT_PORT_ACTIVE : QHCA_EVENT_PORT_DOWN, 1, 0);
 }

@@ -29,6 +29,8 @@ struct qhca_engine_ops {
 	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
 	/* Signal MSI-X vector @vector. */
 	void (*notify)(void *opaque, unsigned vector);
+	/* Send one Ethernet frame on the port's netdev. */
+	void (*xmit)(void *opaque, const void *frame, size_t len);
 	/* Diagnostics; @log_enabled may be NULL (then everything is logged). */
 	bool (*log_enabled)(void *opaque, enum qhca_log_level level);
 	void (*log)(void *opaque, enum qhca_log_level level, const char *func, const char *msg);
@@ -72,6 +74,34 @@ struct qhca_obj_table {
 	uint32_t *owner;	/* parent handle (user context), kept per slot */
 };
 
+#define QHCA_MAX_EQ		64
+
+struct qhca_eq {
+	uint64_t ring;
+	uint32_t log2;
+	uint32_t pi;		/* device producer index, free running */
+	uint32_t ci;		/* consumer index from the last doorbell, free running */
+	uint16_t vector;
+	bool overflowed;	/* events were dropped; report it when there is room */
+};
+
+struct qhca_eth {
+	bool started;
+	uint64_t tx_ring, rx_ring;
+	uint32_t tx_log2, rx_log2;
+	uint32_t tx_ci, tx_pi;	/* free running */
+	uint32_t rx_ci, rx_pi;
+	uint16_t vector;
+	uint8_t *frame;		/* one frame of QHCA_ETH_MAX_FRAME bytes */
+};
+
+/* Device statistics; names as in docs/device-interface.md. */
+struct qhca_counters {
+	uint64_t eth_tx_frames, eth_tx_bytes, eth_tx_errors, eth_tx_link_down;
+	uint64_t eth_rx_frames, eth_rx_bytes, eth_rx_no_buffer, eth_rx_too_long, eth_rx_stopped;
+	uint64_t eq_overflows;
+};
+
 struct qhca_engine {
 	const struct qhca_engine_ops *ops;
 	void *opaque;
@@ -96,6 +126,14 @@ struct qhca_engine {
 	/* objects */
 	struct qhca_obj_table uctx;
 	struct qhca_obj_table pd;
+	struct qhca_obj_table eq_table;
+	struct qhca_eq eq[QHCA_MAX_EQ];
+	int async_eq;		/* index of the async event queue, or -1 */
+
+	/* port and Ethernet function */
+	bool link_up;
+	struct qhca_eth eth;
+	struct qhca_counters cnt;
 
 	/* counters, for tests and statistics */
 	uint64_t admin_cmds;
@@ -117,6 +155,12 @@ void qhca_engine_reg_write(struct qhca_engine *e, uint32_t offset, uint32_t valu
 
 /* Doorbell BAR access (page = offset / QHCA_DB_PAGE_SIZE). */
 void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value, unsigned size);
+
+/* A frame from the wire. The engine always takes it (it may drop and count it). */
+void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+
+/* The port's link went up or down (netdev carrier); raises a port event. */
+void qhca_engine_set_link(struct qhca_engine *e, bool up);
 
 /* --- internal to the engine ---------------------------------------------------------- */
 
@@ -140,6 +184,30 @@ int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle);
 void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle);
 /* Is any live object of @t owned by @owner? */
 bool qhca_obj_owned_by(const struct qhca_obj_table *t, uint32_t owner);
+
+/* eq.c */
+uint16_t qhca_eq_create(struct qhca_engine *e, const struct qhca_cmd_create_eq *c,
+			uint32_t *handle);
+uint16_t qhca_eq_destroy(struct qhca_engine *e, uint32_t handle);
+void qhca_eq_reset(struct qhca_engine *e);
+void qhca_eq_doorbell(struct qhca_engine *e, uint64_t value);
+/* Post an event to EQ @idx; returns -1 if it was dropped (queue full or DMA error). */
+int qhca_eq_post(struct qhca_engine *e, int idx, uint8_t type, uint32_t handle, uint64_t data);
+void qhca_event_async(struct qhca_engine *e, uint8_t type, uint32_t handle, uint64_t data);
+
+/* eth.c */
+uint16_t qhca_eth_start(struct qhca_engine *e, const struct qhca_cmd_eth_start *c);
+void qhca_eth_stop(struct qhca_engine *e);
+void qhca_eth_tx_doorbell(struct qhca_engine *e, uint32_t pi);
+void qhca_eth_rx_doorbell(struct qhca_engine *e, uint32_t pi);
+void qhca_eth_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+
+/* A free-running producer index from the guest is sane if it is at most @size ahead of
+ * the consumer index. */
+static inline bool qhca_ring_pi_ok(uint32_t pi, uint32_t ci, uint32_t size)
+{
+	return pi - ci <= size;
+}
 
 void qhca_admin_reset(struct qhca_engine *e);
 bool qhca_admin_enable(struct qhca_engine *e);

@@ -35,7 +35,6 @@ struct QhcaState {
 
     struct qhca_engine_config cfg;
     struct qhca_engine engine;
-    uint64_t rx_dropped;
 };
 
 /* ---------------------------------------------------------------- engine ops */
@@ -92,6 +91,14 @@ static void qhca_ops_notify(void *opaque, unsigned vector)
     }
 }
 
+static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
+{
+    QhcaState *s = opaque;
+
+    trace_qhca_tx(len);
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
 static bool qhca_ops_log_enabled(void *opaque, enum qhca_log_level level)
 {
     switch (level) {
@@ -127,6 +134,7 @@ static const struct qhca_engine_ops qhca_engine_ops = {
     .dma_read = qhca_ops_dma_read,
     .dma_write = qhca_ops_dma_write,
     .notify = qhca_ops_notify,
+    .xmit = qhca_ops_xmit,
     .log_enabled = qhca_ops_log_enabled,
     .log = qhca_ops_log,
 };
@@ -200,16 +208,30 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QhcaState *s = qemu_get_nic_opaque(nc);
 
-    /* The RoCE and Ethernet receive paths arrive with the datapath; count until then. */
-    s->rx_dropped++;
-    trace_qhca_rx_drop(size);
+    trace_qhca_rx(size);
+    /* The engine takes every frame; what it cannot deliver it drops and counts. */
+    qhca_engine_receive(&s->engine, buf, size);
     return size;
+}
+
+/* The link is up when the netdev has a peer and is not set down (set_link). */
+static void qhca_update_link(QhcaState *s)
+{
+    NetClientState *nc = qemu_get_queue(s->nic);
+
+    qhca_engine_set_link(&s->engine, nc->peer && !nc->link_down);
+}
+
+static void qhca_link_status_changed(NetClientState *nc)
+{
+    qhca_update_link(qemu_get_nic_opaque(nc));
 }
 
 static NetClientInfo qhca_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
     .receive = qhca_receive,
+    .link_status_changed = qhca_link_status_changed,
 };
 
 /* ---------------------------------------------------------------- QOM */
@@ -251,6 +273,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
     s->nic = qemu_new_nic(&qhca_net_info, &s->conf, object_get_typename(OBJECT(s)),
                           DEVICE(s)->id, &DEVICE(s)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    qhca_update_link(s);
     trace_qhca_realize(s->cfg.db_pages, s->cfg.msix_vectors, s->cfg.mtu);
 }
 

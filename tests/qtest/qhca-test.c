@@ -53,12 +53,12 @@ static void qhca_enable(Qhca *h)
     g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
 }
 
-static Qhca *qhca_start(const char *props)
+static Qhca *qhca_start_args(const char *extra_args, const char *props)
 {
     Qhca *h = g_new0(Qhca, 1);
 
-    h->qts = qtest_initf("-nodefaults -device qhca,addr=04.0%s%s",
-                         props ? "," : "", props ? props : "");
+    h->qts = qtest_initf("-nodefaults %s -device qhca,id=qhca0,addr=04.0%s%s",
+                         extra_args ? extra_args : "", props ? "," : "", props ? props : "");
     pc_alloc_init(&h->alloc, h->qts, 0);
     h->bus = qpci_new_pc(h->qts, &h->alloc);
     h->dev = qpci_device_find(h->bus, QHCA_DEVFN);
@@ -71,6 +71,21 @@ static Qhca *qhca_start(const char *props)
     h->acq &= ~(uint64_t)(QHCA_AQ_ALIGN - 1);
     h->out = guest_alloc(&h->alloc, 4096);
     return h;
+}
+
+static Qhca *qhca_start(const char *props)
+{
+    return qhca_start_args(NULL, props);
+}
+
+/* A 4 KiB aligned buffer of @size bytes in guest memory, zeroed. */
+static uint64_t qhca_alloc_aligned(Qhca *h, size_t size)
+{
+    uint64_t a = guest_alloc(&h->alloc, size + 4096);
+
+    a = (a + 4095) & ~4095ull;
+    qtest_memset(h->qts, a, 0, size);
+    return a;
 }
 
 static void qhca_stop(Qhca *h)
@@ -187,7 +202,7 @@ static void test_admin_roundtrip(void)
     g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out, sizeof(port), 1),
                      ==, QHCA_ST_OK);
     qtest_memread(h->qts, h->out, &port, sizeof(port));
-    g_assert_cmpuint(port.state, ==, 4);
+    g_assert_cmpuint(port.state, ==, 1);    /* DOWN: no netdev behind the port */
 
     g_assert_cmpuint(qhca_exec(h, &cu, &uctx, &page), ==, QHCA_ST_OK);
     g_assert_cmpuint(page, ==, 1);
@@ -278,7 +293,7 @@ static void test_hostile_doorbells(void)
 static void test_bad_properties_rejected(void)
 {
     static const char *const bad[] = {
-        "db-pages=3", "mtu=1500", "msix-vectors=1", "max-qp=0", "mac=01:00:00:00:00:01",
+        "db-pages=3", "mtu=1500", "msix-vectors=2", "max-qp=0", "mac=01:00:00:00:00:01",
     };
     size_t i;
 
@@ -296,6 +311,108 @@ static void test_bad_properties_rejected(void)
     }
 }
 
+/* Ethernet rings of 4 descriptors each; returns the TX and RX ring addresses. */
+static void qhca_eth_start(Qhca *h, uint64_t *tx, uint64_t *rx)
+{
+    struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_ETH_START,
+                                     .len = sizeof(cmd.eth_start) } };
+
+    *tx = qhca_alloc_aligned(h, 4096);
+    *rx = qhca_alloc_aligned(h, 4096);
+    cmd.eth_start.tx_ring = *tx;
+    cmd.eth_start.rx_ring = *rx;
+    cmd.eth_start.tx_log2 = 2;
+    cmd.eth_start.rx_log2 = 2;
+    cmd.eth_start.vector = 1;
+    g_assert_cmpuint(qhca_exec(h, &cmd, NULL, NULL), ==, QHCA_ST_OK);
+}
+
+/*
+ * Two QEMU processes joined by a stream netdev: a frame posted on one device's Ethernet TX
+ * ring lands in the other's RX buffer; a link change reaches the async event queue.
+ */
+static void test_two_devices_ethernet(void)
+{
+    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-%d.sock", g_get_tmp_dir(),
+                                            getpid());
+    g_autofree char *args_a = g_strdup_printf(
+        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
+    g_autofree char *args_b = g_strdup_printf(
+        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
+    Qhca *a, *b;
+    uint64_t atx, arx, btx, brx, frame, buf, eq;
+    struct qhca_eth_desc d;
+    struct qhca_port_attr port;
+    struct qhca_cmd ceq = { .hdr = { .opcode = QHCA_CMD_CREATE_EQ,
+                                     .len = sizeof(ceq.create_eq) } };
+    struct qhca_eqe eqe;
+    uint8_t pkt[128], got[128];
+    uint32_t eq_handle;
+    int i;
+
+    unlink(sock);
+    a = qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:0a");
+    b = qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:0b");
+    qhca_enable(a);
+    qhca_enable(b);
+    g_assert_cmpuint(qhca_query(b, QHCA_CMD_QUERY_PORT, b->out, sizeof(port), 1), ==,
+                     QHCA_ST_OK);
+    qtest_memread(b->qts, b->out, &port, sizeof(port));
+    g_assert_cmpuint(port.state, ==, 4);    /* ACTIVE: a netdev with a link */
+    g_assert_cmpmem(port.mac, 6, ((uint8_t[]){ 0x52, 0x54, 0, 0, 0, 0x0b }), 6);
+
+    qhca_eth_start(a, &atx, &arx);
+    qhca_eth_start(b, &btx, &brx);
+    buf = qhca_alloc_aligned(b, 4096);
+    d = (struct qhca_eth_desc){ .addr = buf, .len = 2048 };
+    qtest_memwrite(b->qts, brx, &d, sizeof(d));
+    qpci_io_writel(b->dev, qpci_iomap(b->dev, QHCA_BAR_DOORBELL, NULL), QHCA_DB_ETH_RX, 1);
+
+    for (i = 0; i < (int)sizeof(pkt); i++) {
+        pkt[i] = i;
+    }
+    memcpy(pkt, (uint8_t[]){ 0x52, 0x54, 0, 0, 0, 0x0b, 0x52, 0x54, 0, 0, 0, 0x0a }, 12);
+    frame = qhca_alloc_aligned(a, 4096);
+    qtest_memwrite(a->qts, frame, pkt, sizeof(pkt));
+    d = (struct qhca_eth_desc){ .addr = frame, .len = sizeof(pkt) };
+    qtest_memwrite(a->qts, atx, &d, sizeof(d));
+    qpci_io_writel(a->dev, qpci_iomap(a->dev, QHCA_BAR_DOORBELL, NULL), QHCA_DB_ETH_TX, 1);
+    qtest_memread(a->qts, atx, &d, sizeof(d));
+    g_assert_cmphex(d.flags, ==, QHCA_ETH_DESC_DONE);
+
+    for (i = 0; i < 500; i++) {
+        qtest_memread(b->qts, brx, &d, sizeof(d));
+        if (d.flags & QHCA_ETH_DESC_DONE) {
+            break;
+        }
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmphex(d.flags, ==, QHCA_ETH_DESC_DONE);
+    g_assert_cmpuint(d.len, ==, sizeof(pkt));
+    qtest_memread(b->qts, buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), pkt, sizeof(pkt));
+
+    /* set_link off on A reaches A's async event queue as PORT_DOWN. */
+    eq = qhca_alloc_aligned(a, 4096);
+    ceq.create_eq.ring_addr = eq;
+    ceq.create_eq.log2_entries = 2;
+    ceq.create_eq.flags = QHCA_EQ_ASYNC;
+    g_assert_cmpuint(qhca_exec(a, &ceq, &eq_handle, NULL), ==, QHCA_ST_OK);
+    qtest_qmp_assert_success(a->qts, "{'execute': 'set_link', "
+                             "'arguments': {'name': 'qhca0', 'up': false}}");
+    qtest_memread(a->qts, eq, &eqe, sizeof(eqe));
+    g_assert_cmpuint(eqe.type, ==, QHCA_EVENT_PORT_DOWN);
+    g_assert_cmpuint(eqe.flags, ==, QHCA_EQE_PHASE);
+    g_assert_cmpuint(qhca_query(a, QHCA_CMD_QUERY_PORT, a->out, sizeof(port), 1), ==,
+                     QHCA_ST_OK);
+    qtest_memread(a->qts, a->out, &port, sizeof(port));
+    g_assert_cmpuint(port.state, ==, 1);
+
+    qhca_stop(b);
+    qhca_stop(a);
+    unlink(sock);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -305,5 +422,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/malformed-commands", test_malformed_commands);
     qtest_add_func("/qhca/hostile-doorbells", test_hostile_doorbells);
     qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
+    qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     return g_test_run();
 }

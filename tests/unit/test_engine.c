@@ -41,9 +41,23 @@ static int fake_dma_write(void *opaque, uint64_t addr, const void *buf, size_t l
 	return 0;
 }
 
+static unsigned irq_vec[8];
+static uint8_t last_tx[QHCA_ETH_MAX_FRAME];
+static size_t last_tx_len;
+static unsigned tx_count;
+
 static void fake_notify(void *opaque, unsigned vector)
 {
 	irqs++;
+	if (vector < 8)
+		irq_vec[vector]++;
+}
+
+static void fake_xmit(void *opaque, const void *frame, size_t len)
+{
+	memcpy(last_tx, frame, len);
+	last_tx_len = len;
+	tx_count++;
 }
 
 static void fake_log(void *opaque, enum qhca_log_level level, const char *func,
@@ -59,6 +73,7 @@ static const struct qhca_engine_ops ops = {
 	.dma_read = fake_dma_read,
 	.dma_write = fake_dma_write,
 	.notify = fake_notify,
+	.xmit = fake_xmit,
 	.log = fake_log,
 };
 
@@ -82,7 +97,8 @@ static uint16_t next_id;
 static void start(const struct qhca_engine_config *cfg)
 {
 	memset(guest, 0, sizeof(guest));
-	irqs = guest_errors = 0;
+	irqs = guest_errors = tx_count = 0;
+	memset(irq_vec, 0, sizeof(irq_vec));
 	sq_tail = cq_head = 0;
 	phase = QHCA_CQE_PHASE;
 	CHECK_EQ(qhca_engine_init(&eng, cfg, &ops, NULL), 0);
@@ -219,7 +235,7 @@ static void test_config_check(void)
 	c.max_qp = QHCA_MAX_OBJECTS + 1;
 	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
 	c = default_cfg();
-	c.msix_vectors = 1;
+	c.msix_vectors = 2;
 	CHECK(!qhca_engine_config_check(&c, why, sizeof(why)));
 }
 
@@ -332,7 +348,7 @@ static void test_query_device(void)
 	CHECK_EQ(a.max_pd, 4);
 	CHECK_EQ(a.max_uctx, 7);
 	CHECK_EQ(a.max_mr_size, 64ull << 20);
-	CHECK_EQ(a.num_comp_vectors, 4);
+	CHECK_EQ(a.num_comp_vectors, 3);
 	CHECK_EQ(a.node_guid, 0x505400fffe123456ull);
 	/* Wrong length, wrong port, bad addresses. */
 	CHECK_EQ(exec_query(QHCA_CMD_QUERY_DEVICE, OUTBUF, sizeof(a) - 1, 0), QHCA_ST_BAD_FIELD);
@@ -355,7 +371,13 @@ static void test_query_port(void)
 	start_default();
 	CHECK_EQ(exec_query(QHCA_CMD_QUERY_PORT, OUTBUF, sizeof(p), 1), QHCA_ST_OK);
 	memcpy(&p, guest + (OUTBUF - GUEST_BASE), sizeof(p));
-	CHECK_EQ(p.state, 4);
+	CHECK_EQ(p.state, 1);		/* no link yet: DOWN */
+	CHECK_EQ(p.phys_state, 3);
+	qhca_engine_set_link(&eng, true);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_PORT, OUTBUF, sizeof(p), 1), QHCA_ST_OK);
+	memcpy(&p, guest + (OUTBUF - GUEST_BASE), sizeof(p));
+	CHECK_EQ(p.state, 4);		/* ACTIVE */
+	CHECK_EQ(p.phys_state, 5);
 	CHECK_EQ(p.max_mtu, 3);	/* 1024 */
 	CHECK_EQ(p.mac[5], 0x56);
 	CHECK_EQ(p.pkey_tbl_len, 1);
@@ -527,6 +549,218 @@ static void test_obj_table(void)
 	CHECK_EQ(qhca_obj_table_init(&t, QHCA_MAX_OBJECTS + 1), -1);
 }
 
+/* ---------------------------------------------------------------- event queues */
+#define EQ_RING		(GUEST_BASE + 0x4000)
+
+static uint16_t exec_create_eq(uint64_t ring, uint32_t log2, uint16_t vector, uint16_t flags,
+			       uint32_t *handle)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_CREATE_EQ,
+					 .len = sizeof(cmd.create_eq) } };
+
+	cmd.create_eq.ring_addr = ring;
+	cmd.create_eq.log2_entries = log2;
+	cmd.create_eq.vector = vector;
+	cmd.create_eq.flags = flags;
+	return exec(&cmd, handle, NULL);
+}
+
+static struct qhca_eqe *eqe_at(unsigned i)
+{
+	return (struct qhca_eqe *)(guest + (EQ_RING - GUEST_BASE) + i * sizeof(struct qhca_eqe));
+}
+
+static void eq_doorbell(uint32_t handle, uint32_t ci)
+{
+	qhca_engine_db_write(&eng, QHCA_DB_EQ, (uint64_t)ci << 32 | handle, 8);
+}
+
+static void test_eq_events(void)
+{
+	uint32_t eq, eq2;
+	unsigned before;
+
+	start_default();
+	CHECK_EQ(exec_create_eq(EQ_RING, 2, 0, QHCA_EQ_ASYNC, &eq), QHCA_ST_OK);
+	CHECK_EQ(exec_create_eq(EQ_RING + 0x1000, 2, 0, QHCA_EQ_ASYNC, &eq2), QHCA_ST_BUSY);
+	before = irq_vec[0];
+	qhca_engine_set_link(&eng, true);
+	CHECK_EQ(eqe_at(0)->type, QHCA_EVENT_PORT_ACTIVE);
+	CHECK_EQ(eqe_at(0)->handle, 1);
+	CHECK_EQ(eqe_at(0)->flags, QHCA_EQE_PHASE);
+	CHECK_EQ(irq_vec[0], before + 1);
+	qhca_engine_set_link(&eng, true);	/* no change, no event */
+	CHECK_EQ(eqe_at(1)->flags, 0);
+	qhca_engine_set_link(&eng, false);
+	qhca_engine_set_link(&eng, true);
+	qhca_engine_set_link(&eng, false);	/* fourth event fills the ring */
+	CHECK_EQ(eqe_at(3)->type, QHCA_EVENT_PORT_DOWN);
+	qhca_engine_set_link(&eng, true);	/* dropped: no room */
+	CHECK_EQ(eng.cnt.eq_overflows, 1);
+	CHECK_EQ(eqe_at(0)->type, QHCA_EVENT_PORT_ACTIVE);
+	CHECK_EQ(eqe_at(0)->flags, QHCA_EQE_PHASE);	/* not overwritten */
+	/* A consumer index past the producer is refused. */
+	eq_doorbell(eq, 9);
+	CHECK_EQ(eng.eq[0].ci, 0);
+	eq_doorbell(eq, 4);
+	qhca_engine_set_link(&eng, false);
+	/* Second pass: phase 0, an overflow report first, then the event. */
+	CHECK_EQ(eqe_at(0)->type, QHCA_EVENT_EQ_OVERFLOW);
+	CHECK_EQ(eqe_at(0)->flags, 0);
+	CHECK_EQ(eqe_at(1)->type, QHCA_EVENT_PORT_DOWN);
+	CHECK_EQ(eqe_at(1)->flags, 0);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_EQ, eq, NULL), QHCA_ST_OK);
+	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_EQ, eq, NULL), QHCA_ST_BAD_HANDLE);
+	/* Without an async EQ, port events go nowhere, and nothing breaks. */
+	qhca_engine_set_link(&eng, true);
+	CHECK_EQ(exec_create_eq(EQ_RING, 2, 0, QHCA_EQ_ASYNC, &eq2), QHCA_ST_OK);
+	stop();
+}
+
+static void test_eq_rejects_bad_parameters(void)
+{
+	uint32_t eq;
+
+	start_default();
+	CHECK_EQ(exec_create_eq(EQ_RING + 8, 2, 0, 0, &eq), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_create_eq(0, 2, 0, 0, &eq), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_create_eq(EQ_RING, 0, 0, 0, &eq), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_create_eq(EQ_RING, QHCA_EQ_MAX_LOG2 + 1, 0, 0, &eq), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_create_eq(EQ_RING, 2, 5, 0, &eq), QHCA_ST_BAD_FIELD);	/* 5 vectors */
+	CHECK_EQ(exec_create_eq(EQ_RING, 2, 0, 0x80, &eq), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_create_eq(0xfffffffffffff000ull, 12, 0, 0, &eq), QHCA_ST_BAD_FIELD);
+	/* A ring outside guest memory is accepted but each event write fails cleanly. */
+	CHECK_EQ(exec_create_eq(0x7000000000ull, 2, 1, QHCA_EQ_ASYNC, &eq), QHCA_ST_OK);
+	qhca_engine_set_link(&eng, true);
+	CHECK_EQ(irq_vec[1], 0);
+	eq_doorbell(0xdead, 1);	/* bad handle: logged */
+	CHECK(guest_errors > 0);
+	stop();
+}
+
+/* ---------------------------------------------------------------- Ethernet function */
+#define TX_RING		(GUEST_BASE + 0x5000)
+#define RX_RING		(GUEST_BASE + 0x6000)
+#define BUFS		(GUEST_BASE + 0x10000)
+
+static uint16_t exec_eth_start(uint64_t tx, uint64_t rx, uint32_t log2, uint16_t vector)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_ETH_START,
+					 .len = sizeof(cmd.eth_start) } };
+
+	cmd.eth_start.tx_ring = tx;
+	cmd.eth_start.rx_ring = rx;
+	cmd.eth_start.tx_log2 = log2;
+	cmd.eth_start.rx_log2 = log2;
+	cmd.eth_start.vector = vector;
+	return exec(&cmd, NULL, NULL);
+}
+
+static struct qhca_eth_desc *desc(uint64_t ring, unsigned i)
+{
+	return (struct qhca_eth_desc *)(guest + (ring - GUEST_BASE) + i * 16);
+}
+
+static void test_eth_transmit(void)
+{
+	unsigned i;
+
+	start_default();
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 2, 1), QHCA_ST_OK);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 2, 1), QHCA_ST_BAD_STATE);
+	qhca_engine_set_link(&eng, true);
+	for (i = 0; i < 60; i++)
+		guest[BUFS - GUEST_BASE + i] = (uint8_t)(i * 7);
+	*desc(TX_RING, 0) = (struct qhca_eth_desc){ .addr = BUFS, .len = 60 };
+	*desc(TX_RING, 1) = (struct qhca_eth_desc){ .addr = BUFS, .len = 5 };	/* runt */
+	*desc(TX_RING, 2) = (struct qhca_eth_desc){ .addr = 0x10, .len = 60 };	/* unbacked */
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_TX, 3, 4);
+	CHECK_EQ(tx_count, 1);
+	CHECK_EQ(last_tx_len, 60);
+	CHECK(!memcmp(last_tx, guest + (BUFS - GUEST_BASE), 60));
+	CHECK_EQ(desc(TX_RING, 0)->flags, QHCA_ETH_DESC_DONE);
+	CHECK_EQ(desc(TX_RING, 1)->flags, QHCA_ETH_DESC_DONE | QHCA_ETH_DESC_ERROR);
+	CHECK_EQ(desc(TX_RING, 2)->flags, QHCA_ETH_DESC_DONE | QHCA_ETH_DESC_ERROR);
+	CHECK_EQ(eng.cnt.eth_tx_errors, 2);
+	CHECK_EQ(irq_vec[1], 1);
+	/* A producer index more than a ring ahead is ignored. */
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_TX, 100, 4);
+	CHECK_EQ(tx_count, 1);
+	/* Link down: the frame is dropped and counted, the descriptor still completes. */
+	qhca_engine_set_link(&eng, false);
+	*desc(TX_RING, 3) = (struct qhca_eth_desc){ .addr = BUFS, .len = 60 };
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_TX, 4, 4);
+	CHECK_EQ(tx_count, 1);
+	CHECK_EQ(eng.cnt.eth_tx_link_down, 1);
+	CHECK_EQ(desc(TX_RING, 3)->flags, QHCA_ETH_DESC_DONE);
+	/* Wrap around the 4-entry ring. */
+	qhca_engine_set_link(&eng, true);
+	*desc(TX_RING, 0) = (struct qhca_eth_desc){ .addr = BUFS, .len = 64 };
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_TX, 5, 4);
+	CHECK_EQ(tx_count, 2);
+	CHECK_EQ(last_tx_len, 64);
+	stop();
+}
+
+static void test_eth_receive(void)
+{
+	uint8_t frame[3000];
+
+	memset(frame, 0xab, sizeof(frame));
+	start_default();
+	qhca_engine_receive(&eng, frame, 100);
+	CHECK_EQ(eng.cnt.eth_rx_stopped, 1);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 2, 2), QHCA_ST_OK);
+	qhca_engine_receive(&eng, frame, 100);
+	CHECK_EQ(eng.cnt.eth_rx_no_buffer, 1);
+	*desc(RX_RING, 0) = (struct qhca_eth_desc){ .addr = BUFS, .len = 2048 };
+	*desc(RX_RING, 1) = (struct qhca_eth_desc){ .addr = BUFS + 4096, .len = 2048 };
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_RX, 2, 4);
+	qhca_engine_receive(&eng, frame, 100);
+	CHECK_EQ(desc(RX_RING, 0)->len, 100);
+	CHECK_EQ(desc(RX_RING, 0)->flags, QHCA_ETH_DESC_DONE);
+	CHECK_EQ(guest[BUFS - GUEST_BASE + 99], 0xab);
+	CHECK_EQ(guest[BUFS - GUEST_BASE + 100], 0);
+	CHECK_EQ(irq_vec[2], 1);
+	/* Too long for the posted buffer: dropped, the buffer stays for the next frame. */
+	qhca_engine_receive(&eng, frame, 3000);
+	CHECK_EQ(eng.cnt.eth_rx_too_long, 1);
+	CHECK_EQ(desc(RX_RING, 1)->flags, 0);
+	qhca_engine_receive(&eng, frame, 1500);
+	CHECK_EQ(desc(RX_RING, 1)->len, 1500);
+	CHECK_EQ(eng.cnt.eth_rx_frames, 2);
+	qhca_engine_receive(&eng, frame, 60);
+	CHECK_EQ(eng.cnt.eth_rx_no_buffer, 2);
+	/* An RX producer past the ring is ignored; a stop makes doorbells guest errors. */
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_RX, 77, 4);
+	CHECK_EQ(eng.eth.rx_pi, 2);
+	stop();
+}
+
+static void test_eth_start_validation(void)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_ETH_STOP } };
+
+	start_default();
+	CHECK_EQ(exec_eth_start(TX_RING + 16, RX_RING, 2, 1), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_eth_start(TX_RING, 0, 2, 1), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 0, 1), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 13, 1), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 2, 9), QHCA_ST_BAD_FIELD);
+	qhca_engine_db_write(&eng, QHCA_DB_ETH_TX, 1, 4);	/* not started: ignored */
+	CHECK_EQ(tx_count, 0);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 2, 1), QHCA_ST_OK);
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	CHECK_EQ(exec_eth_start(TX_RING, RX_RING, 2, 1), QHCA_ST_OK);
+	/* Doorbells on a user page or at an unknown offset are guest errors. */
+	guest_errors = 0;
+	qhca_engine_db_write(&eng, QHCA_DB_PAGE_SIZE + QHCA_DB_ETH_TX, 1, 4);
+	qhca_engine_db_write(&eng, 0x800, 1, 8);
+	CHECK_EQ(guest_errors, 2);
+	CHECK_EQ(tx_count, 0);
+	stop();
+}
+
 static const struct unit_test tests[] = {
 	{ "identity_registers", test_identity_registers },
 	{ "config_check", test_config_check },
@@ -542,6 +776,11 @@ static const struct unit_test tests[] = {
 	{ "doorbells_past_ring_are_fatal", test_doorbells_past_ring_are_fatal },
 	{ "config_locked_while_enabled", test_config_locked_while_enabled },
 	{ "obj_table", test_obj_table },
+	{ "eq_events", test_eq_events },
+	{ "eq_rejects_bad_parameters", test_eq_rejects_bad_parameters },
+	{ "eth_transmit", test_eth_transmit },
+	{ "eth_receive", test_eth_receive },
+	{ "eth_start_validation", test_eth_start_validation },
 	{}
 };
 
