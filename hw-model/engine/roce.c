@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * RoCEv2 packet building and parsing (IBA Vol 1 9.2-9.5 for the transport headers,
+ * Annex A17.4 for the UDP/IP encapsulation and A17.3.3 for the ICRC).
+ */
+#include <string.h>
+
+#include "roce.h"
+
+/* ---------------------------------------------------------------- big-endian access */
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = (uint8_t)v;
+}
+
+static void put24(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 16);
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, (uint16_t)v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | p[1] << 8 | p[2];
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* ---------------------------------------------------------------- opcodes (IBA table 38) */
+#define RETH_LEN	16
+#define AETH_LEN	4
+#define ATOMICETH_LEN	28
+#define ATOMICACK_LEN	8
+#define IMMDT_LEN	4
+#define IETH_LEN	4
+#define DETH_LEN	8
+
+struct op_desc {
+	const char *name;
+	uint32_t flags;
+};
+
+#define REQ_SEND	(ROCE_F_REQ | ROCE_F_SEND | ROCE_F_PAYLOAD)
+#define REQ_WRITE	(ROCE_F_REQ | ROCE_F_WRITE | ROCE_F_PAYLOAD)
+#define RESP_READ	(ROCE_F_RESP | ROCE_F_READ | ROCE_F_PAYLOAD)
+
+static const struct op_desc ops[32] = {
+	[ROCE_OP_SEND_FIRST] = { "SEND_FIRST", REQ_SEND | ROCE_F_FIRST },
+	[ROCE_OP_SEND_MIDDLE] = { "SEND_MIDDLE", REQ_SEND | ROCE_F_MIDDLE },
+	[ROCE_OP_SEND_LAST] = { "SEND_LAST", REQ_SEND | ROCE_F_LAST },
+	[ROCE_OP_SEND_LAST_IMM] = { "SEND_LAST_WITH_IMMEDIATE", REQ_SEND | ROCE_F_LAST | ROCE_F_IMMDT },
+	[ROCE_OP_SEND_ONLY] = { "SEND_ONLY", REQ_SEND | ROCE_F_FIRST | ROCE_F_LAST },
+	[ROCE_OP_SEND_ONLY_IMM] = { "SEND_ONLY_WITH_IMMEDIATE",
+				    REQ_SEND | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_IMMDT },
+	[ROCE_OP_WRITE_FIRST] = { "RDMA_WRITE_FIRST", REQ_WRITE | ROCE_F_FIRST | ROCE_F_RETH },
+	[ROCE_OP_WRITE_MIDDLE] = { "RDMA_WRITE_MIDDLE", REQ_WRITE | ROCE_F_MIDDLE },
+	[ROCE_OP_WRITE_LAST] = { "RDMA_WRITE_LAST", REQ_WRITE | ROCE_F_LAST },
+	[ROCE_OP_WRITE_LAST_IMM] = { "RDMA_WRITE_LAST_WITH_IMMEDIATE",
+				     REQ_WRITE | ROCE_F_LAST | ROCE_F_IMMDT },
+	[ROCE_OP_WRITE_ONLY] = { "RDMA_WRITE_ONLY",
+				 REQ_WRITE | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_RETH },
+	[ROCE_OP_WRITE_ONLY_IMM] = { "RDMA_WRITE_ONLY_WITH_IMMEDIATE", REQ_WRITE | ROCE_F_FIRST |
+				     ROCE_F_LAST | ROCE_F_RETH | ROCE_F_IMMDT },
+	[ROCE_OP_READ_REQUEST] = { "RDMA_READ_REQUEST", ROCE_F_REQ | ROCE_F_READ | ROCE_F_RETH |
+				   ROCE_F_FIRST | ROCE_F_LAST },
+	[ROCE_OP_READ_RESPONSE_FIRST] = { "RDMA_READ_RESPONSE_FIRST",
+					  RESP_READ | ROCE_F_FIRST | ROCE_F_AETH },
+	[ROCE_OP_READ_RESPONSE_MIDDLE] = { "RDMA_READ_RESPONSE_MIDDLE", RESP_READ | ROCE_F_MIDDLE },
+	[ROCE_OP_READ_RESPONSE_LAST] = { "RDMA_READ_RESPONSE_LAST",
+					 RESP_READ | ROCE_F_LAST | ROCE_F_AETH },
+	[ROCE_OP_READ_RESPONSE_ONLY] = { "RDMA_READ_RESPONSE_ONLY",
+					 RESP_READ | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_AETH },
+	[ROCE_OP_ACKNOWLEDGE] = { "ACKNOWLEDGE", ROCE_F_RESP | ROCE_F_AETH | ROCE_F_FIRST |
+				  ROCE_F_LAST },
+	[ROCE_OP_ATOMIC_ACKNOWLEDGE] = { "ATOMIC_ACKNOWLEDGE", ROCE_F_RESP | ROCE_F_ATOMIC |
+					 ROCE_F_AETH | ROCE_F_ATOMICACKETH | ROCE_F_FIRST |
+					 ROCE_F_LAST },
+	[ROCE_OP_COMPARE_SWAP] = { "COMPARE_SWAP", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH |
+				   ROCE_F_FIRST | ROCE_F_LAST },
+	[ROCE_OP_FETCH_ADD] = { "FETCH_ADD", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH |
+				ROCE_F_FIRST | ROCE_F_LAST },
+	[ROCE_OP_SEND_LAST_INV] = { "SEND_LAST_WITH_INVALIDATE",
+				    REQ_SEND | ROCE_F_LAST | ROCE_F_IETH },
+	[ROCE_OP_SEND_ONLY_INV] = { "SEND_ONLY_WITH_INVALIDATE",
+				    REQ_SEND | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_IETH },
+};
+
+static struct roce_opcode_info opcode_table[256];
+
+static uint8_t hdr_len_of(uint32_t f)
+{
+	return ROCE_BTH_LEN + (f & ROCE_F_RETH ? RETH_LEN : 0) + (f & ROCE_F_AETH ? AETH_LEN : 0) +
+	       (f & ROCE_F_ATOMICETH ? ATOMICETH_LEN : 0) +
+	       (f & ROCE_F_ATOMICACKETH ? ATOMICACK_LEN : 0) + (f & ROCE_F_IMMDT ? IMMDT_LEN : 0) +
+	       (f & ROCE_F_IETH ? IETH_LEN : 0) + (f & ROCE_F_DETH ? DETH_LEN : 0);
+}
+
+static void set_opcode(uint8_t ts, uint8_t op, uint32_t extra)
+{
+	struct roce_opcode_info *i = &opcode_table[ts | op];
+
+	i->name = ops[op].name;
+	i->flags = ops[op].flags | extra;
+	i->hdr_len = hdr_len_of(i->flags);
+}
+
+static void init_opcode_table(void)
+{
+	uint8_t op;
+
+	for (op = 0; op < 32; op++) {
+		uint32_t f = ops[op].flags;
+
+		if (!f)
+			continue;
+		set_opcode(ROCE_TS_RC, op, 0);	/* RC: every operation */
+		if ((f & (ROCE_F_SEND | ROCE_F_WRITE)) && !(f & ROCE_F_IETH))
+			set_opcode(ROCE_TS_UC, op, 0);	/* UC: SEND and RDMA WRITE */
+	}
+	set_opcode(ROCE_TS_UD, ROCE_OP_SEND_ONLY, ROCE_F_DETH);
+	set_opcode(ROCE_TS_UD, ROCE_OP_SEND_ONLY_IMM, ROCE_F_DETH);
+}
+
+const struct roce_opcode_info *roce_opcode_info(uint8_t opcode)
+{
+	if (!opcode_table[ROCE_TS_RC | ROCE_OP_SEND_ONLY].flags)
+		init_opcode_table();
+	return &opcode_table[opcode];
+}
+
+/* ---------------------------------------------------------------- CRC-32 and ICRC */
+static uint32_t crc_table[256];
+
+uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	if (!crc_table[1]) {
+		uint32_t i, j;
+
+		for (i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (j = 0; j < 8; j++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			crc_table[i] = c;
+		}
+	}
+	crc = ~crc;
+	while (len--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+/*
+ * The ICRC (A17.3.3): CRC-32 over 64 bits of ones standing for the LRH, then the IP header
+ * with its variant fields (IPv4 TOS, TTL, checksum; IPv6 traffic class, flow label, hop
+ * limit) set to ones, the UDP header with its checksum set to ones, the BTH with its
+ * reserved byte (resv8a, where RoCE keeps FECN/BECN) set to ones, and the rest of the
+ * packet up to the ICRC. @l3 points at the IP header; @end at the ICRC.
+ */
+static uint32_t icrc(const uint8_t *l3, bool ipv6, const uint8_t *end)
+{
+	static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t hdr[ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN];
+	size_t iplen = ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
+	size_t n = iplen + ROCE_UDP_HLEN + ROCE_BTH_LEN;
+	uint32_t crc;
+
+	memcpy(hdr, l3, n);
+	if (ipv6) {
+		hdr[0] |= 0x0f;			/* traffic class, high nibble */
+		hdr[1] = hdr[2] = hdr[3] = 0xff;	/* traffic class low nibble, flow label */
+		hdr[7] = 0xff;			/* hop limit */
+	} else {
+		hdr[1] = 0xff;			/* TOS */
+		hdr[8] = 0xff;			/* TTL */
+		hdr[10] = hdr[11] = 0xff;	/* header checksum */
+	}
+	hdr[iplen + 6] = hdr[iplen + 7] = 0xff;	/* UDP checksum */
+	hdr[iplen + ROCE_UDP_HLEN + 4] = 0xff;	/* BTH resv8a */
+	crc = roce_crc32(0, ones, sizeof(ones));
+	crc = roce_crc32(crc, hdr, n);
+	return roce_crc32(crc, l3 + n, (size_t)(end - (l3 + n)));
+}
+
+/* ---------------------------------------------------------------- helpers */
+static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+bool roce_gid_is_v4(const uint8_t gid[16])
+{
+	return !memcmp(gid, v4_prefix, sizeof(v4_prefix));
+}
+
+static uint16_t ip_checksum(const uint8_t *p, size_t len, uint32_t sum)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += get16(p + i);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* UDP checksum over the IPv6 pseudo-header (RFC 8200 8.1) and the datagram. */
+static uint16_t udp6_checksum(const uint8_t *ip6, const uint8_t *udp, size_t udp_len)
+{
+	uint32_t sum = 0;
+	size_t i;
+	uint16_t c;
+
+	for (i = 8; i < 40; i += 2)
+		sum += get16(ip6 + i);		/* source and destination addresses */
+	sum += (uint32_t)(udp_len >> 16) + (uint16_t)udp_len + 17;
+	c = ip_checksum(udp, udp_len, sum);
+	return c ? c : 0xffff;
+}
+
+const char *roce_parse_result_name(enum roce_parse_result r)
+{
+	static const char *const names[ROCE_PARSE_MAX] = {
+		[ROCE_NOT_ROCE] = "not RoCEv2",
+		[ROCE_OK] = "ok",
+		[ROCE_BAD_LENGTH] = "bad length",
+		[ROCE_BAD_IP] = "bad IP header",
+		[ROCE_BAD_OPCODE] = "bad opcode",
+		[ROCE_BAD_ICRC] = "bad ICRC",
+	};
+
+	return r < ROCE_PARSE_MAX ? names[r] : "?";
+}
+
+/* ---------------------------------------------------------------- build */
+static size_t pad_of(uint32_t payload_len)
+{
+	return (4 - (payload_len & 3)) & 3;
+}
+
+size_t roce_frame_len(const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+
+	return ROCE_ETH_HLEN + (p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN) + ROCE_UDP_HLEN +
+	       oi->hdr_len + p->payload_len + pad_of(p->payload_len) + ROCE_ICRC_LEN;
+}
+
+size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	size_t len = roce_frame_len(p), iplen = p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
+	size_t pad = pad_of(p->payload_len), udp_len = len - ROCE_ETH_HLEN - iplen;
+	uint8_t *l3 = buf + ROCE_ETH_HLEN, *udp = l3 + iplen, *h = udp + ROCE_UDP_HLEN;
+	uint32_t crc;
+
+	if (!oi->flags || len > cap || len > 0xffff ||
+	    roce_gid_is_v4(p->sgid) == p->ipv6 || roce_gid_is_v4(p->dgid) == p->ipv6 ||
+	    (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD)))
+		return 0;
+
+	memcpy(buf, p->dmac, 6);
+	memcpy(buf + 6, p->smac, 6);
+	put16(buf + 12, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
+	if (p->ipv6) {
+		put32(l3, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
+		put16(l3 + 4, (uint16_t)udp_len);
+		l3[6] = 17;
+		l3[7] = p->hop_limit;
+		memcpy(l3 + 8, p->sgid, 16);
+		memcpy(l3 + 24, p->dgid, 16);
+	} else {
+		l3[0] = 0x45;
+		l3[1] = p->tclass;
+		put16(l3 + 2, (uint16_t)(iplen + udp_len));
+		put16(l3 + 4, 0);		/* identification */
+		put16(l3 + 6, 0x4000);		/* don't fragment */
+		l3[8] = p->hop_limit;
+		l3[9] = 17;
+		put16(l3 + 10, 0);
+		memcpy(l3 + 12, p->sgid + 12, 4);
+		memcpy(l3 + 16, p->dgid + 12, 4);
+		put16(l3 + 10, ip_checksum(l3, ROCE_IPV4_HLEN, 0));
+	}
+	put16(udp, p->udp_sport);
+	put16(udp + 2, ROCE_UDP_PORT);
+	put16(udp + 4, (uint16_t)udp_len);
+	put16(udp + 6, 0);
+
+	/* BTH (9.2) */
+	h[0] = p->opcode;
+	h[1] = (uint8_t)((p->se ? 0x80 : 0) | (p->migreq ? 0x40 : 0) | pad << 4);	/* TVer 0 */
+	put16(h + 2, p->pkey);
+	h[4] = (uint8_t)((p->fecn ? 0x80 : 0) | (p->becn ? 0x40 : 0));
+	put24(h + 5, p->dqpn & 0xffffff);
+	h[8] = p->ackreq ? 0x80 : 0;
+	put24(h + 9, p->psn & 0xffffff);
+	h += ROCE_BTH_LEN;
+	/* extended headers, in the order IBA 9.3 gives them */
+	if (oi->flags & ROCE_F_DETH) {
+		put32(h, p->deth_qkey);
+		h[4] = 0;
+		put24(h + 5, p->deth_sqpn & 0xffffff);
+		h += DETH_LEN;
+	}
+	if (oi->flags & ROCE_F_RETH) {
+		put64(h, p->reth_va);
+		put32(h + 8, p->reth_rkey);
+		put32(h + 12, p->reth_len);
+		h += RETH_LEN;
+	}
+	if (oi->flags & ROCE_F_ATOMICETH) {
+		put64(h, p->atomic_va);
+		put32(h + 8, p->atomic_rkey);
+		put64(h + 12, p->atomic_swap_add);
+		put64(h + 20, p->atomic_compare);
+		h += ATOMICETH_LEN;
+	}
+	if (oi->flags & ROCE_F_AETH) {
+		h[0] = p->aeth_syndrome;
+		put24(h + 1, p->aeth_msn & 0xffffff);
+		h += AETH_LEN;
+	}
+	if (oi->flags & ROCE_F_ATOMICACKETH) {
+		put64(h, p->atomic_orig);
+		h += ATOMICACK_LEN;
+	}
+	if (oi->flags & ROCE_F_IMMDT) {
+		put32(h, p->imm);
+		h += IMMDT_LEN;
+	}
+	if (oi->flags & ROCE_F_IETH) {
+		put32(h, p->ieth_rkey);
+		h += IETH_LEN;
+	}
+	if (p->payload_len)
+		memcpy(h, p->payload, p->payload_len);
+	h += p->payload_len;
+	memset(h, 0, pad);
+	h += pad;
+	if (p->ipv6)
+		put16(udp + 6, udp6_checksum(l3, udp, udp_len - ROCE_ICRC_LEN));
+	crc = icrc(l3, p->ipv6, h);
+	/* The ICRC goes on the wire least significant byte first, like an Ethernet FCS. */
+	h[0] = (uint8_t)crc;
+	h[1] = (uint8_t)(crc >> 8);
+	h[2] = (uint8_t)(crc >> 16);
+	h[3] = (uint8_t)(crc >> 24);
+	return len;
+}
+
+/* ---------------------------------------------------------------- parse */
+enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi;
+	const uint8_t *l3 = f + ROCE_ETH_HLEN, *udp, *h, *end;
+	size_t iplen, udp_len, pad, avail;
+	uint16_t ethertype;
+	uint32_t crc;
+
+	memset(p, 0, sizeof(*p));
+	if (len < ROCE_ETH_HLEN)
+		return ROCE_NOT_ROCE;
+	ethertype = get16(f + 12);
+	if (ethertype == ROCE_ETHERTYPE_IPV4) {
+		if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN || (l3[0] >> 4) != 4 || l3[9] != 17)
+			return ROCE_NOT_ROCE;
+		iplen = ROCE_IPV4_HLEN;
+	} else if (ethertype == ROCE_ETHERTYPE_IPV6) {
+		if (len < ROCE_ETH_HLEN + ROCE_IPV6_HLEN || (l3[0] >> 4) != 6 || l3[6] != 17)
+			return ROCE_NOT_ROCE;
+		iplen = ROCE_IPV6_HLEN;
+		p->ipv6 = true;
+	} else {
+		return ROCE_NOT_ROCE;
+	}
+	udp = l3 + iplen;
+	if (len < ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN || get16(udp + 2) != ROCE_UDP_PORT)
+		return ROCE_NOT_ROCE;
+
+	/* From here on it claims to be RoCEv2: every inconsistency is an error. */
+	avail = len - ROCE_ETH_HLEN - iplen;
+	if (p->ipv6) {
+		if (get16(l3 + 4) > avail)
+			return ROCE_BAD_LENGTH;
+	} else {
+		if ((l3[0] & 0x0f) != 5 || (get16(l3 + 6) & 0x3fff))
+			return ROCE_BAD_IP;	/* options or a fragment */
+		if (get16(l3 + 2) < ROCE_IPV4_HLEN || (size_t)get16(l3 + 2) - ROCE_IPV4_HLEN > avail)
+			return ROCE_BAD_LENGTH;
+		if (ip_checksum(l3, ROCE_IPV4_HLEN, 0) != 0)
+			return ROCE_BAD_IP;
+	}
+	udp_len = get16(udp + 4);
+	if (udp_len > avail || udp_len < ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN ||
+	    (size_t)(p->ipv6 ? get16(l3 + 4) : get16(l3 + 2) - ROCE_IPV4_HLEN) != udp_len)
+		return ROCE_BAD_LENGTH;
+	h = udp + ROCE_UDP_HLEN;
+	end = udp + udp_len - ROCE_ICRC_LEN;
+	oi = roce_opcode_info(h[0]);
+	if (!oi->flags || (h[1] & 0x0f) != 0)
+		return ROCE_BAD_OPCODE;		/* unknown opcode or transport version */
+	pad = (h[1] >> 4) & 3;
+	if ((size_t)(end - h) < oi->hdr_len + pad)
+		return ROCE_BAD_LENGTH;
+	crc = icrc(l3, p->ipv6, end);
+	if ((uint32_t)(end[0] | end[1] << 8 | end[2] << 16 | (uint32_t)end[3] << 24) != crc)
+		return ROCE_BAD_ICRC;
+
+	memcpy(p->dmac, f, 6);
+	memcpy(p->smac, f + 6, 6);
+	if (p->ipv6) {
+		uint32_t w = get32(l3);
+
+		p->tclass = (w >> 20) & 0xff;
+		p->flow_label = w & 0xfffff;
+		p->hop_limit = l3[7];
+		memcpy(p->sgid, l3 + 8, 16);
+		memcpy(p->dgid, l3 + 24, 16);
+	} else {
+		p->tclass = l3[1];
+		p->hop_limit = l3[8];
+		memcpy(p->sgid, v4_prefix, 12);
+		memcpy(p->sgid + 12, l3 + 12, 4);
+		memcpy(p->dgid, v4_prefix, 12);
+		memcpy(p->dgid + 12, l3 + 16, 4);
+	}
+	p->udp_sport = get16(udp);
+	p->opcode = h[0];
+	p->se = h[1] & 0x80;
+	p->migreq = h[1] & 0x40;
+	p->pkey = get16(h + 2);
+	p->fecn = h[4] & 0x80;
+	p->becn = h[4] & 0x40;
+	p->dqpn = get24(h + 5);
+	p->ackreq = h[8] & 0x80;
+	p->psn = get24(h + 9);
+	h += ROCE_BTH_LEN;
+	if (oi->flags & ROCE_F_DETH) {
+		p->deth_qkey = get32(h);
+		p->deth_sqpn = get24(h + 5);
+		h += DETH_LEN;
+	}
+	if (oi->flags & ROCE_F_RETH) {
+		p->reth_va = get64(h);
+		p->reth_rkey = get32(h + 8);
+		p->reth_len = get32(h + 12);
+		h += RETH_LEN;
+	}
+	if (oi->flags & ROCE_F_ATOMICETH) {
+		p->atomic_va = get64(h);
+		p->atomic_rkey = get32(h + 8);
+		p->atomic_swap_add = get64(h + 12);
+		p->atomic_compare = get64(h + 20);
+		h += ATOMICETH_LEN;
+	}
+	if (oi->flags & ROCE_F_AETH) {
+		p->aeth_syndrome = h[0];
+		p->aeth_msn = get24(h + 1);
+		h += AETH_LEN;
+	}
+	if (oi->flags & ROCE_F_ATOMICACKETH) {
+		p->atomic_orig = get64(h);
+		h += ATOMICACK_LEN;
+	}
+	if (oi->flags & ROCE_F_IMMDT) {
+		p->imm = get32(h);
+		h += IMMDT_LEN;
+	}
+	if (oi->flags & ROCE_F_IETH) {
+		p->ieth_rkey = get32(h);
+		h += IETH_LEN;
+	}
+	p->payload = h;
+	p->payload_len = (uint32_t)(end - h - pad);
+	if (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD))
+		return ROCE_BAD_LENGTH;
+	return ROCE_OK;
+}

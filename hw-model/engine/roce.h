@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * RoCEv2 wire format (IBA Vol 1 ch. 9 transport headers, Annex A17 RoCEv2): the opcode
+ * table, a parsed-packet description, and a builder and a validating parser for
+ * Ethernet + IPv4/IPv6 + UDP(4791) + BTH + extended headers + payload + pad + ICRC.
+ * All byte swapping of header fields happens here and nowhere else.
+ */
+#ifndef QHCA_ROCE_H
+#define QHCA_ROCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ROCE_UDP_PORT		4791
+#define ROCE_ETH_HLEN		14
+#define ROCE_IPV4_HLEN		20
+#define ROCE_IPV6_HLEN		40
+#define ROCE_UDP_HLEN		8
+#define ROCE_BTH_LEN		12
+#define ROCE_ICRC_LEN		4
+#define ROCE_ETHERTYPE_IPV4	0x0800
+#define ROCE_ETHERTYPE_IPV6	0x86dd
+#define ROCE_DEFAULT_PKEY	0xffff
+/* Largest header stack: Eth + IPv6 + UDP + BTH + RETH + ImmDt, or + AtomicETH. */
+#define ROCE_MAX_HDR		(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + 28 + 8)
+
+/* Transport service in the opcode's top three bits (IBA 9.2.1). */
+#define ROCE_TS_RC		0x00
+#define ROCE_TS_UC		0x20
+#define ROCE_TS_UD		0x60
+#define ROCE_TS_MASK		0xe0
+
+/* Operation in the opcode's low five bits (IBA table 38). */
+enum roce_op {
+	ROCE_OP_SEND_FIRST = 0x00,
+	ROCE_OP_SEND_MIDDLE = 0x01,
+	ROCE_OP_SEND_LAST = 0x02,
+	ROCE_OP_SEND_LAST_IMM = 0x03,
+	ROCE_OP_SEND_ONLY = 0x04,
+	ROCE_OP_SEND_ONLY_IMM = 0x05,
+	ROCE_OP_WRITE_FIRST = 0x06,
+	ROCE_OP_WRITE_MIDDLE = 0x07,
+	ROCE_OP_WRITE_LAST = 0x08,
+	ROCE_OP_WRITE_LAST_IMM = 0x09,
+	ROCE_OP_WRITE_ONLY = 0x0a,
+	ROCE_OP_WRITE_ONLY_IMM = 0x0b,
+	ROCE_OP_READ_REQUEST = 0x0c,
+	ROCE_OP_READ_RESPONSE_FIRST = 0x0d,
+	ROCE_OP_READ_RESPONSE_MIDDLE = 0x0e,
+	ROCE_OP_READ_RESPONSE_LAST = 0x0f,
+	ROCE_OP_READ_RESPONSE_ONLY = 0x10,
+	ROCE_OP_ACKNOWLEDGE = 0x11,
+	ROCE_OP_ATOMIC_ACKNOWLEDGE = 0x12,
+	ROCE_OP_COMPARE_SWAP = 0x13,
+	ROCE_OP_FETCH_ADD = 0x14,
+	ROCE_OP_SEND_LAST_INV = 0x16,
+	ROCE_OP_SEND_ONLY_INV = 0x17,
+};
+
+/* What an opcode carries (roce_opcode_info().flags). */
+#define ROCE_F_RETH		(1u << 0)
+#define ROCE_F_AETH		(1u << 1)
+#define ROCE_F_ATOMICETH	(1u << 2)
+#define ROCE_F_ATOMICACKETH	(1u << 3)
+#define ROCE_F_IMMDT		(1u << 4)
+#define ROCE_F_IETH		(1u << 5)
+#define ROCE_F_DETH		(1u << 6)
+#define ROCE_F_PAYLOAD		(1u << 7)	/* may carry payload */
+#define ROCE_F_REQ		(1u << 8)	/* a request (requester to responder) */
+#define ROCE_F_RESP		(1u << 9)	/* a response (responder to requester) */
+#define ROCE_F_FIRST		(1u << 10)
+#define ROCE_F_MIDDLE		(1u << 11)
+#define ROCE_F_LAST		(1u << 12)
+#define ROCE_F_SEND		(1u << 13)
+#define ROCE_F_WRITE		(1u << 14)
+#define ROCE_F_READ		(1u << 15)
+#define ROCE_F_ATOMIC		(1u << 16)
+
+struct roce_opcode_info {
+	const char *name;
+	uint32_t flags;		/* 0: not a valid opcode */
+	uint8_t hdr_len;	/* BTH and every extended header */
+};
+
+const struct roce_opcode_info *roce_opcode_info(uint8_t opcode);
+
+/* One RoCEv2 packet, as the builder takes it and the parser fills it in. */
+struct roce_pkt {
+	/* L2/L3/L4 */
+	uint8_t dmac[6], smac[6];
+	uint8_t sgid[16], dgid[16];	/* IPv4 as ::ffff:a.b.c.d */
+	bool ipv6;
+	uint8_t hop_limit;		/* TTL for IPv4 */
+	uint8_t tclass;
+	uint32_t flow_label;
+	uint16_t udp_sport;
+	/* BTH */
+	uint8_t opcode;
+	bool se, migreq, ackreq, fecn, becn;
+	uint16_t pkey;
+	uint32_t dqpn;			/* 24 bits */
+	uint32_t psn;			/* 24 bits */
+	/* extended headers, valid as roce_opcode_info(opcode)->flags say */
+	uint64_t reth_va;
+	uint32_t reth_rkey, reth_len;
+	uint8_t aeth_syndrome;
+	uint32_t aeth_msn;		/* 24 bits */
+	uint64_t atomic_va;
+	uint32_t atomic_rkey;
+	uint64_t atomic_swap_add, atomic_compare;
+	uint64_t atomic_orig;
+	uint32_t imm;			/* ImmDt as it is on the wire (big-endian value) */
+	uint32_t ieth_rkey;
+	uint32_t deth_qkey, deth_sqpn;
+	/* payload (without pad) */
+	const uint8_t *payload;
+	uint32_t payload_len;
+};
+
+/* Is the IPv6-form GID an IPv4-mapped address (::ffff:a.b.c.d)? */
+bool roce_gid_is_v4(const uint8_t gid[16]);
+
+/* Bytes needed to build @p: headers, payload, pad and ICRC. */
+size_t roce_frame_len(const struct roce_pkt *p);
+
+/* Build @p into @buf (at least roce_frame_len() bytes); returns the frame length, or 0 if
+ * the packet cannot be built (invalid opcode, address family mismatch). */
+size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap);
+
+enum roce_parse_result {
+	ROCE_NOT_ROCE = 0,	/* not a RoCEv2 frame: an ordinary Ethernet frame */
+	ROCE_OK,
+	ROCE_BAD_LENGTH,	/* truncated, or lengths in the headers disagree */
+	ROCE_BAD_IP,		/* bad IPv4 header checksum, options, fragments */
+	ROCE_BAD_OPCODE,	/* reserved or unsupported opcode, bad transport version */
+	ROCE_BAD_ICRC,
+	ROCE_PARSE_MAX
+};
+
+const char *roce_parse_result_name(enum roce_parse_result r);
+
+/* Parse and validate @frame; @p->payload points into @frame. */
+enum roce_parse_result roce_parse(const uint8_t *frame, size_t len, struct roce_pkt *p);
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) continuing from @crc. */
+uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif /* QHCA_ROCE_H */
