@@ -106,6 +106,19 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DESTROY_EQ = 0x21,
 	QHCA_CMD_ETH_START = 0x30,	/* start the Ethernet function's rings */
 	QHCA_CMD_ETH_STOP = 0x31,
+	/* Verbs objects: body struct qhca_cmd_obj, arguments in guest memory at in_addr. */
+	QHCA_CMD_CREATE_CQ = 0x40,	/* in: qhca_cq_create; result0: cqn */
+	QHCA_CMD_DESTROY_CQ = 0x41,	/* handle: cqn */
+	QHCA_CMD_CREATE_MR = 0x42,	/* in: qhca_mr_create; result0: lkey = rkey */
+	QHCA_CMD_DESTROY_MR = 0x43,	/* handle: lkey */
+	QHCA_CMD_CREATE_QP = 0x44,	/* in: qhca_qp_create; result0: qpn */
+	QHCA_CMD_MODIFY_QP = 0x45,	/* handle: qpn; in: qhca_qp_attr */
+	QHCA_CMD_QUERY_QP = 0x46,	/* handle: qpn; out: qhca_qp_attr */
+	QHCA_CMD_DESTROY_QP = 0x47,	/* handle: qpn */
+	QHCA_CMD_CREATE_SRQ = 0x48,	/* in: qhca_srq_create; result0: srqn */
+	QHCA_CMD_MODIFY_SRQ = 0x49,	/* handle: srqn; in: qhca_srq_modify */
+	QHCA_CMD_DESTROY_SRQ = 0x4a,	/* handle: srqn */
+	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
 
@@ -183,6 +196,18 @@ struct qhca_cmd_eth_start {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_eth_start, 32);
 
+/* Commands on verbs objects take their arguments from guest memory. in_len and out_len
+ * must equal the size of the opcode's structure (0 where it has none). */
+struct qhca_cmd_obj {
+	uint64_t in_addr;
+	uint32_t in_len;
+	uint32_t handle;
+	uint64_t out_addr;
+	uint32_t out_len;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_obj, 32);
+
 #define QHCA_CMD_SIZE			64
 #define QHCA_CMD_BODY_SIZE		(QHCA_CMD_SIZE - sizeof(struct qhca_cmd_hdr))
 
@@ -193,6 +218,7 @@ struct qhca_cmd {
 		struct qhca_cmd_handle handle;
 		struct qhca_cmd_create_eq create_eq;
 		struct qhca_cmd_eth_start eth_start;
+		struct qhca_cmd_obj obj;
 		uint8_t raw[QHCA_CMD_BODY_SIZE];
 	};
 };
@@ -219,6 +245,12 @@ enum qhca_event_type {
 	QHCA_EVENT_PORT_ACTIVE = 2,	/* handle: port number */
 	QHCA_EVENT_PORT_DOWN = 3,	/* handle: port number */
 	QHCA_EVENT_EQ_OVERFLOW = 4,	/* handle: this EQ; events were lost */
+	QHCA_EVENT_QP_FATAL = 5,	/* handle: qpn; the QP went to the error state */
+	QHCA_EVENT_QP_REQ_ERR = 6,	/* handle: qpn; invalid request from the peer */
+	QHCA_EVENT_QP_ACCESS_ERR = 7,	/* handle: qpn; access violation by the peer */
+	QHCA_EVENT_CQ_ERR = 8,		/* handle: cqn; the CQ overflowed */
+	QHCA_EVENT_SRQ_LIMIT = 9,	/* handle: srqn; fewer WQEs than the armed limit */
+	QHCA_EVENT_SQ_DRAINED = 10,	/* handle: qpn */
 };
 
 #define QHCA_EQE_PHASE			(1u << 0)
@@ -251,6 +283,307 @@ struct qhca_eth_desc {
 	uint32_t rsvd;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_eth_desc, 16);
+
+/* ---------------------------------------------------------------- verbs objects */
+/*
+ * A page list: the guest pages behind a queue or a memory region, 4 KiB each. With one
+ * level, addr points at npages 64-bit page addresses in contiguous memory; with two, at
+ * ceil(npages / 512) addresses of pages that each hold 512 page addresses.
+ */
+#define QHCA_PAGE_SHIFT			12
+#define QHCA_PAGE_SIZE			(1u << QHCA_PAGE_SHIFT)
+#define QHCA_PBL_PER_PAGE		(QHCA_PAGE_SIZE / 8)
+struct qhca_pbl {
+	uint64_t addr;
+	uint32_t npages;
+	uint8_t levels;			/* 1 or 2 */
+	uint8_t rsvd[3];
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_pbl, 16);
+
+/*
+ * Completion queue: 2^log2_entries CQEs of 32 bytes, followed by struct qhca_cq_dbrec
+ * in the same pages. The consumer keeps its free-running consumer index in the record;
+ * the device reads it to see free slots. A CQE is valid when its phase bit equals
+ * !((index >> log2_entries) & 1) for its free-running index.
+ */
+struct qhca_cq_create {
+	struct qhca_pbl pbl;
+	uint32_t log2_entries;		/* 1..22 */
+	uint32_t eq;			/* event queue for completion events */
+	uint32_t uctx;			/* owner: user context handle, 0 for the kernel */
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cq_create, 32);
+
+struct qhca_cq_dbrec {
+	uint32_t ci;			/* consumer index, free running */
+	uint32_t rsvd[15];
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cq_dbrec, 64);
+
+/* Work completion status: the values of enum ib_wc_status. */
+enum qhca_wc_status {
+	QHCA_WC_SUCCESS = 0,
+	QHCA_WC_LOC_LEN_ERR = 1,
+	QHCA_WC_LOC_QP_OP_ERR = 2,
+	QHCA_WC_LOC_PROT_ERR = 4,
+	QHCA_WC_WR_FLUSH_ERR = 5,
+	QHCA_WC_MW_BIND_ERR = 6,
+	QHCA_WC_BAD_RESP_ERR = 7,
+	QHCA_WC_LOC_ACCESS_ERR = 8,
+	QHCA_WC_REM_INV_REQ_ERR = 9,
+	QHCA_WC_REM_ACCESS_ERR = 10,
+	QHCA_WC_REM_OP_ERR = 11,
+	QHCA_WC_RETRY_EXC_ERR = 12,
+	QHCA_WC_RNR_RETRY_EXC_ERR = 13,
+	QHCA_WC_FATAL_ERR = 19,
+	QHCA_WC_GENERAL_ERR = 21,
+};
+
+/* Work completion opcode: the values of enum ib_wc_opcode. */
+enum qhca_wc_opcode {
+	QHCA_WC_SEND = 0,
+	QHCA_WC_RDMA_WRITE = 1,
+	QHCA_WC_RDMA_READ = 2,
+	QHCA_WC_COMP_SWAP = 3,
+	QHCA_WC_FETCH_ADD = 4,
+	QHCA_WC_LOCAL_INV = 6,
+	QHCA_WC_REG_MR = 7,
+	QHCA_WC_RECV = 128,
+	QHCA_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+#define QHCA_CQE_FLAG_IMM		(1u << 0)	/* imm holds immediate data */
+#define QHCA_CQE_FLAG_INV		(1u << 1)	/* imm holds the invalidated rkey */
+#define QHCA_CQE_FLAG_GRH		(1u << 2)	/* UD: a 40-byte GRH precedes the data */
+#define QHCA_CQE_FLAG_IPV4		(1u << 3)	/* UD: the packet was RoCEv2 over IPv4 */
+#define QHCA_CQE_OWNER_PHASE		(1u << 0)
+
+#define QHCA_CQE_QPN_MASK		0x00ffffffu	/* qpn_status: bits 0-23 */
+#define QHCA_CQE_STATUS_SHIFT		24		/* qpn_status: bits 24-31 */
+#define QHCA_CQE_SRC_QP_MASK		0x00ffffffu	/* src_qp_flags: bits 0-23 */
+#define QHCA_CQE_FLAGS_SHIFT		24		/* src_qp_flags: bits 24-31 */
+
+struct qhca_cqe {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm;			/* immediate data (as on the wire) or invalidated rkey */
+	uint32_t qpn_status;		/* qpn, enum qhca_wc_status */
+	uint32_t src_qp_flags;		/* source QP (UD), QHCA_CQE_FLAG_* */
+	uint8_t smac[6];		/* UD */
+	uint8_t opcode;			/* enum qhca_wc_opcode */
+	uint8_t owner;			/* bit 0: phase, written last */
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
+
+/* CQ_ARM doorbell: bits 0-23 cqn, bit 24 solicited only, bits 32-63 consumer index. */
+#define QHCA_DB_ARM_SOLICITED		(1ull << 24)
+
+/* Access rights: the values of enum ib_access_flags. */
+#define QHCA_ACCESS_LOCAL_WRITE		(1u << 0)
+#define QHCA_ACCESS_REMOTE_WRITE	(1u << 1)
+#define QHCA_ACCESS_REMOTE_READ		(1u << 2)
+#define QHCA_ACCESS_REMOTE_ATOMIC	(1u << 3)
+#define QHCA_ACCESS_ALL			0xfu
+
+#define QHCA_MR_PHYS			(1u << 0)	/* iova is the guest physical address */
+
+/*
+ * Memory region: [iova, iova + length) maps to the pages of @pbl, the first byte at
+ * page_offset in the first page. A PHYS region (kernel PDs only) has no page list.
+ * lkey = rkey = (index + 1) << 8 | key, key a per-index generation byte.
+ */
+struct qhca_mr_create {
+	uint32_t pd;
+	uint32_t access;		/* QHCA_ACCESS_* */
+	uint64_t iova;
+	uint64_t length;
+	uint32_t page_offset;		/* < QHCA_PAGE_SIZE */
+	uint32_t flags;			/* QHCA_MR_* */
+	struct qhca_pbl pbl;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_mr_create, 48);
+
+/* QP types: the values of enum ib_qp_type. */
+enum qhca_qp_type {
+	QHCA_QPT_GSI = 1,
+	QHCA_QPT_RC = 2,
+	QHCA_QPT_UC = 3,
+	QHCA_QPT_UD = 4,
+};
+
+/* QP states: the values of enum ib_qp_state. */
+enum qhca_qp_state {
+	QHCA_QPS_RESET = 0,
+	QHCA_QPS_INIT = 1,
+	QHCA_QPS_RTR = 2,
+	QHCA_QPS_RTS = 3,
+	QHCA_QPS_SQD = 4,
+	QHCA_QPS_SQE = 5,
+	QHCA_QPS_ERR = 6,
+};
+
+/*
+ * Queue pair: a send queue of 2^sq_log2 WQEs of 2^sq_stride_log2 bytes and a receive
+ * queue (absent with an SRQ) likewise, each in its own pages.
+ */
+struct qhca_qp_create {
+	uint32_t pd;
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t srq;			/* 0: none */
+	uint32_t uctx;
+	uint8_t type;			/* enum qhca_qp_type */
+	uint8_t sq_sig_all;
+	uint8_t sq_log2;		/* 0..15 */
+	uint8_t rq_log2;
+	uint8_t sq_stride_log2;		/* 6..12 */
+	uint8_t rq_stride_log2;		/* 4..12 */
+	uint16_t max_inline;
+	struct qhca_pbl sq_pbl;
+	struct qhca_pbl rq_pbl;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_qp_create, 64);
+
+/* Address vector: where a QP's (or a UD WQE's) packets go. */
+struct qhca_av {
+	uint8_t dgid[16];
+	uint8_t sgid[16];		/* the source GID, IPv4-mapped for RoCEv2 over IPv4 */
+	uint8_t dmac[6];
+	uint8_t hop_limit;
+	uint8_t tclass;
+	uint32_t flow_label;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_av, 48);
+
+/* MODIFY_QP attribute mask: the values of enum ib_qp_attr_mask. */
+#define QHCA_QP_STATE			(1u << 0)
+#define QHCA_QP_CUR_STATE		(1u << 1)
+#define QHCA_QP_EN_SQD_ASYNC_NOTIFY	(1u << 2)
+#define QHCA_QP_ACCESS_FLAGS		(1u << 3)
+#define QHCA_QP_PKEY_INDEX		(1u << 4)
+#define QHCA_QP_PORT			(1u << 5)
+#define QHCA_QP_QKEY			(1u << 6)
+#define QHCA_QP_AV			(1u << 7)
+#define QHCA_QP_PATH_MTU		(1u << 8)
+#define QHCA_QP_TIMEOUT			(1u << 9)
+#define QHCA_QP_RETRY_CNT		(1u << 10)
+#define QHCA_QP_RNR_RETRY		(1u << 11)
+#define QHCA_QP_RQ_PSN			(1u << 12)
+#define QHCA_QP_MAX_QP_RD_ATOMIC	(1u << 13)
+#define QHCA_QP_ALT_PATH		(1u << 14)
+#define QHCA_QP_MIN_RNR_TIMER		(1u << 15)
+#define QHCA_QP_SQ_PSN			(1u << 16)
+#define QHCA_QP_MAX_DEST_RD_ATOMIC	(1u << 17)
+#define QHCA_QP_PATH_MIG_STATE		(1u << 18)
+#define QHCA_QP_CAP			(1u << 19)
+#define QHCA_QP_DEST_QPN		(1u << 20)
+
+struct qhca_qp_attr {
+	uint32_t mask;			/* QHCA_QP_* (MODIFY_QP) */
+	uint8_t state;			/* enum qhca_qp_state */
+	uint8_t cur_state;
+	uint8_t path_mtu;		/* IB_MTU_256 = 1 ... IB_MTU_4096 = 5 */
+	uint8_t timeout;		/* 4.096 us * 2^timeout, 0: infinite */
+	uint8_t retry_cnt;		/* 0..7 */
+	uint8_t rnr_retry;		/* 0..7, 7: infinite */
+	uint8_t min_rnr_timer;		/* IBA table 45 encoding */
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t sq_draining;		/* QUERY_QP */
+	uint16_t pkey_index;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qpn;
+	uint32_t access_flags;		/* QHCA_ACCESS_REMOTE_* */
+	uint32_t rsvd;
+	struct qhca_av av;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_qp_attr, 88);
+
+/* Send WQE opcodes: the values of enum ib_wr_opcode. */
+enum qhca_wr_opcode {
+	QHCA_WR_RDMA_WRITE = 0,
+	QHCA_WR_RDMA_WRITE_WITH_IMM = 1,
+	QHCA_WR_SEND = 2,
+	QHCA_WR_SEND_WITH_IMM = 3,
+	QHCA_WR_RDMA_READ = 4,
+	QHCA_WR_ATOMIC_CMP_AND_SWP = 5,
+	QHCA_WR_ATOMIC_FETCH_AND_ADD = 6,
+	QHCA_WR_SEND_WITH_INV = 9,
+	QHCA_WR_LOCAL_INV = 10,
+};
+
+#define QHCA_WQE_SIGNALED		(1u << 0)
+#define QHCA_WQE_SOLICITED		(1u << 1)
+#define QHCA_WQE_FENCE			(1u << 2)
+#define QHCA_WQE_INLINE			(1u << 3)
+
+struct qhca_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_sge, 16);
+
+/*
+ * Send WQE: this 64-byte header; for UD QPs a struct qhca_av-carrying segment of 64
+ * bytes follows; then num_sge SGEs, or inline_len bytes of inline data.
+ */
+struct qhca_sq_wqe {
+	uint64_t wr_id;
+	uint8_t opcode;			/* enum qhca_wr_opcode */
+	uint8_t flags;			/* QHCA_WQE_* */
+	uint8_t num_sge;
+	uint8_t rsvd0;
+	uint32_t imm_inv;		/* immediate data (as on the wire) or rkey to invalidate */
+	uint32_t inline_len;
+	uint32_t rsvd1;
+	uint64_t remote_addr;		/* RDMA and atomics */
+	uint32_t rkey;
+	uint32_t rsvd2;
+	uint64_t compare_add;		/* atomics */
+	uint64_t swap;
+	uint64_t rsvd3;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_sq_wqe, 64);
+
+struct qhca_ud_seg {
+	struct qhca_av av;
+	uint32_t dqpn;
+	uint32_t qkey;
+	uint64_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_ud_seg, 64);
+
+/* Receive WQE: this header and num_sge SGEs. */
+struct qhca_rq_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_rq_wqe, 16);
+
+/* Shared receive queue: 2^log2 WQEs of 2^stride_log2 bytes, like an RQ. */
+struct qhca_srq_create {
+	uint32_t pd;
+	uint32_t uctx;
+	uint8_t log2;
+	uint8_t stride_log2;
+	uint16_t rsvd0;
+	uint32_t limit;			/* 0: not armed */
+	struct qhca_pbl pbl;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_srq_create, 32);
+
+struct qhca_srq_modify {
+	uint32_t limit;			/* arm: event when fewer WQEs remain */
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_srq_modify, 8);
 
 /* ---------------------------------------------------------------- attribute blocks */
 #define QHCA_DEV_CAP_RC			(1u << 0)
