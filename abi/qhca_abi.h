@@ -86,8 +86,8 @@ enum qhca_fatal_error {
 #define QHCA_DB_SQ			0x000
 #define QHCA_DB_RQ			0x008
 #define QHCA_DB_SRQ			0x010
-#define QHCA_DB_CQ_ARM			0x018
-#define QHCA_DB_CQ_CI			0x020
+#define QHCA_DB_CQ_ARM			0x018	/* arm for the next completion */
+#define QHCA_DB_CQ_ARM_SE		0x020	/* arm for the next solicited completion */
 /* Page 0 only (the kernel driver's): */
 #define QHCA_DB_EQ			0x040	/* eq handle (bits 0-31), consumer index (32-63) */
 #define QHCA_DB_ETH_TX			0x048	/* Ethernet TX producer index (free running) */
@@ -118,7 +118,6 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_CREATE_SRQ = 0x48,	/* in: qhca_srq_create; result0: srqn */
 	QHCA_CMD_MODIFY_SRQ = 0x49,	/* handle: srqn; in: qhca_srq_modify */
 	QHCA_CMD_DESTROY_SRQ = 0x4a,	/* handle: srqn */
-	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
 
@@ -377,8 +376,12 @@ struct qhca_cqe {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
 
-/* CQ_ARM doorbell: bits 0-23 cqn, bit 24 solicited only, bits 32-63 consumer index. */
-#define QHCA_DB_ARM_SOLICITED		(1ull << 24)
+/*
+ * Doorbells of a user context's page (or page 0 for the kernel's objects), one 64-bit
+ * store each: SQ, RQ: qpn (bits 0-31), producer index (32-63, free running); SRQ: srqn,
+ * producer index; CQ_ARM, CQ_ARM_SE: cqn, the consumer's index (completions past it
+ * fire the event at once).
+ */
 
 /* Access rights: the values of enum ib_access_flags. */
 #define QHCA_ACCESS_LOCAL_WRITE		(1u << 0)

@@ -20,6 +20,17 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_EQ] = "DESTROY_EQ",
 	[QHCA_CMD_ETH_START] = "ETH_START",
 	[QHCA_CMD_ETH_STOP] = "ETH_STOP",
+	[QHCA_CMD_CREATE_CQ] = "CREATE_CQ",
+	[QHCA_CMD_DESTROY_CQ] = "DESTROY_CQ",
+	[QHCA_CMD_CREATE_MR] = "CREATE_MR",
+	[QHCA_CMD_DESTROY_MR] = "DESTROY_MR",
+	[QHCA_CMD_CREATE_QP] = "CREATE_QP",
+	[QHCA_CMD_MODIFY_QP] = "MODIFY_QP",
+	[QHCA_CMD_QUERY_QP] = "QUERY_QP",
+	[QHCA_CMD_DESTROY_QP] = "DESTROY_QP",
+	[QHCA_CMD_CREATE_SRQ] = "CREATE_SRQ",
+	[QHCA_CMD_MODIFY_SRQ] = "MODIFY_SRQ",
+	[QHCA_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
 };
 
 static const char *cmd_name(uint8_t op)
@@ -86,7 +97,8 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.vendor_id = QHCA_PCI_VENDOR_ID;
 	a.vendor_part_id = QHCA_PCI_DEVICE_ID;
 	a.hw_version = QHCA_PCI_REVISION;
-	a.dev_caps = 0;	/* the datapath announces RC/UC/UD/SRQ/atomics when it lands */
+	a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_UC | QHCA_DEV_CAP_UD | QHCA_DEV_CAP_SRQ |
+		     QHCA_DEV_CAP_ATOMIC;
 	a.max_uctx = e->uctx.capacity;
 	a.max_pd = c->max_pd;
 	a.max_qp = c->max_qp;
@@ -101,8 +113,8 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.max_srq_wr = c->max_qp_wr;
 	a.max_srq_sge = c->max_sge;
 	a.max_ah = c->max_qp;
-	a.max_qp_rd_atom = 16;
-	a.max_qp_init_rd_atom = 16;
+	a.max_qp_rd_atom = QHCA_MAX_RD_ATOMIC;
+	a.max_qp_init_rd_atom = QHCA_MAX_RD_ATOMIC;
 	a.max_inline_data = c->max_inline;
 	a.max_fast_reg_page_list_len = 512;
 	a.num_comp_vectors = c->msix_vectors - 2;	/* 0: admin/async, 1: Ethernet */
@@ -154,7 +166,8 @@ static uint16_t cmd_destroy_uctx(struct qhca_engine *e, const struct qhca_cmd *c
 
 	if (qhca_obj_lookup(&e->uctx, h) < 0)
 		return QHCA_ST_BAD_HANDLE;
-	if (qhca_obj_owned_by(&e->pd, h))
+	if (qhca_obj_owned_by(&e->pd, h) || qhca_obj_owned_by(&e->cq_table, h) ||
+	    qhca_obj_owned_by(&e->qp_table, h) || qhca_obj_owned_by(&e->srq_table, h))
 		return QHCA_ST_BUSY;
 	qhca_obj_free(&e->uctx, h);
 	return QHCA_ST_OK;
@@ -180,8 +193,18 @@ static uint16_t cmd_destroy_pd(struct qhca_engine *e, const struct qhca_cmd *cmd
 {
 	uint32_t h = cmd->handle.handle;
 
+	uint32_t i;
+
 	if (qhca_obj_lookup(&e->pd, h) < 0)
 		return QHCA_ST_BAD_HANDLE;
+	if (qhca_pd_has_mr(e, h))
+		return QHCA_ST_BUSY;
+	for (i = 0; i < e->cfg.max_qp; i++)
+		if (e->qp[i] && e->qp[i]->pd == h)
+			return QHCA_ST_BUSY;
+	for (i = 0; i < e->cfg.max_srq; i++)
+		if (e->srq[i] && e->srq[i]->pd == h)
+			return QHCA_ST_BUSY;
 	qhca_obj_free(&e->pd, h);
 	return QHCA_ST_OK;
 }
@@ -211,6 +234,131 @@ static uint16_t cmd_eth_stop(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	return QHCA_ST_OK;
 }
 
+/* ---------------------------------------------------------------- verbs objects */
+/* Check the object command's lengths and read its input structure. */
+static uint16_t obj_args(struct qhca_engine *e, const struct qhca_cmd_obj *o, void *in,
+			 uint32_t in_size, uint32_t out_size)
+{
+	if (o->in_len != in_size || o->out_len != out_size || o->rsvd)
+		return QHCA_ST_BAD_FIELD;
+	if (in_size && qhca_dma_read(e, o->in_addr, in, in_size))
+		return QHCA_ST_DMA_ERROR;
+	return QHCA_ST_OK;
+}
+
+#define OBJ_ARGS(in, in_size, out_size)					\
+	do {								\
+		uint16_t st_ = obj_args(e, &cmd->obj, (in), (in_size), (out_size)); \
+		if (st_)						\
+			return st_;				\
+	} while (0)
+
+static uint16_t cmd_create_cq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_cq_create c;
+
+	OBJ_ARGS(&c, sizeof(c), 0);
+	return qhca_cq_create(e, &c, &res->result0);
+}
+
+static uint16_t cmd_destroy_cq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	OBJ_ARGS(NULL, 0, 0);
+	return qhca_cq_destroy(e, cmd->obj.handle);
+}
+
+static uint16_t cmd_create_mr(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_mr_create c;
+
+	OBJ_ARGS(&c, sizeof(c), 0);
+	return qhca_mr_create(e, &c, &res->result0);
+}
+
+static uint16_t cmd_destroy_mr(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	OBJ_ARGS(NULL, 0, 0);
+	return qhca_mr_destroy(e, cmd->obj.handle);
+}
+
+static uint16_t cmd_create_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_qp_create c;
+	uint16_t st;
+
+	OBJ_ARGS(&c, sizeof(c), 0);
+	if (c.type == QHCA_QPT_GSI && e->gsi_qpn)
+		return QHCA_ST_BUSY;
+	st = qhca_qp_create(e, &c, &res->result0);
+	if (st == QHCA_ST_OK && c.type == QHCA_QPT_GSI)
+		e->gsi_qpn = res->result0;
+	return st;
+}
+
+static uint16_t cmd_modify_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_qp_attr a;
+
+	OBJ_ARGS(&a, sizeof(a), 0);
+	return qhca_qp_modify(e, cmd->obj.handle, &a);
+}
+
+static uint16_t cmd_query_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			     struct admin_result *res)
+{
+	struct qhca_qp_attr a;
+	uint16_t st;
+
+	OBJ_ARGS(NULL, 0, sizeof(a));
+	st = qhca_qp_query(e, cmd->obj.handle, &a);
+	if (st == QHCA_ST_OK && qhca_dma_write(e, cmd->obj.out_addr, &a, sizeof(a)))
+		st = QHCA_ST_DMA_ERROR;
+	return st;
+}
+
+static uint16_t cmd_destroy_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	uint16_t st;
+
+	OBJ_ARGS(NULL, 0, 0);
+	st = qhca_qp_destroy(e, cmd->obj.handle);
+	if (st == QHCA_ST_OK && cmd->obj.handle == e->gsi_qpn)
+		e->gsi_qpn = 0;
+	return st;
+}
+
+static uint16_t cmd_create_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	struct qhca_srq_create c;
+
+	OBJ_ARGS(&c, sizeof(c), 0);
+	return qhca_srq_create(e, &c, &res->result0);
+}
+
+static uint16_t cmd_modify_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	struct qhca_srq_modify m;
+
+	OBJ_ARGS(&m, sizeof(m), 0);
+	return qhca_srq_modify(e, cmd->obj.handle, &m);
+}
+
+static uint16_t cmd_destroy_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				struct admin_result *res)
+{
+	OBJ_ARGS(NULL, 0, 0);
+	return qhca_srq_destroy(e, cmd->obj.handle);
+}
+
 static const struct {
 	cmd_handler fn;
 	uint16_t body_len;
@@ -226,6 +374,17 @@ static const struct {
 	[QHCA_CMD_DESTROY_EQ] = { cmd_destroy_eq, sizeof(struct qhca_cmd_handle) },
 	[QHCA_CMD_ETH_START] = { cmd_eth_start, sizeof(struct qhca_cmd_eth_start) },
 	[QHCA_CMD_ETH_STOP] = { cmd_eth_stop, 0 },
+	[QHCA_CMD_CREATE_CQ] = { cmd_create_cq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_DESTROY_CQ] = { cmd_destroy_cq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_CREATE_MR] = { cmd_create_mr, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_DESTROY_MR] = { cmd_destroy_mr, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_CREATE_QP] = { cmd_create_qp, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_MODIFY_QP] = { cmd_modify_qp, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_QUERY_QP] = { cmd_query_qp, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_DESTROY_QP] = { cmd_destroy_qp, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_CREATE_SRQ] = { cmd_create_srq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_MODIFY_SRQ] = { cmd_modify_srq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_DESTROY_SRQ] = { cmd_destroy_srq, sizeof(struct qhca_cmd_obj) },
 };
 
 static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,

@@ -202,21 +202,59 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->ops = ops;
 	e->opaque = opaque;
 	e->cfg = *cfg;
+	e->async_eq = -1;
 	if (qhca_obj_table_init(&e->uctx, cfg->db_pages - 1) ||
 	    qhca_obj_table_init(&e->pd, cfg->max_pd) ||
-	    qhca_obj_table_init(&e->eq_table, QHCA_MAX_EQ)) {
-		qhca_engine_fini(e);
-		return -1;
-	}
+	    qhca_obj_table_init(&e->eq_table, QHCA_MAX_EQ) ||
+	    qhca_obj_table_init(&e->mr_table, cfg->max_mr) ||
+	    qhca_obj_table_init(&e->cq_table, cfg->max_cq) ||
+	    qhca_obj_table_init(&e->srq_table, cfg->max_srq) ||
+	    qhca_obj_table_init(&e->qp_table, cfg->max_qp))
+		goto err;
+	e->mr = calloc(cfg->max_mr, sizeof(*e->mr));
+	e->cq = calloc(cfg->max_cq, sizeof(*e->cq));
+	e->srq = calloc(cfg->max_srq, sizeof(*e->srq));
+	e->qp = calloc(cfg->max_qp, sizeof(*e->qp));
+	e->pkt = malloc(ROCE_MAX_HDR + 4096 + 8);
+	e->payload = malloc(4096);
+	if (!e->mr || !e->cq || !e->srq || !e->qp || !e->pkt || !e->payload ||
+	    qhca_loopback_init(e))
+		goto err;
+	roce_opcode_info(0);	/* build the opcode table before any packet */
 	qhca_engine_reset(e);
 	return 0;
+err:
+	qhca_engine_fini(e);
+	return -1;
 }
 
 void qhca_engine_fini(struct qhca_engine *e)
 {
+	if (e->qp && e->srq && e->cq && e->mr) {
+		qhca_qp_reset_all(e);
+		qhca_srq_reset(e);
+		qhca_cq_reset(e);
+		qhca_mr_reset(e);
+	}
 	qhca_obj_table_fini(&e->uctx);
 	qhca_obj_table_fini(&e->pd);
 	qhca_obj_table_fini(&e->eq_table);
+	qhca_obj_table_fini(&e->mr_table);
+	qhca_obj_table_fini(&e->cq_table);
+	qhca_obj_table_fini(&e->srq_table);
+	qhca_obj_table_fini(&e->qp_table);
+	free(e->mr);
+	free(e->cq);
+	free(e->srq);
+	free(e->qp);
+	free(e->pkt);
+	free(e->payload);
+	e->mr = NULL;
+	e->cq = NULL;
+	e->srq = NULL;
+	e->qp = NULL;
+	e->pkt = e->payload = NULL;
+	qhca_loopback_fini(e);
 	free(e->eth.frame);
 	e->eth.frame = NULL;
 }
@@ -232,10 +270,18 @@ void qhca_engine_reset(struct qhca_engine *e)
 	e->acq_base = 0;
 	e->aq_depth_log2 = 0;
 	qhca_admin_reset(e);
+	/* Queue pairs first: they hold references on CQs and SRQs. */
+	qhca_qp_reset_all(e);
+	qhca_srq_reset(e);
+	qhca_cq_reset(e);
+	qhca_mr_reset(e);
+	e->gsi_qpn = 0;
+	e->loop_count = 0;
 	qhca_obj_table_clear(&e->uctx);
 	qhca_obj_table_clear(&e->pd);
 	qhca_eq_reset(e);
 	qhca_eth_stop(e);
+	qhca_timer_update(e);
 }
 
 /* ---------------------------------------------------------------- registers */
@@ -364,6 +410,24 @@ void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value
 			       (unsigned long long)offset);
 		return;
 	}
+	switch (reg) {
+	case QHCA_DB_SQ:
+	case QHCA_DB_RQ:
+	case QHCA_DB_SRQ:
+		if (size == 8) {
+			qhca_wq_doorbell(e, (uint32_t)page, (uint32_t)reg, value);
+			qhca_loopback_drain(e);
+			return;
+		}
+		break;
+	case QHCA_DB_CQ_ARM:
+	case QHCA_DB_CQ_ARM_SE:
+		if (size == 8) {
+			qhca_cq_arm_doorbell(e, (uint32_t)page, value, reg == QHCA_DB_CQ_ARM_SE);
+			return;
+		}
+		break;
+	}
 	if (page == 0) {
 		switch (reg) {
 		case QHCA_DB_EQ:
@@ -386,10 +450,65 @@ void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value
 		       (unsigned long long)value, size);
 }
 
+/* A parsed RoCEv2 packet for us: to the requester (responses) or the responder. */
+static void roce_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	struct qhca_qp *qp;
+
+	if ((p->pkey & 0x7fff) != (ROCE_DEFAULT_PKEY & 0x7fff)) {
+		e->cnt.roce_rx_bad_pkey++;
+		return;
+	}
+	qp = qhca_qp_find(e, p->dqpn == 1 ? e->gsi_qpn : p->dqpn);
+	if (!qp) {
+		e->cnt.roce_rx_no_qp++;
+		return;
+	}
+	if (oi->flags & ROCE_F_RESP)
+		qhca_req_response(e, qp, p);
+	else
+		qhca_resp_request(e, qp, p);
+}
+
+void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
+{
+	struct roce_pkt p;
+	enum roce_parse_result r = roce_parse(frame, len, &p);
+
+	if (r != ROCE_OK) {
+		e->cnt.roce_rx_bad[r]++;
+		qhca_log(e, QHCA_LOG_EVENT, "RoCE frame of %zu bytes dropped: %s", len,
+			 roce_parse_result_name(r));
+		return;
+	}
+	e->cnt.roce_rx_pkts++;
+	e->cnt.roce_rx_bytes += len;
+	roce_dispatch(e, &p);
+}
+
 void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
-	/* RoCEv2 frames go to the transport once it exists; everything else to the netdev. */
-	qhca_eth_receive(e, frame, len);
+	struct roce_pkt p;
+	enum roce_parse_result r = roce_parse(frame, len, &p);
+
+	/* Ordinary frames go to the netdev; RoCEv2 to our own MAC goes to the transport. */
+	if (r == ROCE_NOT_ROCE) {
+		qhca_eth_receive(e, frame, len);
+		return;
+	}
+	if (memcmp(frame, e->cfg.mac, 6))
+		return;		/* flooded by the switch, not for us */
+	if (r != ROCE_OK) {
+		e->cnt.roce_rx_bad[r]++;
+		qhca_log_guest(e, "RoCE frame of %zu bytes dropped: %s", len,
+			       roce_parse_result_name(r));
+		return;
+	}
+	e->cnt.roce_rx_pkts++;
+	e->cnt.roce_rx_bytes += len;
+	roce_dispatch(e, &p);
+	qhca_loopback_drain(e);
 }
 
 void qhca_engine_set_link(struct qhca_engine *e, bool up)

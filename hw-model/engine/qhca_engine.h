@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "qhca_abi.h"
+#include "roce.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "qhca engine: only little-endian hosts are supported for now"
@@ -31,6 +32,10 @@ struct qhca_engine_ops {
 	void (*notify)(void *opaque, unsigned vector);
 	/* Send one Ethernet frame on the port's netdev. */
 	void (*xmit)(void *opaque, const void *frame, size_t len);
+	/* Monotonic time in nanoseconds, and the one engine timer: call
+	 * qhca_engine_timer() at or after @deadline_ns (UINT64_MAX: cancel). */
+	uint64_t (*now_ns)(void *opaque);
+	void (*timer_arm)(void *opaque, uint64_t deadline_ns);
 	/* Diagnostics; @log_enabled may be NULL (then everything is logged). */
 	bool (*log_enabled)(void *opaque, enum qhca_log_level level);
 	void (*log)(void *opaque, enum qhca_log_level level, const char *func, const char *msg);
@@ -75,6 +80,125 @@ struct qhca_obj_table {
 };
 
 #define QHCA_MAX_EQ		64
+#define QHCA_SQ_WINDOW		64	/* send WQEs in flight per QP at most */
+#define QHCA_MAX_RD_ATOMIC	16	/* READ/ATOMIC requests in flight per QP */
+
+struct qhca_mr {
+	uint32_t handle;
+	uint32_t key;		/* lkey = rkey */
+	uint32_t pd;
+	uint32_t access;
+	uint32_t flags;
+	uint32_t page_offset;
+	uint32_t npages;
+	uint64_t iova, length;
+	uint64_t *pages;
+	bool invalid;		/* invalidated by SEND_WITH_INV (IBA 10.6.7) */
+};
+
+struct qhca_cq {
+	uint32_t handle;
+	uint32_t uctx;
+	uint32_t eq;		/* event queue handle */
+	uint32_t log2;
+	uint32_t npages;
+	uint64_t *pages;
+	uint32_t pi;		/* producer index, free running */
+	bool armed, armed_solicited, overflowed;
+	uint32_t refs;		/* queue pairs using it */
+};
+
+/* A work queue in guest pages (SQ, RQ or SRQ). */
+struct qhca_wq {
+	uint64_t *pages;
+	uint32_t npages;
+	uint32_t log2, stride_log2;
+	uint32_t pi;		/* producer index from the last doorbell, free running */
+	uint32_t ci;		/* the device's consumer index */
+};
+
+struct qhca_srq {
+	uint32_t handle;
+	uint32_t pd;
+	uint32_t uctx;
+	uint32_t limit;
+	struct qhca_wq wq;
+	uint32_t refs;
+};
+
+/* A send WQE the requester has started: a snapshot, so the guest cannot change it. */
+struct qhca_send_wqe {
+	struct qhca_sq_wqe hdr;
+	struct qhca_ud_seg ud;
+	struct qhca_sge sge[QHCA_MAX_SGE];
+	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
+	uint64_t length;	/* message length */
+	uint32_t first_psn;	/* 24-bit PSNs of its first and last packet */
+	uint32_t last_psn;
+	uint32_t npkts;
+	uint32_t read_next;	/* READ: next response PSN expected */
+	bool done;		/* acknowledged or answered; completes in order */
+	uint8_t status;		/* enum qhca_wc_status when done */
+};
+
+/* A READ or ATOMIC request the responder has executed, kept to answer duplicates. */
+struct qhca_rd_atomic {
+	bool valid;
+	uint8_t opcode;
+	uint32_t psn, last_psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig;		/* ATOMIC: the value before the operation */
+};
+
+/* The receive WQE a multi-packet SEND is landing in. */
+struct qhca_recv_ctx {
+	bool active;
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct qhca_sge sge[QHCA_MAX_SGE];
+	uint64_t offset;
+	bool from_srq;
+};
+
+struct qhca_qp {
+	uint32_t handle;
+	uint32_t qpn;
+	uint8_t type;		/* enum qhca_qp_type */
+	uint8_t state;		/* enum qhca_qp_state */
+	bool sig_all;
+	uint32_t pd, uctx;
+	struct qhca_cq *send_cq, *recv_cq;
+	struct qhca_srq *srq;
+	struct qhca_wq sq, rq;
+	uint16_t max_inline;
+	/* attributes */
+	uint32_t mtu;		/* path MTU in bytes */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	uint32_t qkey, dest_qpn, access;
+	struct qhca_av av;
+	/* requester */
+	struct qhca_send_wqe *win;	/* QHCA_SQ_WINDOW snapshots, by SQ index */
+	uint32_t sq_next;	/* next SQ index to start */
+	uint32_t psn;		/* next PSN to send */
+	uint32_t retries, rnr_retries;
+	uint64_t deadline;	/* retransmission or RNR timer; UINT64_MAX: none */
+	bool rnr_wait;
+	uint32_t rd_atomic_out;	/* READ/ATOMIC requests in flight */
+	/* responder */
+	uint32_t epsn;		/* expected PSN */
+	uint32_t msn;
+	bool nak_sent;
+	struct qhca_recv_ctx recv;
+	struct qhca_mr *write_mr;	/* the RDMA WRITE in progress */
+	uint64_t write_va, write_left, write_total;
+	bool write_active;
+	bool drop_msg;			/* UC: dropping the rest of a broken message */
+	struct qhca_rd_atomic rd[QHCA_MAX_RD_ATOMIC];
+	uint32_t rd_next;
+};
 
 struct qhca_eq {
 	uint64_t ring;
@@ -100,6 +224,12 @@ struct qhca_counters {
 	uint64_t eth_tx_frames, eth_tx_bytes, eth_tx_errors, eth_tx_link_down;
 	uint64_t eth_rx_frames, eth_rx_bytes, eth_rx_no_buffer, eth_rx_too_long, eth_rx_stopped;
 	uint64_t eq_overflows;
+	uint64_t roce_tx_pkts, roce_tx_bytes, roce_rx_pkts, roce_rx_bytes;
+	uint64_t roce_rx_bad[ROCE_PARSE_MAX];	/* dropped by the parser, by reason */
+	uint64_t roce_rx_no_qp, roce_rx_bad_state, roce_rx_bad_pkey, roce_rx_bad_qkey;
+	uint64_t roce_rx_out_of_seq, roce_rx_dup;
+	uint64_t retransmits, timeouts, naks_sent, naks_received, rnr_naks_sent;
+	uint64_t rnr_naks_received, cq_overflows, loopback_pkts;
 };
 
 struct qhca_engine {
@@ -129,6 +259,21 @@ struct qhca_engine {
 	struct qhca_obj_table eq_table;
 	struct qhca_eq eq[QHCA_MAX_EQ];
 	int async_eq;		/* index of the async event queue, or -1 */
+
+	/* verbs objects */
+	struct qhca_obj_table mr_table, cq_table, srq_table, qp_table;
+	struct qhca_mr **mr;	/* by key index */
+	struct qhca_cq **cq;	/* by table slot */
+	struct qhca_srq **srq;
+	struct qhca_qp **qp;	/* by qpn - 2 */
+	uint8_t *pkt;		/* one frame being built */
+	uint8_t *payload;	/* one MTU of payload being gathered */
+	/* frames to our own port, delivered after the current work (no recursion) */
+	uint8_t **loop_q;
+	size_t *loop_len;
+	unsigned loop_head, loop_count;
+	bool in_loop;
+	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
 
 	/* port and Ethernet function */
 	bool link_up;
@@ -162,6 +307,9 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 /* The port's link went up or down (netdev carrier); raises a port event. */
 void qhca_engine_set_link(struct qhca_engine *e, bool up);
 
+/* The engine timer armed through ops->timer_arm expired. */
+void qhca_engine_timer(struct qhca_engine *e);
+
 /* --- internal to the engine ---------------------------------------------------------- */
 
 void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *func,
@@ -184,6 +332,81 @@ int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle);
 void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle);
 /* Is any live object of @t owned by @owner? */
 bool qhca_obj_owned_by(const struct qhca_obj_table *t, uint32_t owner);
+
+/* mem.c */
+int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
+		  uint64_t **pages);
+int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages, uint64_t off,
+		    void *buf, size_t len, bool to_guest);
+struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);
+uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key);
+uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key);
+void qhca_mr_reset(struct qhca_engine *e);
+bool qhca_pd_has_mr(struct qhca_engine *e, uint32_t pd);
+struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
+			      uint64_t len, uint32_t access, const char **why);
+int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
+		 size_t len, bool to_guest);
+
+/* cq.c */
+uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn);
+uint16_t qhca_cq_destroy(struct qhca_engine *e, uint32_t cqn);
+struct qhca_cq *qhca_cq_find(struct qhca_engine *e, uint32_t cqn);
+void qhca_cq_reset(struct qhca_engine *e);
+void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, bool solicited);
+/* Does doorbell page @page belong to user context @uctx (page 0: the kernel, uctx 0)? */
+bool qhca_page_owns(struct qhca_engine *e, uint32_t page, uint32_t uctx);
+/* Write a CQE; returns -1 if the CQ overflowed (the CQE is lost). */
+int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe,
+		 bool solicited);
+
+/* qp.c */
+uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn);
+uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a);
+uint16_t qhca_qp_query(struct qhca_engine *e, uint32_t qpn, struct qhca_qp_attr *a);
+uint16_t qhca_qp_destroy(struct qhca_engine *e, uint32_t qpn);
+struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn);
+void qhca_qp_reset_all(struct qhca_engine *e);
+void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event);
+void qhca_qp_flush(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64_t value);
+uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c, uint32_t *srqn);
+uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_modify *m);
+uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn);
+struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn);
+void qhca_srq_reset(struct qhca_engine *e);
+/* Take the next receive WQE of @qp (its RQ or SRQ) into @rc; -1 if none is posted. */
+int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc);
+int qhca_wq_read(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t off,
+		 void *buf, size_t len);
+void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc,
+			uint8_t status, uint8_t opcode, uint32_t byte_len, uint32_t imm,
+			uint8_t flags, const struct roce_pkt *p, bool solicited);
+
+/* req.c: requester and completer */
+void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
+void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now);
+void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp);
+/* Send @p built from the QP's address vector; loops back frames to our own MAC. */
+void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p);
+void qhca_timer_update(struct qhca_engine *e);
+int qhca_loopback_init(struct qhca_engine *e);
+void qhca_loopback_fini(struct qhca_engine *e);
+void qhca_loopback_drain(struct qhca_engine *e);
+
+/* engine.c: a RoCEv2 frame (from the wire or looped back) to its QP */
+void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+
+/* resp.c: responder */
+void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
+void qhca_resp_reset(struct qhca_qp *qp);
+
+/* 24-bit PSN arithmetic: a - b as a signed distance. */
+static inline int32_t qhca_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
 
 /* eq.c */
 uint16_t qhca_eq_create(struct qhca_engine *e, const struct qhca_cmd_create_eq *c,

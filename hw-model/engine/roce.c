@@ -453,6 +453,7 @@ enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt 
 		memcpy(p->dgid, v4_prefix, 12);
 		memcpy(p->dgid + 12, l3 + 16, 4);
 	}
+	p->l3 = l3;
 	p->udp_sport = get16(udp);
 	p->opcode = h[0];
 	p->se = h[1] & 0x80;

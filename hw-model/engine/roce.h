@@ -113,6 +113,7 @@ struct roce_pkt {
 	uint32_t imm;			/* ImmDt as it is on the wire (big-endian value) */
 	uint32_t ieth_rkey;
 	uint32_t deth_qkey, deth_sqpn;
+	const uint8_t *l3;		/* parse: the IP header, for a UD receive's GRH */
 	/* payload (without pad) */
 	const uint8_t *payload;
 	uint32_t payload_len;

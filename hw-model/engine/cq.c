@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca completion queues: rings of 32-byte CQEs with a phase bit in guest pages, the
+ * consumer's index in a record after the ring, arming for the next (or next solicited)
+ * completion, and overflow turned into an async CQ error.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+
+#define CQ_MAX_LOG2	22
+
+struct qhca_cq *qhca_cq_find(struct qhca_engine *e, uint32_t cqn)
+{
+	int64_t idx = qhca_obj_lookup(&e->cq_table, cqn);
+
+	return idx < 0 ? NULL : e->cq[idx];
+}
+
+static uint64_t ring_bytes(uint32_t log2)
+{
+	return (uint64_t)sizeof(struct qhca_cqe) << log2;
+}
+
+uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn)
+{
+	int64_t eq = qhca_obj_lookup(&e->eq_table, c->eq);
+	uint64_t need;
+	struct qhca_cq *cq;
+	uint32_t h;
+
+	if (c->log2_entries < 1 || c->log2_entries > CQ_MAX_LOG2 ||
+	    (1u << c->log2_entries) > e->cfg.max_cqe * 2u || c->rsvd)
+		return QHCA_ST_BAD_FIELD;
+	if (eq < 0 || (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
+		return QHCA_ST_BAD_HANDLE;
+	need = ring_bytes(c->log2_entries) + sizeof(struct qhca_cq_dbrec);
+	if ((uint64_t)c->pbl.npages << QHCA_PAGE_SHIFT < need)
+		return QHCA_ST_BAD_FIELD;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return QHCA_ST_NO_RESOURCES;
+	if (qhca_pbl_load(e, &c->pbl, (uint32_t)((need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			  &cq->pages)) {
+		free(cq);
+		return QHCA_ST_BAD_FIELD;
+	}
+	h = qhca_obj_alloc(&e->cq_table, c->uctx);
+	if (!h) {
+		free(cq->pages);
+		free(cq);
+		return QHCA_ST_NO_RESOURCES;
+	}
+	cq->handle = h;
+	cq->uctx = c->uctx;
+	cq->eq = c->eq;
+	cq->log2 = c->log2_entries;
+	cq->npages = c->pbl.npages;
+	e->cq[qhca_obj_lookup(&e->cq_table, h)] = cq;
+	*cqn = h;
+	return QHCA_ST_OK;
+}
+
+static void cq_free(struct qhca_engine *e, struct qhca_cq *cq)
+{
+	e->cq[qhca_obj_lookup(&e->cq_table, cq->handle)] = NULL;
+	qhca_obj_free(&e->cq_table, cq->handle);
+	free(cq->pages);
+	free(cq);
+}
+
+uint16_t qhca_cq_destroy(struct qhca_engine *e, uint32_t cqn)
+{
+	struct qhca_cq *cq = qhca_cq_find(e, cqn);
+
+	if (!cq)
+		return QHCA_ST_BAD_HANDLE;
+	if (cq->refs)
+		return QHCA_ST_BUSY;
+	cq_free(e, cq);
+	return QHCA_ST_OK;
+}
+
+void qhca_cq_reset(struct qhca_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->cq_table.capacity; i++)
+		if (e->cq[i])
+			cq_free(e, e->cq[i]);
+	qhca_obj_table_clear(&e->cq_table);
+}
+
+static void cq_event(struct qhca_engine *e, struct qhca_cq *cq)
+{
+	/* The EQ may have been destroyed under the CQ by a misbehaving driver. */
+	int64_t eq = qhca_obj_lookup(&e->eq_table, cq->eq);
+
+	cq->armed = cq->armed_solicited = false;
+	if (eq >= 0)
+		qhca_eq_post(e, (int)eq, QHCA_EVENT_COMP, cq->handle, 0);
+}
+
+int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe, bool solicited)
+{
+	uint32_t entries = 1u << cq->log2, ci;
+	uint64_t off = (uint64_t)(cq->pi & (entries - 1)) * sizeof(*cqe);
+	uint8_t phase = ((cq->pi >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+
+	if (cq->overflowed)
+		return -1;
+	if (qhca_pages_xfer(e, cq->pages, cq->npages, ring_bytes(cq->log2), &ci, sizeof(ci),
+			    false))
+		ci = cq->pi - entries;	/* unreadable record: treat as full */
+	if (cq->pi - ci >= entries) {
+		cq->overflowed = true;
+		e->cnt.cq_overflows++;
+		qhca_log_guest(e, "CQ 0x%x overflow (pi %u, consumer %u)", cq->handle, cq->pi, ci);
+		qhca_event_async(e, QHCA_EVENT_CQ_ERR, cq->handle, 0);
+		return -1;
+	}
+	cqe->owner = phase ^ QHCA_CQE_OWNER_PHASE;
+	if (qhca_pages_xfer(e, cq->pages, cq->npages, off, cqe, sizeof(*cqe), true) ||
+	    qhca_pages_xfer(e, cq->pages, cq->npages, off + offsetof(struct qhca_cqe, owner),
+			    &phase, 1, true))
+		return -1;
+	cq->pi++;
+	if (cq->armed || (cq->armed_solicited && solicited))
+		cq_event(e, cq);
+	return 0;
+}
+
+bool qhca_page_owns(struct qhca_engine *e, uint32_t page, uint32_t uctx)
+{
+	return page == 0 ? uctx == QHCA_HANDLE_KERNEL :
+			   qhca_obj_lookup(&e->uctx, uctx) == (int64_t)page - 1;
+}
+
+void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, bool solicited)
+{
+	struct qhca_cq *cq = qhca_cq_find(e, (uint32_t)value);
+	uint32_t ci = (uint32_t)(value >> 32);
+
+	/* A page may only arm the CQs of the user context it belongs to. */
+	if (!cq || !qhca_page_owns(e, page, cq->uctx)) {
+		qhca_log_guest(e, "CQ arm doorbell on page %u for CQ 0x%x refused", page,
+			       (uint32_t)value);
+		return;
+	}
+	if (solicited)
+		cq->armed_solicited = true;
+	else
+		cq->armed = true;
+	/* Completions the consumer has not seen yet fire at once: none is ever missed. */
+	if (ci != cq->pi)
+		cq_event(e, cq);
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca memory: page lists, memory regions and their keys, and the one path by which the
+ * datapath moves bytes between guest memory and the device: through a memory region,
+ * after its key, protection domain, access rights and bounds were checked.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+
+/* ---------------------------------------------------------------- page lists */
+static int read_page_addrs(struct qhca_engine *e, uint64_t addr, uint64_t *out, uint32_t n)
+{
+	uint32_t i;
+
+	if (qhca_dma_read(e, addr, out, (size_t)n * sizeof(uint64_t)))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (!out[i] || out[i] % QHCA_PAGE_SIZE) {
+			qhca_log_guest(e, "page list entry %u: bad page address 0x%llx", i,
+				       (unsigned long long)out[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
+		  uint64_t **pages)
+{
+	uint64_t *p;
+	uint32_t i, n = pbl->npages;
+
+	*pages = NULL;
+	if (!n || n > max_pages || (pbl->levels != 1 && pbl->levels != 2) ||
+	    pbl->rsvd[0] || pbl->rsvd[1] || pbl->rsvd[2]) {
+		qhca_log_guest(e, "bad page list: %u pages (max %u), %u levels", n, max_pages,
+			       pbl->levels);
+		return -1;
+	}
+	p = calloc(n, sizeof(*p));
+	if (!p)
+		return -1;
+	if (pbl->levels == 1) {
+		if (read_page_addrs(e, pbl->addr, p, n))
+			goto err;
+	} else {
+		uint32_t ndir = (n + QHCA_PBL_PER_PAGE - 1) / QHCA_PBL_PER_PAGE;
+		uint64_t *dir = calloc(ndir, sizeof(*dir));
+
+		if (!dir || read_page_addrs(e, pbl->addr, dir, ndir)) {
+			free(dir);
+			goto err;
+		}
+		for (i = 0; i < ndir; i++) {
+			uint32_t cnt = n - i * QHCA_PBL_PER_PAGE;
+
+			if (cnt > QHCA_PBL_PER_PAGE)
+				cnt = QHCA_PBL_PER_PAGE;
+			if (read_page_addrs(e, dir[i], p + (size_t)i * QHCA_PBL_PER_PAGE, cnt)) {
+				free(dir);
+				goto err;
+			}
+		}
+		free(dir);
+	}
+	*pages = p;
+	return 0;
+err:
+	free(p);
+	return -1;
+}
+
+/* Guest address of byte @off of the buffer behind @pages; the caller keeps off in range. */
+static inline uint64_t page_addr(const uint64_t *pages, uint64_t off)
+{
+	return pages[off >> QHCA_PAGE_SHIFT] + (off & (QHCA_PAGE_SIZE - 1));
+}
+
+/* Copy @len bytes at byte offset @off of a paged buffer; to the guest when @to_guest. */
+int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages, uint64_t off,
+		    void *buf, size_t len, bool to_guest)
+{
+	uint8_t *b = buf;
+
+	if (off + len < off || off + len > (uint64_t)npages << QHCA_PAGE_SHIFT)
+		return -1;
+	while (len) {
+		size_t chunk = QHCA_PAGE_SIZE - (off & (QHCA_PAGE_SIZE - 1));
+		int rc;
+
+		if (chunk > len)
+			chunk = len;
+		rc = to_guest ? qhca_dma_write(e, page_addr(pages, off), b, chunk) :
+				qhca_dma_read(e, page_addr(pages, off), b, chunk);
+		if (rc)
+			return -1;
+		b += chunk;
+		off += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- memory regions */
+struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key)
+{
+	uint32_t idx = (key >> 8) - 1;
+	struct qhca_mr *mr;
+
+	if ((key >> 8) == 0 || idx >= e->cfg.max_mr)
+		return NULL;
+	mr = e->mr[idx];
+	return mr && mr->key == key ? mr : NULL;
+}
+
+uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key)
+{
+	int64_t pd = qhca_obj_lookup(&e->pd, c->pd);
+	uint64_t max_size = (uint64_t)e->cfg.max_mr_size_mb << 20;
+	struct qhca_mr *mr;
+	uint32_t h;
+	int64_t idx;
+
+	if (pd < 0)
+		return QHCA_ST_BAD_HANDLE;
+	if ((c->access & ~QHCA_ACCESS_ALL) || (c->flags & ~QHCA_MR_PHYS) ||
+	    c->page_offset >= QHCA_PAGE_SIZE)
+		return QHCA_ST_BAD_FIELD;
+	/* Remote write or atomic access needs local write too (IBA 10.6.3.1). */
+	if ((c->access & (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_ATOMIC)) &&
+	    !(c->access & QHCA_ACCESS_LOCAL_WRITE))
+		return QHCA_ST_BAD_FIELD;
+	if (c->flags & QHCA_MR_PHYS) {
+		/* Guest-physical regions only for the kernel's PDs. */
+		if (e->pd.owner[pd] != QHCA_HANDLE_KERNEL || c->iova || c->page_offset)
+			return QHCA_ST_BAD_FIELD;
+	} else {
+		uint64_t span = c->page_offset + c->length;
+
+		if (!c->length || c->length > max_size || c->iova + c->length < c->iova ||
+		    span > (uint64_t)c->pbl.npages << QHCA_PAGE_SHIFT ||
+		    c->pbl.npages > ((span + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT))
+			return QHCA_ST_BAD_FIELD;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return QHCA_ST_NO_RESOURCES;
+	if (!(c->flags & QHCA_MR_PHYS) &&
+	    qhca_pbl_load(e, &c->pbl, (uint32_t)(max_size >> QHCA_PAGE_SHIFT) + 1, &mr->pages)) {
+		free(mr);
+		return QHCA_ST_BAD_FIELD;
+	}
+	h = qhca_obj_alloc(&e->mr_table, c->pd);
+	if (!h) {
+		free(mr->pages);
+		free(mr);
+		return QHCA_ST_NO_RESOURCES;
+	}
+	idx = qhca_obj_lookup(&e->mr_table, h);
+	mr->handle = h;
+	mr->key = (uint32_t)(idx + 1) << 8 | ((h >> 20) & 0xff);
+	mr->pd = c->pd;
+	mr->access = c->access;
+	mr->flags = c->flags;
+	mr->iova = c->iova;
+	mr->length = (c->flags & QHCA_MR_PHYS) ? UINT64_MAX : c->length;
+	mr->page_offset = c->page_offset;
+	mr->npages = c->pbl.npages;
+	e->mr[idx] = mr;
+	*key = mr->key;
+	qhca_log(e, QHCA_LOG_EVENT, "MR key 0x%x pd 0x%x iova 0x%llx len %llu access 0x%x",
+		 mr->key, mr->pd, (unsigned long long)mr->iova, (unsigned long long)c->length,
+		 mr->access);
+	return QHCA_ST_OK;
+}
+
+static void mr_free(struct qhca_engine *e, struct qhca_mr *mr)
+{
+	e->mr[(mr->key >> 8) - 1] = NULL;
+	qhca_obj_free(&e->mr_table, mr->handle);
+	free(mr->pages);
+	free(mr);
+}
+
+uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
+{
+	struct qhca_mr *mr = qhca_mr_find(e, key);
+
+	if (!mr)
+		return QHCA_ST_BAD_HANDLE;
+	mr_free(e, mr);
+	return QHCA_ST_OK;
+}
+
+void qhca_mr_reset(struct qhca_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->cfg.max_mr; i++)
+		if (e->mr[i])
+			mr_free(e, e->mr[i]);
+	qhca_obj_table_clear(&e->mr_table);
+}
+
+bool qhca_pd_has_mr(struct qhca_engine *e, uint32_t pd)
+{
+	return qhca_obj_owned_by(&e->mr_table, pd);
+}
+
+/*
+ * Check that @key names a region of @pd that grants @access over [va, va + len); returns
+ * the region or NULL with the reason in *why.
+ */
+struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
+			      uint64_t len, uint32_t access, const char **why)
+{
+	struct qhca_mr *mr = qhca_mr_find(e, key);
+
+	if (!mr) {
+		*why = "no such key";
+		return NULL;
+	}
+	if (mr->invalid) {
+		*why = "key invalidated";
+		return NULL;
+	}
+	if (mr->pd != pd) {
+		*why = "key of another protection domain";
+		return NULL;
+	}
+	if ((mr->access & access) != access) {
+		*why = "access not granted";
+		return NULL;
+	}
+	if (va < mr->iova || va + len < va || va - mr->iova > mr->length ||
+	    len > mr->length - (va - mr->iova)) {
+		*why = "outside the region";
+		return NULL;
+	}
+	return mr;
+}
+
+/* Move @len bytes between @buf and the region at @va (already checked). */
+int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
+		 size_t len, bool to_guest)
+{
+	if (!len)
+		return 0;
+	if (mr->flags & QHCA_MR_PHYS)
+		return to_guest ? qhca_dma_write(e, va, buf, len) : qhca_dma_read(e, va, buf, len);
+	return qhca_pages_xfer(e, mr->pages, mr->npages, va - mr->iova + mr->page_offset, buf, len,
+			       to_guest);
+}

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca queue pairs and shared receive queues: creation from guest page lists, the state
+ * machine of IBA 10.3 (RESET, INIT, RTR, RTS, SQD, SQE, ERR) with the attributes each
+ * transition takes, work queue doorbells, receive WQEs, and flushing in the error state.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+
+static const char *const state_names[] = {
+	[QHCA_QPS_RESET] = "RESET", [QHCA_QPS_INIT] = "INIT", [QHCA_QPS_RTR] = "RTR",
+	[QHCA_QPS_RTS] = "RTS", [QHCA_QPS_SQD] = "SQD", [QHCA_QPS_SQE] = "SQE",
+	[QHCA_QPS_ERR] = "ERR",
+};
+
+struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn)
+{
+	if (qpn < 2 || qpn - 2 >= e->cfg.max_qp)
+		return NULL;
+	return e->qp[qpn - 2];
+}
+
+/* ---------------------------------------------------------------- work queues */
+static uint64_t wqe_addr_off(const struct qhca_wq *wq, uint32_t idx)
+{
+	return (uint64_t)(idx & ((1u << wq->log2) - 1)) << wq->stride_log2;
+}
+
+static int wq_load(struct qhca_engine *e, struct qhca_wq *wq, const struct qhca_pbl *pbl,
+		   uint32_t log2, uint32_t stride_log2, uint32_t min_stride_log2)
+{
+	uint64_t bytes = (uint64_t)1 << (log2 + stride_log2);
+
+	memset(wq, 0, sizeof(*wq));
+	if (log2 > 15 || (1u << log2) > e->cfg.max_qp_wr || stride_log2 < min_stride_log2 ||
+	    stride_log2 > 12 || (uint64_t)pbl->npages << QHCA_PAGE_SHIFT < bytes)
+		return -1;
+	wq->log2 = log2;
+	wq->stride_log2 = stride_log2;
+	wq->npages = pbl->npages;
+	return qhca_pbl_load(e, pbl, (uint32_t)((bytes + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			     &wq->pages);
+}
+
+int qhca_wq_read(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t off,
+		 void *buf, size_t len)
+{
+	if (off + len > (1u << wq->stride_log2))
+		return -1;
+	return qhca_pages_xfer(e, wq->pages, wq->npages, wqe_addr_off(wq, idx) + off, buf, len,
+			       false);
+}
+
+/* ---------------------------------------------------------------- receive WQEs */
+/* Read receive WQE @idx of @wq into @rc, with its SGEs checked against @pd. */
+static int recv_fetch(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t pd,
+		      struct qhca_recv_ctx *rc)
+{
+	struct qhca_rq_wqe w;
+	uint32_t i;
+
+	memset(rc, 0, sizeof(*rc));
+	if (qhca_wq_read(e, wq, idx, 0, &w, sizeof(w)))
+		return -1;
+	rc->wr_id = w.wr_id;
+	if (w.num_sge > QHCA_MAX_SGE || w.num_sge > e->cfg.max_sge ||
+	    qhca_wq_read(e, wq, idx, sizeof(w), rc->sge, w.num_sge * sizeof(struct qhca_sge)))
+		return -2;
+	rc->num_sge = w.num_sge;
+	for (i = 0; i < rc->num_sge; i++) {
+		const char *why;
+
+		if (rc->sge[i].length &&
+		    !qhca_mr_check(e, rc->sge[i].lkey, pd, rc->sge[i].addr, rc->sge[i].length,
+				   QHCA_ACCESS_LOCAL_WRITE, &why)) {
+			qhca_log_guest(e, "receive WQE sge %u lkey 0x%x: %s", i, rc->sge[i].lkey, why);
+			return -2;
+		}
+	}
+	rc->active = true;
+	return 0;
+}
+
+int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc)
+{
+	struct qhca_wq *wq = qp->srq ? &qp->srq->wq : &qp->rq;
+	uint32_t pd = qp->srq ? qp->srq->pd : qp->pd;
+	int rc_fetch;
+
+	if (wq->ci == wq->pi)
+		return -1;
+	rc_fetch = recv_fetch(e, wq, wq->ci, pd, rc);
+	wq->ci++;
+	rc->from_srq = qp->srq != NULL;
+	rc->active = true;
+	if (qp->srq && qp->srq->limit && qp->srq->wq.pi - qp->srq->wq.ci < qp->srq->limit) {
+		qp->srq->limit = 0;	/* one event per arming (IBA 10.2.9.3) */
+		qhca_event_async(e, QHCA_EVENT_SRQ_LIMIT, qp->srq->handle, 0);
+	}
+	return rc_fetch == 0 ? 0 : -2;
+}
+
+void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc,
+			uint8_t status, uint8_t opcode, uint32_t byte_len, uint32_t imm,
+			uint8_t flags, const struct roce_pkt *p, bool solicited)
+{
+	struct qhca_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = rc->wr_id;
+	cqe.byte_len = byte_len;
+	cqe.imm = imm;
+	cqe.qpn_status = qp->qpn | (uint32_t)status << QHCA_CQE_STATUS_SHIFT;
+	cqe.opcode = opcode;
+	if (p && qp->type == QHCA_QPT_UD) {
+		memcpy(cqe.smac, p->smac, 6);
+		flags |= QHCA_CQE_FLAG_GRH | (p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
+		cqe.src_qp_flags = p->deth_sqpn & QHCA_CQE_SRC_QP_MASK;
+	}
+	cqe.src_qp_flags |= (uint32_t)flags << QHCA_CQE_FLAGS_SHIFT;
+	rc->active = false;
+	if (qhca_cq_post(e, qp->recv_cq, &cqe, solicited) && status == QHCA_WC_SUCCESS)
+		qhca_qp_error(e, qp, QHCA_EVENT_QP_FATAL);
+}
+
+/* ---------------------------------------------------------------- errors and flushing */
+static void flush_rq(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	struct qhca_recv_ctx rc;
+
+	if (qp->recv.active)
+		qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_WR_FLUSH_ERR, QHCA_WC_RECV, 0, 0, 0,
+				   NULL, false);
+	if (qp->srq)
+		return;		/* an SRQ's WQEs belong to the other QPs too */
+	while (qp->rq.ci != qp->rq.pi) {
+		recv_fetch(e, &qp->rq, qp->rq.ci, qp->pd, &rc);
+		qp->rq.ci++;
+		qhca_recv_complete(e, qp, &rc, QHCA_WC_WR_FLUSH_ERR, QHCA_WC_RECV, 0, 0, 0, NULL,
+				   false);
+	}
+}
+
+void qhca_qp_flush(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	qhca_req_flush(e, qp);
+	flush_rq(e, qp);
+}
+
+void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event)
+{
+	if (qp->state == QHCA_QPS_ERR || qp->state == QHCA_QPS_RESET)
+		return;
+	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: %s -> ERR", qp->qpn, state_names[qp->state]);
+	qp->state = QHCA_QPS_ERR;
+	qp->deadline = UINT64_MAX;
+	if (event)
+		qhca_event_async(e, event, qp->qpn, 0);
+	qhca_qp_flush(e, qp);
+}
+
+/* ---------------------------------------------------------------- create and destroy */
+uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn)
+{
+	struct qhca_cq *scq = qhca_cq_find(e, c->send_cq), *rcq = qhca_cq_find(e, c->recv_cq);
+	struct qhca_srq *srq = c->srq ? qhca_srq_find(e, c->srq) : NULL;
+	struct qhca_qp *qp;
+	uint32_t h, i;
+
+	if (qhca_obj_lookup(&e->pd, c->pd) < 0 || !scq || !rcq || (c->srq && !srq) ||
+	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
+		return QHCA_ST_BAD_HANDLE;
+	if (c->type != QHCA_QPT_RC && c->type != QHCA_QPT_UC && c->type != QHCA_QPT_UD &&
+	    c->type != QHCA_QPT_GSI)
+		return QHCA_ST_BAD_FIELD;
+	if (c->max_inline > e->cfg.max_inline || c->sq_sig_all > 1 ||
+	    scq->uctx != c->uctx || rcq->uctx != c->uctx || (srq && srq->uctx != c->uctx))
+		return QHCA_ST_BAD_FIELD;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return QHCA_ST_NO_RESOURCES;
+	qp->win = calloc(QHCA_SQ_WINDOW, sizeof(*qp->win));
+	if (!qp->win)
+		goto err;
+	for (i = 0; i < QHCA_SQ_WINDOW && c->max_inline; i++) {
+		qp->win[i].inline_data = malloc(c->max_inline);
+		if (!qp->win[i].inline_data)
+			goto err;
+	}
+	/* The SQ holds the header, a UD segment and the SGEs or inline data of a WQE. */
+	if (wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6) ||
+	    (!srq && wq_load(e, &qp->rq, &c->rq_pbl, c->rq_log2, c->rq_stride_log2, 4)))
+		goto err_bad;
+	h = qhca_obj_alloc(&e->qp_table, c->uctx);
+	if (!h)
+		goto err;
+	qp->handle = h;
+	qp->qpn = (uint32_t)qhca_obj_lookup(&e->qp_table, h) + 2;
+	qp->type = c->type;
+	qp->state = QHCA_QPS_RESET;
+	qp->sig_all = c->sq_sig_all;
+	qp->pd = c->pd;
+	qp->uctx = c->uctx;
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->srq = srq;
+	qp->max_inline = c->max_inline;
+	qp->mtu = 1024;
+	qp->deadline = UINT64_MAX;
+	scq->refs++;
+	rcq->refs++;
+	if (srq)
+		srq->refs++;
+	e->qp[qp->qpn - 2] = qp;
+	*qpn = qp->qpn;
+	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x type %u created", qp->qpn, qp->type);
+	return QHCA_ST_OK;
+err_bad:
+	free(qp->sq.pages);
+	free(qp->rq.pages);
+	for (i = 0; i < QHCA_SQ_WINDOW; i++)
+		free(qp->win[i].inline_data);
+	free(qp->win);
+	free(qp);
+	return QHCA_ST_BAD_FIELD;
+err:
+	free(qp->sq.pages);
+	free(qp->rq.pages);
+	if (qp->win)
+		for (i = 0; i < QHCA_SQ_WINDOW; i++)
+			free(qp->win[i].inline_data);
+	free(qp->win);
+	free(qp);
+	return QHCA_ST_NO_RESOURCES;
+}
+
+static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	uint32_t i;
+
+	qp->send_cq->refs--;
+	qp->recv_cq->refs--;
+	if (qp->srq)
+		qp->srq->refs--;
+	e->qp[qp->qpn - 2] = NULL;
+	qhca_obj_free(&e->qp_table, qp->handle);
+	for (i = 0; i < QHCA_SQ_WINDOW; i++)
+		free(qp->win[i].inline_data);
+	free(qp->win);
+	free(qp->sq.pages);
+	free(qp->rq.pages);
+	free(qp);
+}
+
+uint16_t qhca_qp_destroy(struct qhca_engine *e, uint32_t qpn)
+{
+	struct qhca_qp *qp = qhca_qp_find(e, qpn);
+
+	if (!qp)
+		return QHCA_ST_BAD_HANDLE;
+	qp_free(e, qp);
+	qhca_timer_update(e);
+	return QHCA_ST_OK;
+}
+
+void qhca_qp_reset_all(struct qhca_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->cfg.max_qp; i++)
+		if (e->qp[i])
+			qp_free(e, e->qp[i]);
+	qhca_obj_table_clear(&e->qp_table);
+}
+
+/* ---------------------------------------------------------------- state machine */
+/* May a QP go from @cur to @next (IBA 10.3.1, figure 124)? */
+static bool transition_ok(uint8_t cur, uint8_t next)
+{
+	if (next == QHCA_QPS_RESET || next == QHCA_QPS_ERR)
+		return true;
+	switch (cur) {
+	case QHCA_QPS_RESET:
+		return next == QHCA_QPS_INIT;
+	case QHCA_QPS_INIT:
+		return next == QHCA_QPS_INIT || next == QHCA_QPS_RTR;
+	case QHCA_QPS_RTR:
+		return next == QHCA_QPS_RTS;
+	case QHCA_QPS_RTS:
+		return next == QHCA_QPS_RTS || next == QHCA_QPS_SQD;
+	case QHCA_QPS_SQD:
+		return next == QHCA_QPS_RTS || next == QHCA_QPS_SQD;
+	case QHCA_QPS_SQE:
+		return next == QHCA_QPS_RTS;
+	default:
+		return false;
+	}
+}
+
+static void qp_to_reset(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	uint32_t i;
+
+	qp->state = QHCA_QPS_RESET;
+	qp->sq.pi = qp->sq.ci = qp->rq.pi = qp->rq.ci = 0;
+	qp->sq_next = 0;
+	qp->deadline = UINT64_MAX;
+	qp->rd_atomic_out = 0;
+	for (i = 0; i < QHCA_SQ_WINDOW; i++)
+		qp->win[i].done = false;
+	qhca_resp_reset(qp);
+}
+
+uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a)
+{
+	struct qhca_qp *qp = qhca_qp_find(e, qpn);
+	uint32_t m = a->mask;
+	uint8_t next;
+	bool conn = false;
+
+	if (!qp)
+		return QHCA_ST_BAD_HANDLE;
+	if (qp->type == QHCA_QPT_RC || qp->type == QHCA_QPT_UC)
+		conn = true;
+	next = (m & QHCA_QP_STATE) ? a->state : qp->state;
+	if (next > QHCA_QPS_ERR || ((m & QHCA_QP_CUR_STATE) && a->cur_state != qp->state))
+		return QHCA_ST_BAD_FIELD;
+	if (!transition_ok(qp->state, next)) {
+		qhca_log_guest(e, "QP 0x%x: %s -> %s not allowed", qpn, state_names[qp->state],
+			       state_names[next]);
+		return QHCA_ST_BAD_STATE;
+	}
+	/* Check every attribute before changing anything. */
+	if (((m & QHCA_QP_PATH_MTU) && (a->path_mtu < 1 || a->path_mtu > 5 ||
+					(256u << (a->path_mtu - 1)) > e->cfg.mtu)) ||
+	    ((m & QHCA_QP_TIMEOUT) && a->timeout > 31) ||
+	    ((m & QHCA_QP_RETRY_CNT) && a->retry_cnt > 7) ||
+	    ((m & QHCA_QP_RNR_RETRY) && a->rnr_retry > 7) ||
+	    ((m & QHCA_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) ||
+	    ((m & QHCA_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > QHCA_MAX_RD_ATOMIC) ||
+	    ((m & QHCA_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > QHCA_MAX_RD_ATOMIC) ||
+	    ((m & QHCA_QP_PKEY_INDEX) && a->pkey_index != 0) ||
+	    ((m & QHCA_QP_ACCESS_FLAGS) && (a->access_flags & ~QHCA_ACCESS_ALL)) ||
+	    ((m & QHCA_QP_DEST_QPN) && a->dest_qpn > 0xffffff) ||
+	    ((m & QHCA_QP_AV) && (roce_gid_is_v4(a->av.sgid) != roce_gid_is_v4(a->av.dgid) ||
+				  (a->av.dmac[0] & 1))))
+		return QHCA_ST_BAD_FIELD;
+	/* What a connected QP must get on its way to RTR and RTS (IBA table 91). */
+	if (conn && qp->state == QHCA_QPS_INIT && next == QHCA_QPS_RTR &&
+	    (m & (QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN | QHCA_QP_RQ_PSN)) !=
+	    (QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN | QHCA_QP_RQ_PSN))
+		return QHCA_ST_BAD_FIELD;
+	if (qp->state == QHCA_QPS_RTR && next == QHCA_QPS_RTS && !(m & QHCA_QP_SQ_PSN))
+		return QHCA_ST_BAD_FIELD;
+
+	if (m & QHCA_QP_ACCESS_FLAGS)
+		qp->access = a->access_flags;
+	if (m & QHCA_QP_QKEY)
+		qp->qkey = a->qkey;
+	if (m & QHCA_QP_AV)
+		qp->av = a->av;
+	if (m & QHCA_QP_PATH_MTU)
+		qp->mtu = 256u << (a->path_mtu - 1);
+	if (m & QHCA_QP_TIMEOUT)
+		qp->timeout = a->timeout;
+	if (m & QHCA_QP_RETRY_CNT)
+		qp->retry_cnt = a->retry_cnt;
+	if (m & QHCA_QP_RNR_RETRY)
+		qp->rnr_retry = a->rnr_retry;
+	if (m & QHCA_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = a->min_rnr_timer;
+	if (m & QHCA_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1;
+	if (m & QHCA_QP_MAX_DEST_RD_ATOMIC)
+		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (m & QHCA_QP_DEST_QPN)
+		qp->dest_qpn = a->dest_qpn;
+	if (m & QHCA_QP_RQ_PSN)
+		qp->epsn = a->rq_psn & 0xffffff;
+	if (m & QHCA_QP_SQ_PSN)
+		qp->psn = a->sq_psn & 0xffffff;
+
+	if (next != qp->state)
+		qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: %s -> %s", qpn, state_names[qp->state],
+			 state_names[next]);
+	if (next == QHCA_QPS_RESET) {
+		qp_to_reset(e, qp);
+	} else if (next == QHCA_QPS_ERR) {
+		qhca_qp_error(e, qp, 0);
+	} else {
+		uint8_t prev = qp->state;
+
+		qp->state = next;
+		if (next == QHCA_QPS_RTS && prev != QHCA_QPS_RTS)
+			qhca_req_run(e, qp);	/* WQEs posted before RTS start now */
+	}
+	return QHCA_ST_OK;
+}
+
+uint16_t qhca_qp_query(struct qhca_engine *e, uint32_t qpn, struct qhca_qp_attr *a)
+{
+	struct qhca_qp *qp = qhca_qp_find(e, qpn);
+	uint8_t enc = 1;
+
+	if (!qp)
+		return QHCA_ST_BAD_HANDLE;
+	while ((256u << (enc - 1)) < qp->mtu)
+		enc++;
+	memset(a, 0, sizeof(*a));
+	a->state = qp->state;
+	a->cur_state = qp->state;
+	a->path_mtu = enc;
+	a->timeout = qp->timeout;
+	a->retry_cnt = qp->retry_cnt;
+	a->rnr_retry = qp->rnr_retry;
+	a->min_rnr_timer = qp->min_rnr_timer;
+	a->max_rd_atomic = qp->max_rd_atomic;
+	a->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	a->qkey = qp->qkey;
+	a->rq_psn = qp->epsn;
+	a->sq_psn = qp->psn;
+	a->dest_qpn = qp->dest_qpn;
+	a->access_flags = qp->access;
+	a->av = qp->av;
+	return QHCA_ST_OK;
+}
+
+/* ---------------------------------------------------------------- doorbells */
+void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64_t value)
+{
+	uint32_t num = (uint32_t)value, pi = (uint32_t)(value >> 32);
+	struct qhca_wq *wq;
+	struct qhca_qp *qp = NULL;
+	struct qhca_srq *srq = NULL;
+	uint32_t owner;
+
+	if (reg == QHCA_DB_SRQ) {
+		srq = qhca_srq_find(e, num);
+		if (!srq)
+			goto refuse;
+		wq = &srq->wq;
+		owner = srq->uctx;
+	} else {
+		qp = qhca_qp_find(e, num);
+		if (!qp || (reg == QHCA_DB_RQ && qp->srq))
+			goto refuse;
+		wq = reg == QHCA_DB_SQ ? &qp->sq : &qp->rq;
+		owner = qp->uctx;
+	}
+	if (!qhca_page_owns(e, page, owner))
+		goto refuse;
+	if (!qhca_ring_pi_ok(pi, wq->ci, 1u << wq->log2) || pi - wq->ci < wq->pi - wq->ci) {
+		qhca_log_guest(e, "doorbell 0x%x for 0x%x: producer %u outside [%u, %u]", reg, num,
+			       pi, wq->pi, wq->ci + (1u << wq->log2));
+		return;
+	}
+	wq->pi = pi;
+	if (!qp)
+		return;
+	if (qp->state == QHCA_QPS_ERR)
+		qhca_qp_flush(e, qp);	/* work posted in the error state completes flushed */
+	else if (reg == QHCA_DB_SQ)
+		qhca_req_run(e, qp);
+	return;
+refuse:
+	qhca_log_guest(e, "doorbell 0x%x on page %u for 0x%x refused", reg, page, num);
+}
+
+/* ---------------------------------------------------------------- shared receive queues */
+struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn)
+{
+	int64_t idx = qhca_obj_lookup(&e->srq_table, srqn);
+
+	return idx < 0 ? NULL : e->srq[idx];
+}
+
+uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c, uint32_t *srqn)
+{
+	struct qhca_srq *srq;
+	uint32_t h;
+
+	if (qhca_obj_lookup(&e->pd, c->pd) < 0 ||
+	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
+		return QHCA_ST_BAD_HANDLE;
+	if (c->rsvd0 || c->limit > (1u << c->log2))
+		return QHCA_ST_BAD_FIELD;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return QHCA_ST_NO_RESOURCES;
+	if (wq_load(e, &srq->wq, &c->pbl, c->log2, c->stride_log2, 4)) {
+		free(srq->wq.pages);
+		free(srq);
+		return QHCA_ST_BAD_FIELD;
+	}
+	h = qhca_obj_alloc(&e->srq_table, c->uctx);
+	if (!h) {
+		free(srq->wq.pages);
+		free(srq);
+		return QHCA_ST_NO_RESOURCES;
+	}
+	srq->handle = h;
+	srq->pd = c->pd;
+	srq->uctx = c->uctx;
+	srq->limit = c->limit;
+	e->srq[qhca_obj_lookup(&e->srq_table, h)] = srq;
+	*srqn = h;
+	return QHCA_ST_OK;
+}
+
+uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_modify *m)
+{
+	struct qhca_srq *srq = qhca_srq_find(e, srqn);
+
+	if (!srq)
+		return QHCA_ST_BAD_HANDLE;
+	if (m->rsvd || m->limit > (1u << srq->wq.log2))
+		return QHCA_ST_BAD_FIELD;
+	srq->limit = m->limit;
+	return QHCA_ST_OK;
+}
+
+static void srq_free(struct qhca_engine *e, struct qhca_srq *srq)
+{
+	e->srq[qhca_obj_lookup(&e->srq_table, srq->handle)] = NULL;
+	qhca_obj_free(&e->srq_table, srq->handle);
+	free(srq->wq.pages);
+	free(srq);
+}
+
+uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn)
+{
+	struct qhca_srq *srq = qhca_srq_find(e, srqn);
+
+	if (!srq)
+		return QHCA_ST_BAD_HANDLE;
+	if (srq->refs)
+		return QHCA_ST_BUSY;
+	srq_free(e, srq);
+	return QHCA_ST_OK;
+}
+
+void qhca_srq_reset(struct qhca_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->srq_table.capacity; i++)
+		if (e->srq[i])
+			srq_free(e, e->srq[i]);
+	qhca_obj_table_clear(&e->srq_table);
+}

@@ -1,0 +1,722 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca requester and completer (IBA 9.7.4 and 9.7.5.2 for RC, 9.8 for UC and UD): send
+ * WQEs become packets of the path MTU with their PSNs; ACKs, NAKs, READ responses and
+ * ATOMIC acknowledgements complete them in order; lost packets are sent again from the
+ * first unacknowledged PSN on a NAK or when the QP's timer expires.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+
+static struct qhca_send_wqe *slot(struct qhca_qp *qp, uint32_t idx)
+{
+	return &qp->win[idx % QHCA_SQ_WINDOW];
+}
+
+static bool is_rd_atomic(uint8_t op)
+{
+	return op == QHCA_WR_RDMA_READ || op == QHCA_WR_ATOMIC_CMP_AND_SWP ||
+	       op == QHCA_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool op_allowed(uint8_t type, uint8_t op)
+{
+	switch (op) {
+	case QHCA_WR_SEND:
+	case QHCA_WR_SEND_WITH_IMM:
+		return true;
+	case QHCA_WR_RDMA_WRITE:
+	case QHCA_WR_RDMA_WRITE_WITH_IMM:
+		return type == QHCA_QPT_RC || type == QHCA_QPT_UC;
+	case QHCA_WR_RDMA_READ:
+	case QHCA_WR_ATOMIC_CMP_AND_SWP:
+	case QHCA_WR_ATOMIC_FETCH_AND_ADD:
+	case QHCA_WR_SEND_WITH_INV:
+		return type == QHCA_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+/* ---------------------------------------------------------------- transmit */
+static const uint8_t *own_mac(struct qhca_engine *e)
+{
+	return e->cfg.mac;
+}
+
+static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len);
+
+void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p)
+{
+	const struct qhca_av *av = &qp->av;
+	size_t len;
+
+	memcpy(p->dmac, av->dmac, 6);
+	memcpy(p->smac, own_mac(e), 6);
+	memcpy(p->sgid, av->sgid, 16);
+	memcpy(p->dgid, av->dgid, 16);
+	p->ipv6 = !roce_gid_is_v4(av->dgid);
+	p->hop_limit = av->hop_limit ? av->hop_limit : 64;
+	p->tclass = av->tclass;
+	p->flow_label = av->flow_label;
+	/* The source port spreads flows over ECMP paths (A17.5.1.1): derive it from the QPs. */
+	p->udp_sport = 0xc000 | ((qp->qpn * 0x9e37u) ^ p->dqpn) % 0x4000;
+	len = roce_build(p, e->pkt, ROCE_MAX_HDR + 4096 + 8);
+	if (!len) {
+		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: cannot build opcode 0x%x", qp->qpn, p->opcode);
+		return;
+	}
+	e->cnt.roce_tx_pkts++;
+	e->cnt.roce_tx_bytes += len;
+	if (!memcmp(av->dmac, own_mac(e), 6)) {
+		e->cnt.loopback_pkts++;
+		loopback_enqueue(e, e->pkt, len);
+	} else if (e->link_up) {
+		e->ops->xmit(e->opaque, e->pkt, len);
+	}
+}
+
+/* ---------------------------------------------------------------- loopback */
+#define LOOP_QUEUE	256
+
+static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len)
+{
+	unsigned slot_i;
+
+	if (e->loop_count == LOOP_QUEUE) {
+		qhca_log(e, QHCA_LOG_EVENT, "loopback queue full: frame dropped");
+		return;		/* like a full link: the transport recovers */
+	}
+	slot_i = (e->loop_head + e->loop_count++) % LOOP_QUEUE;
+	memcpy(e->loop_q[slot_i], frame, len);
+	e->loop_len[slot_i] = len;
+}
+
+/* Deliver looped-back frames; called when the outermost piece of work is done. */
+void qhca_loopback_drain(struct qhca_engine *e)
+{
+	if (e->in_loop)
+		return;
+	e->in_loop = true;
+	while (e->loop_count) {
+		unsigned i = e->loop_head;
+
+		e->loop_head = (e->loop_head + 1) % LOOP_QUEUE;
+		e->loop_count--;
+		qhca_roce_receive(e, e->loop_q[i], e->loop_len[i]);
+	}
+	e->in_loop = false;
+}
+
+int qhca_loopback_init(struct qhca_engine *e)
+{
+	unsigned i;
+
+	e->loop_q = calloc(LOOP_QUEUE, sizeof(*e->loop_q));
+	e->loop_len = calloc(LOOP_QUEUE, sizeof(*e->loop_len));
+	if (!e->loop_q || !e->loop_len)
+		return -1;
+	for (i = 0; i < LOOP_QUEUE; i++) {
+		e->loop_q[i] = malloc(ROCE_MAX_HDR + 4096 + 8);
+		if (!e->loop_q[i])
+			return -1;
+	}
+	return 0;
+}
+
+void qhca_loopback_fini(struct qhca_engine *e)
+{
+	unsigned i;
+
+	for (i = 0; e->loop_q && i < LOOP_QUEUE; i++)
+		free(e->loop_q[i]);
+	free(e->loop_q);
+	free(e->loop_len);
+	e->loop_q = NULL;
+	e->loop_len = NULL;
+}
+
+/* ---------------------------------------------------------------- WQE snapshot */
+/* Read and check send WQE @idx; returns a work completion status. */
+static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
+			struct qhca_send_wqe *sw)
+{
+	uint32_t off = sizeof(struct qhca_sq_wqe), i, stride = 1u << qp->sq.stride_log2;
+	uint8_t *inl = sw->inline_data;
+	uint64_t total = 0;
+
+	memset(sw, 0, offsetof(struct qhca_send_wqe, inline_data));
+	sw->inline_data = inl;
+	sw->done = false;
+	if (qhca_wq_read(e, &qp->sq, idx, 0, &sw->hdr, sizeof(sw->hdr)))
+		return QHCA_WC_LOC_QP_OP_ERR;
+	if (!op_allowed(qp->type, sw->hdr.opcode) || (sw->hdr.flags & ~0xfu))
+		return QHCA_WC_LOC_QP_OP_ERR;
+	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
+		if (qhca_wq_read(e, &qp->sq, idx, off, &sw->ud, sizeof(sw->ud)) ||
+		    roce_gid_is_v4(sw->ud.av.sgid) != roce_gid_is_v4(sw->ud.av.dgid))
+			return QHCA_WC_LOC_QP_OP_ERR;
+		off += sizeof(sw->ud);
+	}
+	if (sw->hdr.flags & QHCA_WQE_INLINE) {
+		if (is_rd_atomic(sw->hdr.opcode) || sw->hdr.inline_len > qp->max_inline ||
+		    off + sw->hdr.inline_len > stride ||
+		    qhca_wq_read(e, &qp->sq, idx, off, sw->inline_data, sw->hdr.inline_len))
+			return QHCA_WC_LOC_QP_OP_ERR;
+		total = sw->hdr.inline_len;
+	} else {
+		uint32_t need = is_rd_atomic(sw->hdr.opcode) ? QHCA_ACCESS_LOCAL_WRITE : 0;
+
+		if (sw->hdr.num_sge > e->cfg.max_sge ||
+		    off + sw->hdr.num_sge * sizeof(struct qhca_sge) > stride ||
+		    qhca_wq_read(e, &qp->sq, idx, off, sw->sge,
+				 sw->hdr.num_sge * sizeof(struct qhca_sge)))
+			return QHCA_WC_LOC_QP_OP_ERR;
+		for (i = 0; i < sw->hdr.num_sge; i++) {
+			const char *why;
+
+			if (!sw->sge[i].length)
+				continue;
+			if (!qhca_mr_check(e, sw->sge[i].lkey, qp->pd, sw->sge[i].addr,
+					   sw->sge[i].length, need, &why)) {
+				qhca_log_guest(e, "QP 0x%x WQE %u sge %u lkey 0x%x: %s", qp->qpn, idx,
+					       i, sw->sge[i].lkey, why);
+				return QHCA_WC_LOC_PROT_ERR;
+			}
+			total += sw->sge[i].length;
+		}
+	}
+	if (total > 0x80000000ull)
+		return QHCA_WC_LOC_LEN_ERR;
+	if (sw->hdr.opcode == QHCA_WR_ATOMIC_CMP_AND_SWP ||
+	    sw->hdr.opcode == QHCA_WR_ATOMIC_FETCH_AND_ADD) {
+		if (total != 8 || sw->hdr.remote_addr % 8)
+			return QHCA_WC_LOC_LEN_ERR;
+	}
+	if ((qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) && total > qp->mtu)
+		return QHCA_WC_LOC_LEN_ERR;
+	sw->length = total;
+	return QHCA_WC_SUCCESS;
+}
+
+/* Copy message bytes [off, off + len) from (gather) or to (scatter) the WQE's buffers. */
+static int wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off, uint8_t *buf,
+		    uint32_t len, bool to_guest)
+{
+	uint32_t i;
+
+	if (sw->hdr.flags & QHCA_WQE_INLINE) {
+		memcpy(buf, sw->inline_data + off, len);
+		return 0;
+	}
+	for (i = 0; i < sw->hdr.num_sge && len; i++) {
+		const struct qhca_sge *s = &sw->sge[i];
+		struct qhca_mr *mr;
+		uint32_t n;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = s->length - (uint32_t)off < len ? s->length - (uint32_t)off : len;
+		mr = qhca_mr_find(e, s->lkey);
+		if (!mr || qhca_mr_xfer(e, mr, s->addr + off, buf, n, to_guest))
+			return -1;
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- packets of a WQE */
+static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, uint32_t k)
+{
+	uint8_t ts = qp->type == QHCA_QPT_RC ? ROCE_TS_RC :
+		     qp->type == QHCA_QPT_UC ? ROCE_TS_UC : ROCE_TS_UD;
+	bool first = k == 0, last = k == sw->npkts - 1, only = first && last;
+	uint8_t op;
+
+	switch (sw->hdr.opcode) {
+	case QHCA_WR_SEND:
+		op = only ? ROCE_OP_SEND_ONLY : first ? ROCE_OP_SEND_FIRST :
+		     last ? ROCE_OP_SEND_LAST : ROCE_OP_SEND_MIDDLE;
+		break;
+	case QHCA_WR_SEND_WITH_IMM:
+		op = only ? ROCE_OP_SEND_ONLY_IMM : first ? ROCE_OP_SEND_FIRST :
+		     last ? ROCE_OP_SEND_LAST_IMM : ROCE_OP_SEND_MIDDLE;
+		break;
+	case QHCA_WR_SEND_WITH_INV:
+		op = only ? ROCE_OP_SEND_ONLY_INV : first ? ROCE_OP_SEND_FIRST :
+		     last ? ROCE_OP_SEND_LAST_INV : ROCE_OP_SEND_MIDDLE;
+		break;
+	case QHCA_WR_RDMA_WRITE:
+		op = only ? ROCE_OP_WRITE_ONLY : first ? ROCE_OP_WRITE_FIRST :
+		     last ? ROCE_OP_WRITE_LAST : ROCE_OP_WRITE_MIDDLE;
+		break;
+	case QHCA_WR_RDMA_WRITE_WITH_IMM:
+		op = only ? ROCE_OP_WRITE_ONLY_IMM : first ? ROCE_OP_WRITE_FIRST :
+		     last ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_MIDDLE;
+		break;
+	case QHCA_WR_RDMA_READ:
+		op = ROCE_OP_READ_REQUEST;
+		break;
+	case QHCA_WR_ATOMIC_CMP_AND_SWP:
+		op = ROCE_OP_COMPARE_SWAP;
+		break;
+	default:
+		op = ROCE_OP_FETCH_ADD;
+		break;
+	}
+	return ts | op;
+}
+
+/* Send packet @k of @sw (a READ request restarts at response packet @k). */
+static void send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw,
+			uint32_t k)
+{
+	struct roce_pkt p;
+	uint64_t off = (uint64_t)k * qp->mtu;
+	uint32_t len = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = req_opcode(qp, sw, k);
+	p.psn = (sw->first_psn + k) & 0xffffff;
+	p.pkey = ROCE_DEFAULT_PKEY;
+	p.dqpn = qp->dest_qpn;
+	if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
+		p.reth_va = sw->hdr.remote_addr + off;
+		p.reth_rkey = sw->hdr.rkey;
+		p.reth_len = (uint32_t)(sw->length - off);
+		p.ackreq = true;
+	} else if (is_rd_atomic(sw->hdr.opcode)) {
+		p.atomic_va = sw->hdr.remote_addr;
+		p.atomic_rkey = sw->hdr.rkey;
+		p.atomic_swap_add = sw->hdr.opcode == QHCA_WR_ATOMIC_CMP_AND_SWP ?
+				    sw->hdr.swap : sw->hdr.compare_add;
+		p.atomic_compare = sw->hdr.compare_add;
+		p.ackreq = true;
+	} else {
+		len = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
+		if (len && wqe_xfer(e, sw, off, e->payload, len, false)) {
+			qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: gather failed", qp->qpn);
+			return;
+		}
+		p.payload = e->payload;
+		p.payload_len = len;
+		p.reth_va = sw->hdr.remote_addr;
+		p.reth_rkey = sw->hdr.rkey;
+		p.reth_len = (uint32_t)sw->length;
+		p.imm = sw->hdr.imm_inv;
+		p.ieth_rkey = sw->hdr.imm_inv;
+		/* Ask for an ACK at the end of a message and every 16 packets within one. */
+		p.ackreq = k == sw->npkts - 1 || (k & 15) == 15;
+		p.se = k == sw->npkts - 1 && (sw->hdr.flags & QHCA_WQE_SOLICITED);
+	}
+	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
+		p.dqpn = sw->ud.dqpn & 0xffffff;
+		p.deth_qkey = (sw->ud.qkey & 0x80000000u) ? qp->qkey : sw->ud.qkey;
+		p.deth_sqpn = qp->type == QHCA_QPT_GSI ? 1 : qp->qpn;
+		p.ackreq = false;
+		/* A UD WQE carries its own address vector. */
+		{
+			struct qhca_av saved = qp->av;
+
+			qp->av = sw->ud.av;
+			qhca_xmit_pkt(e, qp, &p);
+			qp->av = saved;
+		}
+		return;
+	}
+	if (qp->type == QHCA_QPT_UC)
+		p.ackreq = false;
+	qhca_xmit_pkt(e, qp, &p);
+}
+
+/* ---------------------------------------------------------------- completion */
+static uint8_t wc_opcode(uint8_t wr)
+{
+	switch (wr) {
+	case QHCA_WR_RDMA_WRITE:
+	case QHCA_WR_RDMA_WRITE_WITH_IMM:
+		return QHCA_WC_RDMA_WRITE;
+	case QHCA_WR_RDMA_READ:
+		return QHCA_WC_RDMA_READ;
+	case QHCA_WR_ATOMIC_CMP_AND_SWP:
+		return QHCA_WC_COMP_SWAP;
+	case QHCA_WR_ATOMIC_FETCH_AND_ADD:
+		return QHCA_WC_FETCH_ADD;
+	default:
+		return QHCA_WC_SEND;
+	}
+}
+
+static void post_send_cqe(struct qhca_engine *e, struct qhca_qp *qp, uint64_t wr_id,
+			  uint8_t opcode, uint8_t status, uint32_t len)
+{
+	struct qhca_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = wr_id;
+	cqe.byte_len = len;
+	cqe.qpn_status = qp->qpn | (uint32_t)status << QHCA_CQE_STATUS_SHIFT;
+	cqe.opcode = wc_opcode(opcode);
+	qhca_cq_post(e, qp->send_cq, &cqe, false);
+}
+
+/* Complete finished WQEs in order; an error completion takes the QP to the error state. */
+static void complete_ready(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	while (qp->sq.ci != qp->sq_next && slot(qp, qp->sq.ci)->done) {
+		struct qhca_send_wqe *sw = slot(qp, qp->sq.ci);
+
+		if (is_rd_atomic(sw->hdr.opcode) && qp->rd_atomic_out)
+			qp->rd_atomic_out--;
+		if (sw->status != QHCA_WC_SUCCESS || qp->sig_all ||
+		    (sw->hdr.flags & QHCA_WQE_SIGNALED))
+			post_send_cqe(e, qp, sw->hdr.wr_id, sw->hdr.opcode, sw->status,
+				      (uint32_t)sw->length);
+		qp->sq.ci++;
+		if (sw->status != QHCA_WC_SUCCESS) {
+			qhca_qp_error(e, qp, 0);
+			return;
+		}
+	}
+	if (qp->sq.ci == qp->sq_next && qp->state == QHCA_QPS_SQD)
+		qhca_event_async(e, QHCA_EVENT_SQ_DRAINED, qp->qpn, 0);
+}
+
+static uint64_t timeout_ns(struct qhca_qp *qp)
+{
+	/* 4.096 us * 2^timeout (IBA 9.7.6.1.3); 0 means no timeout. */
+	return qp->timeout ? 4096ull << qp->timeout : 0;
+}
+
+static void arm_timer(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	if (qp->type != QHCA_QPT_RC || qp->rnr_wait)
+		return;
+	if (qp->sq.ci == qp->sq_next || !timeout_ns(qp))
+		qp->deadline = UINT64_MAX;
+	else
+		qp->deadline = e->ops->now_ns(e->opaque) + timeout_ns(qp);
+	qhca_timer_update(e);
+}
+
+/* ---------------------------------------------------------------- requester */
+void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	bool sent = false;
+
+	if (qp->state != QHCA_QPS_RTS)
+		return;
+	while (qp->sq_next != qp->sq.pi && qp->sq_next - qp->sq.ci < QHCA_SQ_WINDOW &&
+	       qp->state == QHCA_QPS_RTS) {
+		struct qhca_send_wqe *sw = slot(qp, qp->sq_next);
+		uint8_t status;
+		uint32_t k;
+
+		status = wqe_load(e, qp, qp->sq_next, sw);
+		if (status == QHCA_WC_SUCCESS && qp->type == QHCA_QPT_RC) {
+			/* A fence waits for earlier READs and ATOMICs (IBA 10.8.3.3). */
+			if ((sw->hdr.flags & QHCA_WQE_FENCE) && qp->rd_atomic_out)
+				break;
+			if (is_rd_atomic(sw->hdr.opcode) &&
+			    qp->rd_atomic_out >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u))
+				break;
+		}
+		qp->sq_next++;
+		if (status != QHCA_WC_SUCCESS) {
+			sw->done = true;
+			sw->status = status;
+			break;
+		}
+		sw->npkts = sw->length ? (uint32_t)((sw->length + qp->mtu - 1) / qp->mtu) : 1;
+		if (sw->hdr.opcode != QHCA_WR_RDMA_READ && is_rd_atomic(sw->hdr.opcode))
+			sw->npkts = 1;
+		sw->first_psn = qp->psn;
+		sw->last_psn = (qp->psn + sw->npkts - 1) & 0xffffff;
+		sw->read_next = sw->first_psn;
+		qp->psn = (qp->psn + sw->npkts) & 0xffffff;
+		if (is_rd_atomic(sw->hdr.opcode)) {
+			qp->rd_atomic_out++;
+			send_packet(e, qp, sw, 0);
+		} else {
+			for (k = 0; k < sw->npkts; k++)
+				send_packet(e, qp, sw, k);
+		}
+		/* UC and UD complete once sent; RC when acknowledged. */
+		if (qp->type != QHCA_QPT_RC)
+			sw->done = true;
+		sent = true;
+	}
+	complete_ready(e, qp);
+	if (sent && qp->deadline == UINT64_MAX)
+		arm_timer(e, qp);
+	qhca_loopback_drain(e);
+}
+
+/* Send again everything not acknowledged from @psn on (go back N). */
+static void retransmit_from(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq.ci; i != qp->sq_next; i++) {
+		struct qhca_send_wqe *sw = slot(qp, i);
+		uint32_t k;
+
+		if (sw->done)
+			continue;
+		if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
+			/* Ask again for the responses not yet received. */
+			k = (uint32_t)qhca_psn_diff(sw->read_next, sw->first_psn);
+			e->cnt.retransmits++;
+			send_packet(e, qp, sw, k);
+			continue;
+		}
+		for (k = 0; k < sw->npkts; k++) {
+			if (qhca_psn_diff((sw->first_psn + k) & 0xffffff, psn) < 0)
+				continue;
+			e->cnt.retransmits++;
+			send_packet(e, qp, sw, is_rd_atomic(sw->hdr.opcode) ? 0 : k);
+		}
+	}
+}
+
+/* The first WQE not yet done, or NULL. */
+static struct qhca_send_wqe *oldest(struct qhca_qp *qp)
+{
+	uint32_t i;
+
+	for (i = qp->sq.ci; i != qp->sq_next; i++)
+		if (!slot(qp, i)->done)
+			return slot(qp, i);
+	return NULL;
+}
+
+/* Everything before @psn arrived: SENDs and WRITEs up to it are done. A READ or ATOMIC
+ * in that range without its response means the response was lost: returns its first PSN
+ * to resend from, or -1. */
+static int64_t ack_until(struct qhca_qp *qp, uint32_t psn, bool inclusive)
+{
+	uint32_t i;
+
+	for (i = qp->sq.ci; i != qp->sq_next; i++) {
+		struct qhca_send_wqe *sw = slot(qp, i);
+		int32_t d = qhca_psn_diff(sw->last_psn, psn);
+
+		if (sw->done)
+			continue;
+		if (d > 0 || (d == 0 && !inclusive))
+			break;
+		if (is_rd_atomic(sw->hdr.opcode))
+			return sw->first_psn;
+		sw->done = true;
+		sw->status = QHCA_WC_SUCCESS;
+	}
+	return -1;
+}
+
+static void fail_at(struct qhca_qp *qp, uint32_t psn, uint8_t status)
+{
+	uint32_t i;
+
+	for (i = qp->sq.ci; i != qp->sq_next; i++) {
+		struct qhca_send_wqe *sw = slot(qp, i);
+
+		if (!sw->done && qhca_psn_diff(psn, sw->last_psn) <= 0) {
+			sw->done = true;
+			sw->status = status;
+			return;
+		}
+	}
+}
+
+void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	struct qhca_send_wqe *sw;
+	int64_t again;
+
+	if (qp->type != QHCA_QPT_RC || (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD &&
+					qp->state != QHCA_QPS_SQE) ||
+	    memcmp(p->sgid, qp->av.dgid, 16)) {
+		e->cnt.roce_rx_bad_state++;
+		return;
+	}
+	sw = oldest(qp);
+	if (!sw || qhca_psn_diff(p->psn, sw->first_psn) < 0 || qhca_psn_diff(p->psn, qp->psn) >= 0) {
+		e->cnt.roce_rx_dup++;	/* nothing outstanding at that PSN: a stale response */
+		return;
+	}
+	if (p->opcode == (ROCE_TS_RC | ROCE_OP_ACKNOWLEDGE)) {
+		uint8_t syn = p->aeth_syndrome;
+
+		switch (syn >> 5) {
+		case 0:		/* ACK */
+			again = ack_until(qp, p->psn, true);
+			qp->retries = qp->rnr_retries = 0;
+			if (again >= 0)
+				retransmit_from(e, qp, (uint32_t)again);
+			break;
+		case 1:		/* RNR NAK */
+			e->cnt.rnr_naks_received++;
+			ack_until(qp, p->psn, false);
+			if (qp->rnr_retry != 7 && qp->rnr_retries++ >= qp->rnr_retry) {
+				fail_at(qp, p->psn, QHCA_WC_RNR_RETRY_EXC_ERR);
+				break;
+			}
+			{
+				/* IBA table 45: 0 is 655.36 ms, n is about 10 us * 1.25^n. */
+				static const uint32_t rnr_us[32] = {
+					655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480,
+					640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360,
+					20480, 30720, 40960, 61440, 81920, 122880, 163840, 245760,
+					327680, 491520 };
+
+				qp->rnr_wait = true;
+				qp->deadline = e->ops->now_ns(e->opaque) +
+					       (uint64_t)rnr_us[syn & 0x1f] * 1000;
+				qhca_timer_update(e);
+			}
+			break;
+		case 3:		/* NAK */
+			e->cnt.naks_received++;
+			if (syn == 0x60) {	/* PSN sequence error: resend from its PSN */
+				ack_until(qp, p->psn, false);
+				retransmit_from(e, qp, p->psn);
+			} else {
+				ack_until(qp, p->psn, false);
+				fail_at(qp, p->psn, syn == 0x61 ? QHCA_WC_REM_INV_REQ_ERR :
+						    syn == 0x62 ? QHCA_WC_REM_ACCESS_ERR :
+						    QHCA_WC_REM_OP_ERR);
+			}
+			break;
+		default:
+			break;
+		}
+	} else if (oi->flags & ROCE_F_READ) {
+		ack_until(qp, p->psn, false);
+		sw = oldest(qp);
+		if (!sw || sw->hdr.opcode != QHCA_WR_RDMA_READ || p->psn != sw->read_next) {
+			e->cnt.roce_rx_out_of_seq++;	/* a gap: the timer asks again */
+			return;
+		}
+		{
+			uint32_t k = (uint32_t)qhca_psn_diff(p->psn, sw->first_psn);
+			uint64_t off = (uint64_t)k * qp->mtu;
+			uint32_t want = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) :
+				       qp->mtu;
+
+			if (p->payload_len != want ||
+			    (p->payload_len && wqe_xfer(e, sw, off, (uint8_t *)p->payload,
+							 p->payload_len, true))) {
+				fail_at(qp, sw->first_psn, QHCA_WC_BAD_RESP_ERR);
+			} else {
+				sw->read_next = (sw->read_next + 1) & 0xffffff;
+				if (k == sw->npkts - 1) {
+					sw->done = true;
+					sw->status = QHCA_WC_SUCCESS;
+				}
+			}
+		}
+		qp->retries = 0;
+	} else if (p->opcode == (ROCE_TS_RC | ROCE_OP_ATOMIC_ACKNOWLEDGE)) {
+		ack_until(qp, p->psn, false);
+		sw = oldest(qp);
+		if (sw && is_rd_atomic(sw->hdr.opcode) && sw->hdr.opcode != QHCA_WR_RDMA_READ &&
+		    sw->first_psn == p->psn) {
+			uint64_t orig = p->atomic_orig;
+
+			sw->done = true;
+			sw->status = wqe_xfer(e, sw, 0, (uint8_t *)&orig, 8, true) ?
+				     QHCA_WC_LOC_PROT_ERR : QHCA_WC_SUCCESS;
+		}
+		qp->retries = 0;
+	}
+	complete_ready(e, qp);
+	if (qp->state == QHCA_QPS_RTS) {
+		if (!qp->rnr_wait)
+			arm_timer(e, qp);
+		qhca_req_run(e, qp);
+	}
+}
+
+void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
+{
+	struct qhca_send_wqe *sw;
+
+	if (now < qp->deadline)
+		return;
+	qp->deadline = UINT64_MAX;
+	if (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD)
+		return;
+	sw = oldest(qp);
+	if (!sw)
+		return;
+	if (qp->rnr_wait) {
+		qp->rnr_wait = false;
+	} else {
+		e->cnt.timeouts++;
+		if (qp->retries++ >= qp->retry_cnt) {
+			qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: retry count exceeded", qp->qpn);
+			sw->done = true;
+			sw->status = QHCA_WC_RETRY_EXC_ERR;
+			complete_ready(e, qp);
+			return;
+		}
+	}
+	retransmit_from(e, qp, sw->hdr.opcode == QHCA_WR_RDMA_READ ? sw->read_next :
+				      sw->first_psn);
+	arm_timer(e, qp);
+	qhca_loopback_drain(e);
+}
+
+void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	/* Started WQEs from their snapshots, the rest from the ring: all complete flushed. */
+	while (qp->sq.ci != qp->sq_next) {
+		struct qhca_send_wqe *sw = slot(qp, qp->sq.ci++);
+
+		post_send_cqe(e, qp, sw->hdr.wr_id, sw->hdr.opcode, QHCA_WC_WR_FLUSH_ERR, 0);
+	}
+	while (qp->sq.ci != qp->sq.pi) {
+		struct qhca_sq_wqe w;
+
+		memset(&w, 0, sizeof(w));
+		qhca_wq_read(e, &qp->sq, qp->sq.ci, 0, &w, sizeof(w));
+		post_send_cqe(e, qp, w.wr_id, w.opcode, QHCA_WC_WR_FLUSH_ERR, 0);
+		qp->sq.ci++;
+	}
+	qp->sq_next = qp->sq.ci;
+	qp->rd_atomic_out = 0;
+	qp->deadline = UINT64_MAX;
+	qp->rnr_wait = false;
+}
+
+/* ---------------------------------------------------------------- the engine's timer */
+void qhca_timer_update(struct qhca_engine *e)
+{
+	uint64_t next = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < e->cfg.max_qp; i++)
+		if (e->qp[i] && e->qp[i]->deadline < next)
+			next = e->qp[i]->deadline;
+	if (e->ops->timer_arm)
+		e->ops->timer_arm(e->opaque, next);
+}
+
+void qhca_engine_timer(struct qhca_engine *e)
+{
+	uint64_t now = e->ops->now_ns(e->opaque);
+	uint32_t i;
+
+	for (i = 0; i < e->cfg.max_qp; i++)
+		if (e->qp[i] && e->qp[i]->deadline <= now)
+			qhca_req_timer(e, e->qp[i], now);
+	qhca_timer_update(e);
+	qhca_loopback_drain(e);
+}

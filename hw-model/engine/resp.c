@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca responder: incoming requests on RC, UC and UD QPs (IBA 9.7.5 for RC, 9.8 for UC,
+ * 9.8.4 for UD). Checks the PSN, the opcode sequence, keys, access rights and bounds,
+ * moves the data, consumes receive WQEs, answers with ACKs, NAKs, READ responses and
+ * ATOMIC acknowledgements, and keeps executed READ/ATOMIC requests to answer duplicates.
+ */
+#include <string.h>
+
+#include "qhca_engine.h"
+
+/* AETH syndromes (IBA 9.7.5.2.4 / table 42). */
+#define AETH_ACK		0x1f	/* ACK, end-to-end credits not used */
+#define AETH_RNR_NAK		0x20	/* | RNR timer */
+#define AETH_NAK_SEQ		0x60
+#define AETH_NAK_INV_REQ	0x61
+#define AETH_NAK_REM_ACCESS	0x62
+#define AETH_NAK_REM_OP		0x63
+
+#define GRH_LEN			40
+#define GSI_QKEY		0x80010000u
+
+void qhca_resp_reset(struct qhca_qp *qp)
+{
+	qp->msn = 0;
+	qp->nak_sent = false;
+	qp->recv.active = false;
+	qp->write_active = false;
+	qp->drop_msg = false;
+	memset(qp->rd, 0, sizeof(qp->rd));
+	qp->rd_next = 0;
+}
+
+static void resp_pkt(struct qhca_qp *qp, struct roce_pkt *r, uint8_t opcode, uint32_t psn)
+{
+	memset(r, 0, sizeof(*r));
+	r->opcode = opcode;
+	r->psn = psn & 0xffffff;
+	r->dqpn = qp->dest_qpn;
+	r->pkey = ROCE_DEFAULT_PKEY;
+	r->aeth_syndrome = AETH_ACK;
+	r->aeth_msn = qp->msn & 0xffffff;
+}
+
+static void send_aeth(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	struct roce_pkt r;
+
+	resp_pkt(qp, &r, ROCE_TS_RC | ROCE_OP_ACKNOWLEDGE, psn);
+	r.aeth_syndrome = syndrome;
+	if (syndrome != AETH_ACK) {
+		e->cnt.naks_sent++;
+		if ((syndrome & 0xe0) == AETH_RNR_NAK)
+			e->cnt.rnr_naks_sent++;
+	}
+	qhca_xmit_pkt(e, qp, &r);
+}
+
+/* A fatal request error: NAK it (RC) and take the QP to the error state. */
+static void resp_error(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p,
+		       uint8_t syndrome, uint8_t event, const char *why)
+{
+	qhca_log_guest(e, "QP 0x%x: request PSN 0x%x (%s) refused: %s", qp->qpn, p->psn,
+		       roce_opcode_info(p->opcode)->name, why);
+	if (qp->type == QHCA_QPT_RC)
+		send_aeth(e, qp, p->psn, syndrome);
+	qhca_qp_error(e, qp, event);
+}
+
+/* Scatter @len bytes into the receive WQE's SGEs at message offset @off. */
+static int recv_scatter(struct qhca_engine *e, const struct qhca_recv_ctx *rc, uint64_t off,
+			const uint8_t *data, uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < rc->num_sge && len; i++) {
+		const struct qhca_sge *s = &rc->sge[i];
+		struct qhca_mr *mr;
+		uint32_t n;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = s->length - (uint32_t)off < len ? s->length - (uint32_t)off : len;
+		mr = qhca_mr_find(e, s->lkey);
+		if (!mr || qhca_mr_xfer(e, mr, s->addr + off, (void *)data, n, true))
+			return -1;
+		data += n;
+		len -= n;
+		off = 0;
+	}
+	if (len)
+		return -2;	/* message longer than the receive buffers */
+	return 0;
+}
+
+static uint64_t recv_capacity(const struct qhca_recv_ctx *rc)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	for (i = 0; i < rc->num_sge; i++)
+		total += rc->sge[i].length;
+	return total;
+}
+
+/* ---------------------------------------------------------------- UD */
+static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	uint8_t grh[GRH_LEN];
+	struct qhca_recv_ctx rc;
+	uint32_t qkey = qp->type == QHCA_QPT_GSI ? GSI_QKEY : qp->qkey;
+	int r;
+
+	if ((p->opcode & ROCE_TS_MASK) != ROCE_TS_UD) {
+		e->cnt.roce_rx_bad_state++;
+		return;
+	}
+	if (p->deth_qkey != qkey) {
+		e->cnt.roce_rx_bad_qkey++;
+		return;
+	}
+	if (p->payload_len > qp->mtu)
+		return;
+	r = qhca_recv_take(e, qp, &rc);
+	if (r == -1)
+		return;		/* UD has no RNR: no receive posted, the datagram is dropped */
+	if (r < 0) {
+		qhca_recv_complete(e, qp, &rc, QHCA_WC_LOC_PROT_ERR, QHCA_WC_RECV, 0, 0, 0, p,
+				   false);
+		qhca_qp_error(e, qp, QHCA_EVENT_QP_FATAL);
+		return;
+	}
+	/* The first 40 bytes get the GRH: the IPv6 header, or the IPv4 header in its last 20. */
+	memset(grh, 0, sizeof(grh));
+	if (p->ipv6)
+		memcpy(grh, p->l3, GRH_LEN);
+	else
+		memcpy(grh + 20, p->l3, 20);
+	if (recv_capacity(&rc) < GRH_LEN + p->payload_len ||
+	    recv_scatter(e, &rc, 0, grh, GRH_LEN) ||
+	    recv_scatter(e, &rc, GRH_LEN, p->payload, p->payload_len)) {
+		qhca_recv_complete(e, qp, &rc, QHCA_WC_LOC_LEN_ERR, QHCA_WC_RECV, 0, 0, 0, p,
+				   false);
+		return;		/* a UD QP does not go to the error state for this */
+	}
+	qhca_recv_complete(e, qp, &rc, QHCA_WC_SUCCESS, QHCA_WC_RECV, GRH_LEN + p->payload_len,
+			   p->imm, (roce_opcode_info(p->opcode)->flags & ROCE_F_IMMDT) ?
+			   QHCA_CQE_FLAG_IMM : 0, p, p->se);
+}
+
+/* ---------------------------------------------------------------- READ and ATOMIC */
+static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_mr *mr,
+				uint64_t va, uint32_t len, uint32_t psn)
+{
+	uint8_t *data = e->payload;
+	uint32_t n = len ? (len + qp->mtu - 1) / qp->mtu : 1, k;
+	struct roce_pkt r;
+
+	for (k = 0; k < n; k++) {
+		uint32_t chunk = len - k * qp->mtu < qp->mtu ? len - k * qp->mtu : qp->mtu;
+		uint8_t op = n == 1 ? ROCE_OP_READ_RESPONSE_ONLY :
+			     k == 0 ? ROCE_OP_READ_RESPONSE_FIRST :
+			     k == n - 1 ? ROCE_OP_READ_RESPONSE_LAST : ROCE_OP_READ_RESPONSE_MIDDLE;
+
+		if (chunk && qhca_mr_xfer(e, mr, va + (uint64_t)k * qp->mtu, data, chunk, false)) {
+			qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: READ source unreadable", qp->qpn);
+			return;
+		}
+		resp_pkt(qp, &r, ROCE_TS_RC | op, psn + k);
+		r.payload = data;
+		r.payload_len = chunk;
+		qhca_xmit_pkt(e, qp, &r);
+	}
+}
+
+static uint32_t read_npkts(struct qhca_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+}
+
+static struct qhca_rd_atomic *rd_slot(struct qhca_qp *qp)
+{
+	uint32_t n = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
+
+	return &qp->rd[qp->rd_next++ % n];
+}
+
+static void resp_read(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	struct qhca_rd_atomic *rd;
+	struct qhca_mr *mr = NULL;
+	const char *why = NULL;
+	uint32_t n = read_npkts(qp, p->reth_len);
+
+	if (!qp->max_dest_rd_atomic) {
+		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "no responder resources");
+		return;
+	}
+	if (!(qp->access & QHCA_ACCESS_REMOTE_READ) ||
+	    (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va, p->reth_len,
+						 QHCA_ACCESS_REMOTE_READ, &why)))) {
+		resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
+			   why ? why : "QP without remote read");
+		return;
+	}
+	if (p->reth_len > 0x80000000u) {
+		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "READ too long");
+		return;
+	}
+	rd = rd_slot(qp);
+	rd->valid = true;
+	rd->opcode = ROCE_OP_READ_REQUEST;
+	rd->psn = p->psn;
+	rd->last_psn = (p->psn + n - 1) & 0xffffff;
+	rd->va = p->reth_va;
+	rd->rkey = p->reth_rkey;
+	rd->len = p->reth_len;
+	qp->epsn = (p->psn + n) & 0xffffff;
+	qp->msn++;
+	send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
+}
+
+static void send_atomic_ack(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn,
+			    uint64_t orig)
+{
+	struct roce_pkt r;
+
+	resp_pkt(qp, &r, ROCE_TS_RC | ROCE_OP_ATOMIC_ACKNOWLEDGE, psn);
+	r.atomic_orig = orig;
+	qhca_xmit_pkt(e, qp, &r);
+}
+
+static void resp_atomic(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	struct qhca_rd_atomic *rd;
+	struct qhca_mr *mr;
+	const char *why = "QP without remote atomic";
+	uint64_t orig, val;
+
+	if (!qp->max_dest_rd_atomic || p->atomic_va % 8) {
+		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+			   "no responder resources or misaligned atomic");
+		return;
+	}
+	if (!(qp->access & QHCA_ACCESS_REMOTE_ATOMIC) ||
+	    !(mr = qhca_mr_check(e, p->atomic_rkey, qp->pd, p->atomic_va, 8,
+				 QHCA_ACCESS_REMOTE_ATOMIC, &why)) ||
+	    qhca_mr_xfer(e, mr, p->atomic_va, &orig, 8, false)) {
+		resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
+		return;
+	}
+	/* Atomic with respect to this device: it runs to completion under one lock. */
+	if ((p->opcode & 0x1f) == ROCE_OP_COMPARE_SWAP)
+		val = orig == p->atomic_compare ? p->atomic_swap_add : orig;
+	else
+		val = orig + p->atomic_swap_add;
+	if (qhca_mr_xfer(e, mr, p->atomic_va, &val, 8, true)) {
+		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "atomic target unwritable");
+		return;
+	}
+	rd = rd_slot(qp);
+	rd->valid = true;
+	rd->opcode = p->opcode & 0x1f;
+	rd->psn = rd->last_psn = p->psn;
+	rd->orig = orig;
+	qp->epsn = (p->psn + 1) & 0xffffff;
+	qp->msn++;
+	send_atomic_ack(e, qp, p->psn, orig);
+}
+
+/* A request with a PSN we already passed (IBA 9.7.5.1.2): answer it without redoing it. */
+static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	uint32_t i;
+
+	e->cnt.roce_rx_dup++;
+	if (oi->flags & (ROCE_F_READ | ROCE_F_ATOMIC)) {
+		for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++) {
+			struct qhca_rd_atomic *rd = &qp->rd[i];
+
+			if (!rd->valid || qhca_psn_diff(p->psn, rd->psn) < 0 ||
+			    qhca_psn_diff(p->psn, rd->last_psn) > 0)
+				continue;
+			if (rd->opcode == ROCE_OP_READ_REQUEST && (oi->flags & ROCE_F_READ)) {
+				/* Re-read from the PSN asked for: the request may be a restart. */
+				const char *why;
+				struct qhca_mr *mr = p->reth_len ?
+					qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va, p->reth_len,
+						      QHCA_ACCESS_REMOTE_READ, &why) : NULL;
+
+				if (p->reth_len && !mr)
+					return;
+				send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
+			} else if (rd->psn == p->psn && (oi->flags & ROCE_F_ATOMIC)) {
+				send_atomic_ack(e, qp, p->psn, rd->orig);	/* never redone */
+			}
+			return;
+		}
+		return;
+	}
+	if (p->ackreq)
+		send_aeth(e, qp, (qp->epsn - 1) & 0xffffff, AETH_ACK);
+}
+
+/* ---------------------------------------------------------------- SEND and WRITE */
+static bool recv_ready(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	int r;
+
+	if (qp->recv.active)
+		return true;
+	r = qhca_recv_take(e, qp, &qp->recv);
+	if (r == -1) {
+		/* Receiver not ready: RNR NAK with the QP's timer, the PSN is not consumed. */
+		if (qp->type == QHCA_QPT_RC)
+			send_aeth(e, qp, p->psn, AETH_RNR_NAK | (qp->min_rnr_timer & 0x1f));
+		else
+			qp->drop_msg = true;
+		return false;
+	}
+	if (r < 0) {
+		qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_LOC_PROT_ERR, QHCA_WC_RECV, 0, 0, 0,
+				   NULL, false);
+		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "bad receive WQE");
+		return false;
+	}
+	qp->recv.offset = 0;
+	return true;
+}
+
+static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p,
+		      uint32_t f)
+{
+	uint8_t cflags = 0;
+	uint32_t imm = 0;
+	int r;
+
+	if ((f & ROCE_F_FIRST) && !recv_ready(e, qp, p))
+		return;
+	r = recv_scatter(e, &qp->recv, qp->recv.offset, p->payload, p->payload_len);
+	if (r) {
+		qhca_recv_complete(e, qp, &qp->recv, r == -2 ? QHCA_WC_LOC_LEN_ERR :
+				   QHCA_WC_LOC_PROT_ERR, QHCA_WC_RECV, 0, 0, 0, NULL, false);
+		resp_error(e, qp, p, r == -2 ? AETH_NAK_INV_REQ : AETH_NAK_REM_OP,
+			   QHCA_EVENT_QP_FATAL, "message does not fit the receive WQE");
+		return;
+	}
+	qp->recv.offset += p->payload_len;
+	qp->epsn = (p->psn + 1) & 0xffffff;
+	if (f & ROCE_F_LAST) {
+		if (f & ROCE_F_IMMDT) {
+			cflags = QHCA_CQE_FLAG_IMM;
+			imm = p->imm;
+		} else if (f & ROCE_F_IETH) {
+			struct qhca_mr *mr = qhca_mr_find(e, p->ieth_rkey);
+
+			/* Invalidate only a region of this QP's protection domain. */
+			if (!mr || mr->pd != qp->pd) {
+				qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_REM_INV_REQ_ERR,
+						   QHCA_WC_RECV, 0, 0, 0, NULL, false);
+				resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+					   "SEND_WITH_INV of a foreign key");
+				return;
+			}
+			mr->invalid = true;
+			cflags = QHCA_CQE_FLAG_INV;
+			imm = p->ieth_rkey;
+		}
+		qp->msn++;
+		qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_SUCCESS, QHCA_WC_RECV,
+				   (uint32_t)qp->recv.offset, imm, cflags, p, p->se);
+	}
+	if (qp->type == QHCA_QPT_RC && p->ackreq)
+		send_aeth(e, qp, p->psn, AETH_ACK);
+}
+
+static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p,
+		       uint32_t f)
+{
+	const char *why = "QP without remote write";
+
+	if (f & ROCE_F_FIRST) {
+		if (!(qp->access & QHCA_ACCESS_REMOTE_WRITE) ||
+		    (p->reth_len && !(qp->write_mr = qhca_mr_check(e, p->reth_rkey, qp->pd,
+								      p->reth_va, p->reth_len,
+								      QHCA_ACCESS_REMOTE_WRITE,
+								      &why)))) {
+			if (qp->type == QHCA_QPT_UC) {
+				qp->drop_msg = true;
+				return;
+			}
+			resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
+			return;
+		}
+		qp->write_va = p->reth_va;
+		qp->write_left = qp->write_total = p->reth_len;
+		qp->write_active = true;
+	}
+	/* Every packet but the last carries exactly one MTU; nothing past the RETH length. */
+	if (p->payload_len > qp->write_left || (!(f & ROCE_F_LAST) && p->payload_len != qp->mtu) ||
+	    ((f & ROCE_F_LAST) && p->payload_len != qp->write_left)) {
+		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+			   "RDMA WRITE length disagrees with its RETH");
+		return;
+	}
+	/* WRITE with immediate needs a receive WQE: check before touching memory. */
+	if ((f & ROCE_F_IMMDT) && !recv_ready(e, qp, p))
+		return;
+	if (p->payload_len &&
+	    qhca_mr_xfer(e, qp->write_mr, qp->write_va, (void *)p->payload, p->payload_len, true)) {
+		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "write target unwritable");
+		return;
+	}
+	qp->write_va += p->payload_len;
+	qp->write_left -= p->payload_len;
+	qp->epsn = (p->psn + 1) & 0xffffff;
+	if (f & ROCE_F_LAST) {
+		qp->write_active = false;
+		qp->msn++;
+		if (f & ROCE_F_IMMDT)
+			qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_SUCCESS,
+					   QHCA_WC_RECV_RDMA_WITH_IMM, (uint32_t)qp->write_total,
+					   p->imm, QHCA_CQE_FLAG_IMM, p, p->se);
+	}
+	if (qp->type == QHCA_QPT_RC && p->ackreq)
+		send_aeth(e, qp, p->psn, AETH_ACK);
+}
+
+/* ---------------------------------------------------------------- entry */
+void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	uint32_t f = oi->flags, ts = p->opcode & ROCE_TS_MASK;
+	int32_t d;
+
+	if (qp->state < QHCA_QPS_RTR || qp->state == QHCA_QPS_ERR) {
+		e->cnt.roce_rx_bad_state++;
+		return;
+	}
+	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
+		resp_ud(e, qp, p);
+		return;
+	}
+	if ((qp->type == QHCA_QPT_RC && ts != ROCE_TS_RC) ||
+	    (qp->type == QHCA_QPT_UC && ts != ROCE_TS_UC) ||
+	    memcmp(p->sgid, qp->av.dgid, 16)) {
+		e->cnt.roce_rx_bad_state++;	/* not from this QP's peer */
+		return;
+	}
+	d = qhca_psn_diff(p->psn, qp->epsn);
+	if (qp->type == QHCA_QPT_UC) {
+		/* UC (IBA 9.8.3): a gap loses the message in progress; start over at a FIRST. */
+		if (d != 0) {
+			e->cnt.roce_rx_out_of_seq++;
+			qp->drop_msg = true;
+			qp->epsn = p->psn;
+		}
+		if (qp->drop_msg) {
+			if (!(f & ROCE_F_FIRST)) {
+				qp->epsn = (p->psn + 1) & 0xffffff;
+				return;
+			}
+			qp->drop_msg = false;
+			qp->write_active = false;
+			if (qp->recv.active)
+				qp->recv.offset = 0;	/* reuse the WQE for the next message */
+		}
+	} else if (d < 0) {
+		resp_duplicate(e, qp, p);
+		return;
+	} else if (d > 0) {
+		e->cnt.roce_rx_out_of_seq++;
+		if (!qp->nak_sent) {
+			qp->nak_sent = true;
+			send_aeth(e, qp, qp->epsn, AETH_NAK_SEQ);
+		}
+		return;
+	}
+	qp->nak_sent = false;
+
+	/* The opcode must continue the message in progress, or start a new one (9.7.5.1.3). */
+	if (((f & ROCE_F_SEND) && !(f & ROCE_F_FIRST) && (!qp->recv.active || qp->write_active)) ||
+	    ((f & ROCE_F_WRITE) && !(f & ROCE_F_FIRST) && !qp->write_active) ||
+	    ((f & ROCE_F_FIRST) && (qp->write_active || (qp->recv.active && qp->recv.offset)))) {
+		if (qp->type == QHCA_QPT_UC) {
+			qp->drop_msg = true;
+			return;
+		}
+		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "opcode out of sequence");
+		return;
+	}
+	if (f & ROCE_F_SEND)
+		resp_send(e, qp, p, f);
+	else if (f & ROCE_F_WRITE)
+		resp_write(e, qp, p, f);
+	else if (f & ROCE_F_READ)
+		resp_read(e, qp, p);
+	else if (f & ROCE_F_ATOMIC)
+		resp_atomic(e, qp, p);
+}
