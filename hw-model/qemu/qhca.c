@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
 #include "hw/pci/pci_device.h"
@@ -32,6 +33,7 @@ struct QhcaState {
     MemoryRegion doorbells;
     NICState *nic;
     NICConf conf;
+    QEMUTimer *timer;           /* the engine's retransmission and RNR timer */
 
     struct qhca_engine_config cfg;
     struct qhca_engine engine;
@@ -99,6 +101,29 @@ static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
+static uint64_t qhca_ops_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static void qhca_ops_timer_arm(void *opaque, uint64_t deadline_ns)
+{
+    QhcaState *s = opaque;
+
+    if (deadline_ns == UINT64_MAX) {
+        timer_del(s->timer);
+    } else {
+        timer_mod_ns(s->timer, MIN(deadline_ns, (uint64_t)INT64_MAX));
+    }
+}
+
+static void qhca_timer_cb(void *opaque)
+{
+    QhcaState *s = opaque;
+
+    qhca_engine_timer(&s->engine);
+}
+
 static bool qhca_ops_log_enabled(void *opaque, enum qhca_log_level level)
 {
     switch (level) {
@@ -135,6 +160,8 @@ static const struct qhca_engine_ops qhca_engine_ops = {
     .dma_write = qhca_ops_dma_write,
     .notify = qhca_ops_notify,
     .xmit = qhca_ops_xmit,
+    .now_ns = qhca_ops_now_ns,
+    .timer_arm = qhca_ops_timer_arm,
     .log_enabled = qhca_ops_log_enabled,
     .log = qhca_ops_log,
 };
@@ -248,7 +275,9 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         error_setg(errp, "qhca: %s", why);
         return;
     }
+    s->timer = timer_new_ns(QEMU_CLOCK_REALTIME, qhca_timer_cb, s);
     if (qhca_engine_init(&s->engine, &s->cfg, &qhca_engine_ops, s)) {
+        timer_free(s->timer);
         error_setg(errp, "qhca: cannot allocate the object tables");
         return;
     }
@@ -264,6 +293,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->doorbells);
     if (msix_init_exclusive_bar(pci, s->cfg.msix_vectors, QHCA_BAR_MSIX, errp)) {
         qhca_engine_fini(&s->engine);
+        timer_free(s->timer);
         return;
     }
     for (i = 0; i < s->cfg.msix_vectors; i++) {
@@ -284,6 +314,7 @@ static void qhca_exit(PCIDevice *pci)
     qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pci);
     qhca_engine_fini(&s->engine);
+    timer_free(s->timer);
 }
 
 static void qhca_reset_hold(Object *obj, ResetType type)

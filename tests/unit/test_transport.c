@@ -1,0 +1,1105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Transport tests: two engines, each with its own fake guest memory, joined by an
+ * in-memory link that can drop, reorder and duplicate frames by a seeded generator. Every
+ * opcode, the error statuses on the right side, RNR, retransmission and recovery are
+ * checked byte by byte and completion by completion.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+#include "unit.h"
+
+#define MEM_BASE	0x10000000ull
+#define MEM_SIZE	(8u << 20)
+#define MAX_FRAMES	4096
+
+struct node {
+	struct qhca_engine e;
+	uint8_t *mem;
+	uint64_t brk;		/* bump allocator in guest memory */
+	uint64_t deadline;
+	uint8_t mac[6];
+	uint8_t gid[16];
+	uint32_t eq, pd, uctx;
+	unsigned comp_events, async_events;
+	int id;
+};
+
+struct frame {
+	int to;
+	size_t len;
+	uint8_t data[4200];
+};
+
+static struct node nodes[2];
+static struct frame *link_q;
+static unsigned link_n;
+static uint64_t now;
+static unsigned drop_pct, dup_pct, reorder_pct;
+static unsigned long frames_sent, frames_dropped;
+
+/* ---------------------------------------------------------------- fake platform */
+static int mem_rw(struct node *n, uint64_t addr, void *buf, size_t len, bool write)
+{
+	if (addr < MEM_BASE || addr - MEM_BASE > MEM_SIZE || len > MEM_SIZE - (addr - MEM_BASE))
+		return -1;
+	if (write)
+		memcpy(n->mem + (addr - MEM_BASE), buf, len);
+	else
+		memcpy(buf, n->mem + (addr - MEM_BASE), len);
+	return 0;
+}
+
+static int op_read(void *o, uint64_t a, void *b, size_t l)
+{
+	return mem_rw(o, a, b, l, false);
+}
+
+static int op_write(void *o, uint64_t a, const void *b, size_t l)
+{
+	return mem_rw(o, a, (void *)b, l, true);
+}
+
+static void op_notify(void *o, unsigned v)
+{
+	struct node *n = o;
+
+	if (v == 0)
+		n->async_events++;
+	else
+		n->comp_events++;
+}
+
+static void enqueue(int to, const void *f, size_t len)
+{
+	struct frame *fr;
+
+	if (link_n == MAX_FRAMES)
+		return;
+	fr = &link_q[link_n++];
+	fr->to = to;
+	fr->len = len;
+	memcpy(fr->data, f, len);
+}
+
+static void op_xmit(void *o, const void *f, size_t len)
+{
+	struct node *n = o;
+
+	frames_sent++;
+	if ((unsigned)rand() % 100 < drop_pct) {
+		frames_dropped++;
+		return;
+	}
+	enqueue(1 - n->id, f, len);
+	if ((unsigned)rand() % 100 < dup_pct)
+		enqueue(1 - n->id, f, len);
+}
+
+static uint64_t op_now(void *o)
+{
+	return now;
+}
+
+static void op_timer(void *o, uint64_t deadline)
+{
+	((struct node *)o)->deadline = deadline;
+}
+
+static const struct qhca_engine_ops ops = {
+	.dma_read = op_read,
+	.dma_write = op_write,
+	.notify = op_notify,
+	.xmit = op_xmit,
+	.now_ns = op_now,
+	.timer_arm = op_timer,
+};
+
+/* Deliver frames (maybe out of order) and fire timers until nothing is left to do. */
+static void pump(void)
+{
+	unsigned rounds = 0;
+
+	while (rounds++ < 200000) {
+		if (link_n) {
+			unsigned i = 0;
+			struct frame f;
+
+			if (link_n > 1 && (unsigned)rand() % 100 < reorder_pct)
+				i = 1 + (unsigned)rand() % (link_n - 1);
+			f = link_q[i];
+			memmove(&link_q[i], &link_q[i + 1], (link_n - i - 1) * sizeof(f));
+			link_n--;
+			qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
+			continue;
+		}
+		{
+			uint64_t next = nodes[0].deadline < nodes[1].deadline ? nodes[0].deadline :
+					nodes[1].deadline;
+			int i;
+
+			if (next == UINT64_MAX)
+				return;
+			if (next > now)
+				now = next;
+			for (i = 0; i < 2; i++)
+				if (nodes[i].deadline <= now) {
+					nodes[i].deadline = UINT64_MAX;
+					qhca_engine_timer(&nodes[i].e);
+				}
+		}
+	}
+	CHECK(!"pump did not settle");
+}
+
+/* ---------------------------------------------------------------- a tiny driver */
+static uint64_t galloc(struct node *n, size_t size)
+{
+	uint64_t a = (n->brk + 4095) & ~4095ull;
+
+	n->brk = a + size;
+	CHECK(n->brk <= MEM_BASE + MEM_SIZE);
+	memset(n->mem + (a - MEM_BASE), 0, size);
+	return a;
+}
+
+static void *gptr(struct node *n, uint64_t addr)
+{
+	return n->mem + (addr - MEM_BASE);
+}
+
+/* A contiguous buffer and a one-level page list for it. */
+static struct qhca_pbl pbl_for(struct node *n, uint64_t buf, size_t size)
+{
+	uint32_t np = (uint32_t)((size + 4095) / 4096), i;
+	uint64_t list = galloc(n, np * 8);
+	struct qhca_pbl p = { .addr = list, .npages = np, .levels = 1 };
+
+	for (i = 0; i < np; i++)
+		((uint64_t *)gptr(n, list))[i] = buf + (uint64_t)i * 4096;
+	return p;
+}
+
+static void node_init(struct node *n, int id)
+{
+	struct qhca_engine_config c = {
+		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 16, .max_qp_wr = 1024,
+		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
+		.max_sge = 4, .max_inline = 256, .mtu = 4096,
+		.mac = { 0x52, 0x54, 0, 0x51, 0x48, (uint8_t)(id + 1) },
+	};
+	struct qhca_cmd_create_eq eqc;
+	uint64_t aq;
+
+	if (!n->mem)
+		n->mem = malloc(MEM_SIZE);
+	memset(n->mem, 0, MEM_SIZE);
+	n->brk = MEM_BASE;
+	n->id = id;
+	n->deadline = UINT64_MAX;
+	n->comp_events = n->async_events = 0;
+	memcpy(n->mac, c.mac, 6);
+	memset(n->gid, 0, 16);
+	n->gid[10] = n->gid[11] = 0xff;
+	n->gid[12] = 192;
+	n->gid[13] = 168;
+	n->gid[14] = 77;
+	n->gid[15] = (uint8_t)(id + 1);
+	CHECK_EQ(qhca_engine_init(&n->e, &c, &ops, n), 0);
+	aq = galloc(n, 8192);
+	qhca_engine_reg_write(&n->e, QHCA_REG_ASQ_BASE_LO, (uint32_t)aq);
+	qhca_engine_reg_write(&n->e, QHCA_REG_ACQ_BASE_LO, (uint32_t)aq + 4096);
+	qhca_engine_reg_write(&n->e, QHCA_REG_AQ_DEPTH, 2);
+	qhca_engine_reg_write(&n->e, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	qhca_engine_set_link(&n->e, true);
+	eqc = (struct qhca_cmd_create_eq){ .ring_addr = galloc(n, 4096), .log2_entries = 8,
+					   .vector = 2 };
+	CHECK_EQ(qhca_eq_create(&n->e, &eqc, &n->eq), QHCA_ST_OK);
+	n->pd = qhca_obj_alloc(&n->e.pd, QHCA_HANDLE_KERNEL);
+	n->uctx = 0;
+}
+
+static void setup(void)
+{
+	static bool seeded;
+
+	if (!link_q)
+		link_q = malloc(MAX_FRAMES * sizeof(*link_q));
+	if (!seeded) {
+		srand(12345);
+		seeded = true;
+	}
+	link_n = 0;
+	frames_sent = frames_dropped = 0;
+	now = 1000;
+	drop_pct = dup_pct = reorder_pct = 0;
+	node_init(&nodes[0], 0);
+	node_init(&nodes[1], 1);
+}
+
+static void teardown(void)
+{
+	qhca_engine_fini(&nodes[0].e);
+	qhca_engine_fini(&nodes[1].e);
+}
+
+struct cq {
+	uint32_t cqn;
+	uint64_t ring;
+	uint32_t log2, ci;
+};
+
+static struct cq make_cq(struct node *n, uint32_t log2)
+{
+	struct cq cq = { .log2 = log2 };
+	size_t size = (32u << log2) + 64;
+	struct qhca_cq_create c = { .log2_entries = log2, .eq = n->eq };
+
+	cq.ring = galloc(n, size);
+	c.pbl = pbl_for(n, cq.ring, size);
+	CHECK_EQ(qhca_cq_create(&n->e, &c, &cq.cqn), QHCA_ST_OK);
+	return cq;
+}
+
+/* Poll one CQE; returns 0 if the CQ is empty. */
+static int poll_cq(struct node *n, struct cq *cq, struct qhca_cqe *out)
+{
+	struct qhca_cqe *c = gptr(n, cq->ring + (uint64_t)(cq->ci & ((1u << cq->log2) - 1)) * 32);
+	uint8_t phase = ((cq->ci >> cq->log2) & 1) ? 0 : 1;
+
+	if ((c->owner & 1) != phase)
+		return 0;
+	*out = *c;
+	cq->ci++;
+	*(uint32_t *)gptr(n, cq->ring + (32u << cq->log2)) = cq->ci;
+	return 1;
+}
+
+static uint8_t cqe_status(const struct qhca_cqe *c)
+{
+	return (uint8_t)(c->qpn_status >> QHCA_CQE_STATUS_SHIFT);
+}
+
+struct qp {
+	uint32_t qpn;
+	struct node *n;
+	uint64_t sq, rq;
+	uint32_t sq_pi, rq_pi;
+	uint32_t log2;
+	struct cq scq, rcq;
+};
+
+#define SQ_STRIDE_LOG2	8	/* 256: header, UD segment, 8 SGEs */
+#define RQ_STRIDE_LOG2	6
+
+static struct qp make_qp(struct node *n, uint8_t type, uint32_t srq)
+{
+	struct qp q = { .n = n, .log2 = 6 };
+	struct qhca_qp_create c = { .pd = n->pd, .type = type, .sq_log2 = 6, .rq_log2 = 6,
+				    .sq_stride_log2 = SQ_STRIDE_LOG2,
+				    .rq_stride_log2 = RQ_STRIDE_LOG2, .max_inline = 128,
+				    .srq = srq };
+
+	q.scq = make_cq(n, 8);
+	q.rcq = make_cq(n, 8);
+	c.send_cq = q.scq.cqn;
+	c.recv_cq = q.rcq.cqn;
+	q.sq = galloc(n, 64u << SQ_STRIDE_LOG2);
+	q.rq = galloc(n, 64u << RQ_STRIDE_LOG2);
+	c.sq_pbl = pbl_for(n, q.sq, 64u << SQ_STRIDE_LOG2);
+	c.rq_pbl = pbl_for(n, q.rq, 64u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &q.qpn), QHCA_ST_OK);
+	return q;
+}
+
+static uint16_t modify(struct qp *q, uint32_t mask, struct qhca_qp_attr *a)
+{
+	a->mask = mask;
+	return qhca_qp_modify(&q->n->e, q->qpn, a);
+}
+
+/* Bring a connected QP to RTS towards @peer. */
+static void connect_qp(struct qp *q, struct qp *peer, uint32_t access)
+{
+	struct qhca_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_INIT;
+	a.access_flags = access;
+	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS | QHCA_QP_PKEY_INDEX |
+			QHCA_QP_PORT, &a), QHCA_ST_OK);
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_RTR;
+	a.path_mtu = 3;		/* 1024 */
+	a.dest_qpn = peer->qpn;
+	a.rq_psn = 0xfffff0;	/* wraps around 2^24 soon */
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	memcpy(a.av.dgid, peer->n->gid, 16);
+	memcpy(a.av.sgid, q->n->gid, 16);
+	memcpy(a.av.dmac, peer->n->mac, 6);
+	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN |
+			QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC | QHCA_QP_MIN_RNR_TIMER, &a),
+		 QHCA_ST_OK);
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_RTS;
+	a.sq_psn = 0xfffff0;
+	a.timeout = 10;		/* 4 ms */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT |
+			QHCA_QP_RNR_RETRY | QHCA_QP_MAX_QP_RD_ATOMIC, &a), QHCA_ST_OK);
+}
+
+static void connect_pair(struct qp *a, struct qp *b)
+{
+	connect_qp(a, b, QHCA_ACCESS_ALL);
+	connect_qp(b, a, QHCA_ACCESS_ALL);
+}
+
+/* A memory region over a fresh buffer of @size bytes; returns its key. */
+static uint32_t make_mr(struct node *n, size_t size, uint32_t access, uint64_t *buf)
+{
+	struct qhca_mr_create c = { .pd = n->pd, .access = access, .length = size };
+	uint32_t key;
+
+	*buf = galloc(n, size);
+	c.iova = 0x7f0000000000ull + (*buf - MEM_BASE);	/* virtual addresses differ */
+	c.pbl = pbl_for(n, *buf, size);
+	CHECK_EQ(qhca_mr_create(&n->e, &c, &key), QHCA_ST_OK);
+	*buf = c.iova;
+	return key;
+}
+
+static uint64_t va_to_gpa(uint64_t va)
+{
+	return va - 0x7f0000000000ull + MEM_BASE;
+}
+
+static void ring(struct node *n, uint32_t reg, uint32_t num, uint32_t pi)
+{
+	qhca_engine_db_write(&n->e, reg, (uint64_t)pi << 32 | num, 8);
+}
+
+static void post_recv(struct qp *q, uint64_t wr_id, uint64_t va, uint32_t len, uint32_t lkey)
+{
+	uint64_t w = q->rq + ((uint64_t)(q->rq_pi & 63) << RQ_STRIDE_LOG2);
+	struct qhca_rq_wqe *h = gptr(q->n, w);
+	struct qhca_sge *s = gptr(q->n, w + sizeof(*h));
+
+	h->wr_id = wr_id;
+	h->num_sge = 1;
+	s->addr = va;
+	s->length = len;
+	s->lkey = lkey;
+	ring(q->n, QHCA_DB_RQ, q->qpn, ++q->rq_pi);
+}
+
+static struct qhca_sq_wqe *sq_wqe(struct qp *q, uint8_t op, uint64_t wr_id, uint64_t va,
+				   uint32_t len, uint32_t lkey)
+{
+	uint64_t w = q->sq + ((uint64_t)(q->sq_pi & 63) << SQ_STRIDE_LOG2);
+	struct qhca_sq_wqe *h = gptr(q->n, w);
+	struct qhca_sge *s = gptr(q->n, w + sizeof(*h));
+
+	memset(h, 0, 1u << SQ_STRIDE_LOG2);
+	h->wr_id = wr_id;
+	h->opcode = op;
+	h->flags = QHCA_WQE_SIGNALED;
+	h->num_sge = 1;
+	s->addr = va;
+	s->length = len;
+	s->lkey = lkey;
+	return h;
+}
+
+static void post_send(struct qp *q)
+{
+	ring(q->n, QHCA_DB_SQ, q->qpn, ++q->sq_pi);
+}
+
+static void fill(struct node *n, uint64_t va, size_t len, uint8_t seed)
+{
+	uint8_t *p = gptr(n, va_to_gpa(va));
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7 + (i >> 8));
+}
+
+static bool same(struct node *a, uint64_t va_a, struct node *b, uint64_t va_b, size_t len)
+{
+	return !memcmp(gptr(a, va_to_gpa(va_a)), gptr(b, va_to_gpa(va_b)), len);
+}
+
+/* Expect exactly one CQE with @status (and @wr_id) on @cq. */
+static void expect_cqe(struct node *n, struct cq *cq, uint64_t wr_id, uint8_t status,
+		       uint8_t opcode, uint32_t len)
+{
+	struct qhca_cqe c;
+
+	if (!poll_cq(n, cq, &c)) {
+		CHECK(!"expected a completion");
+		return;
+	}
+	CHECK_EQ(c.wr_id, wr_id);
+	CHECK_EQ(cqe_status(&c), status);
+	if (status == QHCA_WC_SUCCESS) {
+		CHECK_EQ(c.opcode, opcode);
+		if (len != UINT32_MAX)
+			CHECK_EQ(c.byte_len, len);
+	}
+}
+
+static void expect_empty(struct node *n, struct cq *cq)
+{
+	struct qhca_cqe c;
+
+	CHECK_EQ(poll_cq(n, cq, &c), 0);
+}
+
+/* ---------------------------------------------------------------- tests */
+static void test_rc_send(void)
+{
+	struct qp a, b;
+	uint64_t sbuf, rbuf;
+	uint32_t skey, rkey;
+	struct qhca_sq_wqe *w;
+	size_t sizes[] = { 0, 1, 1024, 1025, 10000, 65536 };
+	size_t i;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	skey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &sbuf);
+	rkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		fill(&nodes[0], sbuf, sizes[i], (uint8_t)i);
+		post_recv(&b, 100 + i, rbuf, 65536, rkey);
+		w = sq_wqe(&a, i & 1 ? QHCA_WR_SEND_WITH_IMM : QHCA_WR_SEND, i, sbuf,
+			   (uint32_t)sizes[i], skey);
+		w->imm_inv = 0x12345678;
+		w->flags |= QHCA_WQE_SOLICITED;
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, i, QHCA_WC_SUCCESS, QHCA_WC_SEND, UINT32_MAX);
+		{
+			struct qhca_cqe c;
+
+			CHECK(poll_cq(&nodes[1], &b.rcq, &c));
+			CHECK_EQ(c.wr_id, 100 + i);
+			CHECK_EQ(cqe_status(&c), QHCA_WC_SUCCESS);
+			CHECK_EQ(c.opcode, QHCA_WC_RECV);
+			CHECK_EQ(c.byte_len, sizes[i]);
+			CHECK_EQ(c.qpn_status & QHCA_CQE_QPN_MASK, b.qpn);
+			CHECK_EQ(!!(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_IMM),
+				 i & 1);
+			if (i & 1)
+				CHECK_EQ(c.imm, 0x12345678);
+		}
+		CHECK(same(&nodes[0], sbuf, &nodes[1], rbuf, sizes[i]));
+	}
+	expect_empty(&nodes[0], &a.scq);
+	CHECK_EQ(nodes[0].e.cnt.retransmits, 0);
+	teardown();
+}
+
+static void test_rc_write_read_atomic(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_sq_wqe *w;
+	uint64_t *target;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 1 << 20, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 1 << 20, QHCA_ACCESS_ALL, &rbuf);
+
+	/* RDMA WRITE of 300000 bytes at an offset, then WRITE with immediate. */
+	fill(&nodes[0], lbuf, 300000, 3);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 300000, lkey);
+	w->remote_addr = rbuf + 100;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 300000);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 100, 300000));
+	expect_empty(&nodes[1], &b.rcq);	/* plain WRITE consumes no receive */
+
+	post_recv(&b, 77, rbuf, 16, rkey);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE_WITH_IMM, 2, lbuf, 5000, lkey);
+	w->remote_addr = rbuf + 500000;
+	w->rkey = rkey;
+	w->imm_inv = 0xabcdef01;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 5000);
+	expect_cqe(&nodes[1], &b.rcq, 77, QHCA_WC_SUCCESS, QHCA_WC_RECV_RDMA_WITH_IMM, 5000);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 500000, 5000));
+
+	/* RDMA READ of 70000 bytes back into another place. */
+	fill(&nodes[1], rbuf + 600000, 70000, 9);
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 3, lbuf + 400000, 70000, lkey);
+	w->remote_addr = rbuf + 600000;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 70000);
+	CHECK(same(&nodes[0], lbuf + 400000, &nodes[1], rbuf + 600000, 70000));
+
+	/* Atomics on an 8-byte word. */
+	target = gptr(&nodes[1], va_to_gpa(rbuf + 8));
+	*target = 41;
+	w = sq_wqe(&a, QHCA_WR_ATOMIC_FETCH_AND_ADD, 4, lbuf, 8, lkey);
+	w->remote_addr = rbuf + 8;
+	w->rkey = rkey;
+	w->compare_add = 1;
+	post_send(&a);
+	w = sq_wqe(&a, QHCA_WR_ATOMIC_CMP_AND_SWP, 5, lbuf + 8, 8, lkey);
+	w->remote_addr = rbuf + 8;
+	w->rkey = rkey;
+	w->compare_add = 42;
+	w->swap = 1000;
+	post_send(&a);
+	w = sq_wqe(&a, QHCA_WR_ATOMIC_CMP_AND_SWP, 6, lbuf + 16, 8, lkey);
+	w->remote_addr = rbuf + 8;
+	w->rkey = rkey;
+	w->compare_add = 42;	/* no longer equal: no swap */
+	w->swap = 7;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 4, QHCA_WC_SUCCESS, QHCA_WC_FETCH_ADD, 8);
+	expect_cqe(&nodes[0], &a.scq, 5, QHCA_WC_SUCCESS, QHCA_WC_COMP_SWAP, 8);
+	expect_cqe(&nodes[0], &a.scq, 6, QHCA_WC_SUCCESS, QHCA_WC_COMP_SWAP, 8);
+	CHECK_EQ(*target, 1000);
+	CHECK_EQ(*(uint64_t *)gptr(&nodes[0], va_to_gpa(lbuf)), 41);
+	CHECK_EQ(*(uint64_t *)gptr(&nodes[0], va_to_gpa(lbuf + 8)), 42);
+	CHECK_EQ(*(uint64_t *)gptr(&nodes[0], va_to_gpa(lbuf + 16)), 1000);
+	teardown();
+}
+
+static void test_remote_access_errors(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf, robuf;
+	uint32_t lkey, rkey, rokey;
+	struct qhca_sq_wqe *w;
+	uint8_t *guard;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &rbuf);
+	rokey = make_mr(&nodes[1], 4096, QHCA_ACCESS_REMOTE_READ, &robuf);
+	guard = gptr(&nodes[1], va_to_gpa(rbuf) + 4096);
+	memset(guard, 0x5a, 64);
+	fill(&nodes[0], lbuf, 65536, 1);
+
+	/* One byte past the region: REM_ACCESS_ERR, nothing written, both QPs in error. */
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 4097, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	sq_wqe(&a, QHCA_WR_SEND, 2, lbuf, 10, lkey);	/* flushed after the error */
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_WR_FLUSH_ERR, 0, 0);
+	CHECK_EQ(guard[0], 0x5a);
+	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf)), 0);
+	CHECK_EQ(nodes[0].e.qp[a.qpn - 2]->state, QHCA_QPS_ERR);
+	CHECK_EQ(nodes[1].e.qp[b.qpn - 2]->state, QHCA_QPS_ERR);
+	teardown();
+
+	/* A WRITE to a read-only region, a forged rkey, and an rkey of another PD. */
+	{
+		static const int cases = 3;
+		int c;
+
+		for (c = 0; c < cases; c++) {
+			uint32_t other_pd_key;
+			uint64_t obuf;
+
+			setup();
+			a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+			b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+			connect_pair(&a, &b);
+			lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+			rokey = make_mr(&nodes[1], 4096, QHCA_ACCESS_REMOTE_READ, &robuf);
+			nodes[1].pd = qhca_obj_alloc(&nodes[1].e.pd, 0);
+			other_pd_key = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &obuf);
+			w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 9, lbuf, 64, lkey);
+			w->remote_addr = c == 2 ? obuf : robuf;
+			w->rkey = c == 0 ? rokey : c == 1 ? 0xdead00 : other_pd_key;
+			post_send(&a);
+			pump();
+			expect_cqe(&nodes[0], &a.scq, 9, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+			CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(robuf)), 0);
+			CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(obuf)), 0);
+			teardown();
+		}
+	}
+}
+
+static void test_local_errors(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+
+	/* Bad lkey on the send side: LOC_PROT_ERR, nothing sent. */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 100, lkey + 1);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_LOC_PROT_ERR, 0, 0);
+	CHECK_EQ(nodes[0].e.cnt.roce_tx_pkts, 0);
+	teardown();
+
+	/* Receive buffer too small: LOC_LEN_ERR at the receiver, REM_INV_REQ_ERR at the sender. */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 8192, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	post_recv(&b, 5, rbuf, 100, rkey);
+	post_recv(&b, 6, rbuf, 100, rkey);
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 101, lkey);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	expect_cqe(&nodes[1], &b.rcq, 5, QHCA_WC_LOC_LEN_ERR, 0, 0);
+	expect_cqe(&nodes[1], &b.rcq, 6, QHCA_WC_WR_FLUSH_ERR, 0, 0);
+	teardown();
+}
+
+static void test_rnr(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_qp_attr at;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	fill(&nodes[0], lbuf, 64, 4);
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 64, lkey);
+	post_send(&a);
+	/* No receive posted: RNR NAK, the sender waits and tries again. */
+	while (link_n)
+		qhca_engine_receive(&nodes[link_q[0].to].e, link_q[0].data, link_q[0].len),
+		memmove(link_q, link_q + 1, --link_n * sizeof(*link_q));
+	CHECK_EQ(nodes[0].e.cnt.rnr_naks_received, 1);
+	expect_empty(&nodes[0], &a.scq);
+	post_recv(&b, 9, rbuf, 4096, rkey);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_SEND, 64);
+	expect_cqe(&nodes[1], &b.rcq, 9, QHCA_WC_SUCCESS, QHCA_WC_RECV, 64);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 64));
+	teardown();
+
+	/* rnr_retry 0: the first RNR NAK ends it with RNR_RETRY_EXC_ERR. */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_RTS;
+	at.rnr_retry = 0;
+	CHECK_EQ(modify(&a, QHCA_QP_RNR_RETRY, &at), QHCA_ST_OK);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 64, lkey);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_RNR_RETRY_EXC_ERR, 0, 0);
+	teardown();
+}
+
+static void test_lossy_link_recovers(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	int round, i;
+
+	for (round = 0; round < 3; round++) {
+		setup();
+		drop_pct = round == 0 ? 10 : round == 1 ? 0 : 5;
+		reorder_pct = round == 1 ? 30 : round == 2 ? 10 : 0;
+		dup_pct = round == 1 ? 20 : round == 2 ? 10 : 0;
+		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+		connect_pair(&a, &b);
+		lkey = make_mr(&nodes[0], 1 << 20, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+		rkey = make_mr(&nodes[1], 1 << 20, QHCA_ACCESS_ALL, &rbuf);
+		fill(&nodes[0], lbuf, 1 << 19, (uint8_t)round);
+		fill(&nodes[1], rbuf + (1 << 19), 1 << 18, (uint8_t)(round + 50));
+		for (i = 0; i < 8; i++)
+			post_recv(&b, 200 + i, rbuf + (uint64_t)i * 32768, 32768, rkey);
+		for (i = 0; i < 8; i++) {
+			struct qhca_sq_wqe *w;
+
+			sq_wqe(&a, QHCA_WR_SEND, 10 * i, lbuf + (uint64_t)i * 32768, 20000 + i, lkey);
+			post_send(&a);
+			w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 10 * i + 1, lbuf + 262144, 40000, lkey);
+			w->remote_addr = rbuf + 262144;
+			w->rkey = rkey;
+			post_send(&a);
+			w = sq_wqe(&a, QHCA_WR_RDMA_READ, 10 * i + 2, lbuf + 524288 + i * 32768ull,
+				   30000, lkey);
+			w->remote_addr = rbuf + 524288;
+			w->rkey = rkey;
+			post_send(&a);
+			pump();
+		}
+		for (i = 0; i < 8; i++) {
+			expect_cqe(&nodes[0], &a.scq, 10 * i, QHCA_WC_SUCCESS, QHCA_WC_SEND, 20000 + i);
+			expect_cqe(&nodes[0], &a.scq, 10 * i + 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE,
+				   40000);
+			expect_cqe(&nodes[0], &a.scq, 10 * i + 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ,
+				   30000);
+			expect_cqe(&nodes[1], &b.rcq, 200 + i, QHCA_WC_SUCCESS, QHCA_WC_RECV, 20000 + i);
+			CHECK(same(&nodes[0], lbuf + (uint64_t)i * 32768, &nodes[1],
+				   rbuf + (uint64_t)i * 32768, 20000 + i));
+			CHECK(same(&nodes[0], lbuf + 524288 + i * 32768ull, &nodes[1], rbuf + 524288,
+				   30000));
+		}
+		CHECK(same(&nodes[0], lbuf + 262144, &nodes[1], rbuf + 262144, 40000));
+		expect_empty(&nodes[0], &a.scq);
+		expect_empty(&nodes[1], &b.rcq);
+		if (drop_pct)
+			CHECK(nodes[0].e.cnt.retransmits + nodes[1].e.cnt.retransmits > 0);
+		if (dup_pct)
+			CHECK(nodes[1].e.cnt.roce_rx_dup + nodes[0].e.cnt.roce_rx_dup > 0);
+		teardown();
+	}
+}
+
+static void test_retry_exceeded(void)
+{
+	struct qp a, b;
+	uint64_t lbuf;
+	uint32_t lkey;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	drop_pct = 100;
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 64, lkey);
+	post_send(&a);
+	sq_wqe(&a, QHCA_WR_SEND, 2, lbuf, 64, lkey);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_RETRY_EXC_ERR, 0, 0);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_WR_FLUSH_ERR, 0, 0);
+	CHECK_EQ(nodes[0].e.cnt.timeouts, 8);	/* retry_cnt 7: 1 + 7 tries */
+	teardown();
+}
+
+static void test_ud(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_qp_attr at;
+	struct qhca_sq_wqe *w;
+	struct qhca_ud_seg *ud;
+	struct qhca_cqe c;
+	int i;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_UD, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_UD, 0);
+	for (i = 0; i < 2; i++) {
+		struct qp *q = i ? &b : &a;
+
+		memset(&at, 0, sizeof(at));
+		at.state = QHCA_QPS_INIT;
+		at.qkey = 0x1111;
+		CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_QKEY, &at), QHCA_ST_OK);
+		at.state = QHCA_QPS_RTR;
+		CHECK_EQ(modify(q, QHCA_QP_STATE, &at), QHCA_ST_OK);
+		at.state = QHCA_QPS_RTS;
+		CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_SQ_PSN, &at), QHCA_ST_OK);
+	}
+	lkey = make_mr(&nodes[0], 8192, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	fill(&nodes[0], lbuf, 1000, 8);
+	post_recv(&b, 1, rbuf, 8192, rkey);
+	for (i = 0; i < 2; i++) {
+		w = sq_wqe(&a, QHCA_WR_SEND_WITH_IMM, 50 + i, lbuf, 1000, lkey);
+		w->imm_inv = 0x01020304;
+		/* The UD segment sits between the header and the SGE: move the SGE. */
+		memmove((uint8_t *)w + 128, (uint8_t *)w + 64, 16);
+		ud = (struct qhca_ud_seg *)((uint8_t *)w + 64);
+		memset(ud, 0, sizeof(*ud));
+		memcpy(ud->av.dgid, nodes[1].gid, 16);
+		memcpy(ud->av.sgid, nodes[0].gid, 16);
+		memcpy(ud->av.dmac, nodes[1].mac, 6);
+		ud->dqpn = b.qpn;
+		ud->qkey = i == 0 ? 0x1111 : 0x2222;	/* the second has the wrong Q_Key */
+		post_send(&a);
+	}
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 50, QHCA_WC_SUCCESS, QHCA_WC_SEND, 1000);
+	expect_cqe(&nodes[0], &a.scq, 51, QHCA_WC_SUCCESS, QHCA_WC_SEND, 1000);
+	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
+	CHECK_EQ(c.byte_len, 40 + 1000);
+	CHECK_EQ(c.src_qp_flags & QHCA_CQE_SRC_QP_MASK, a.qpn);
+	CHECK(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_GRH);
+	CHECK(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_IPV4);
+	CHECK_EQ(c.imm, 0x01020304);
+	CHECK(!memcmp(c.smac, nodes[0].mac, 6));
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 40, 1000));
+	/* The IPv4 header sits in the last 20 bytes of the GRH: check the source address. */
+	CHECK(!memcmp((uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf)) + 20 + 12, nodes[0].gid + 12, 4));
+	expect_empty(&nodes[1], &b.rcq);
+	CHECK_EQ(nodes[1].e.cnt.roce_rx_bad_qkey, 1);
+	teardown();
+}
+
+static void test_loopback(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_sq_wqe *w;
+
+	/* Two QPs of one device: frames to its own MAC never touch the link. */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 1 << 16, QHCA_ACCESS_ALL, &lbuf);
+	rkey = make_mr(&nodes[0], 1 << 16, QHCA_ACCESS_ALL, &rbuf);
+	fill(&nodes[0], lbuf, 1 << 16, 5);
+	post_recv(&b, 3, rbuf, 1 << 16, rkey);
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 20000, lkey);
+	post_send(&a);
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 2, lbuf + 30000, 20000, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	CHECK_EQ(link_n, 0);
+	CHECK_EQ(frames_sent, 0);
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_SEND, 20000);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 20000);
+	expect_cqe(&nodes[0], &b.rcq, 3, QHCA_WC_SUCCESS, QHCA_WC_RECV, 20000);
+	CHECK(same(&nodes[0], lbuf, &nodes[0], rbuf, 20000));
+	CHECK(same(&nodes[0], lbuf + 30000, &nodes[0], rbuf, 20000));
+	CHECK(nodes[0].e.cnt.loopback_pkts > 0);
+	teardown();
+}
+
+static void test_send_with_invalidate(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf, tbuf;
+	uint32_t lkey, rkey, tkey;
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe c;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	tkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &tbuf);
+	post_recv(&b, 1, rbuf, 4096, rkey);
+	w = sq_wqe(&a, QHCA_WR_SEND_WITH_INV, 1, lbuf, 16, lkey);
+	w->imm_inv = tkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_SEND, 16);
+	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
+	CHECK(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_INV);
+	CHECK_EQ(c.imm, tkey);
+	/* The invalidated rkey no longer grants anything. */
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 2, lbuf, 16, lkey);
+	w->remote_addr = tbuf;
+	w->rkey = tkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	teardown();
+}
+
+static void test_srq_and_doorbell_ownership(void)
+{
+	struct qp a, b, b2;
+	uint64_t lbuf, rbuf, srqbuf;
+	uint32_t lkey, rkey, srqn;
+	struct qhca_srq_create sc;
+	int i;
+
+	setup();
+	srqbuf = galloc(&nodes[1], 64u << RQ_STRIDE_LOG2);
+	sc = (struct qhca_srq_create){ .pd = nodes[1].pd, .log2 = 6, .stride_log2 = RQ_STRIDE_LOG2,
+				       .limit = 2 };
+	sc.pbl = pbl_for(&nodes[1], srqbuf, 64u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_srq_create(&nodes[1].e, &sc, &srqn), QHCA_ST_OK);
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, srqn);
+	b2 = make_qp(&nodes[1], QHCA_QPT_RC, srqn);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 16384, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	for (i = 0; i < 3; i++) {
+		uint64_t wq = srqbuf + ((uint64_t)i << RQ_STRIDE_LOG2);
+		struct qhca_rq_wqe *h = gptr(&nodes[1], wq);
+		struct qhca_sge *s = gptr(&nodes[1], wq + 16);
+
+		h->wr_id = 500 + i;
+		h->num_sge = 1;
+		s->addr = rbuf + i * 4096ull;
+		s->length = 4096;
+		s->lkey = rkey;
+	}
+	ring(&nodes[1], QHCA_DB_SRQ, srqn, 3);
+	/* A doorbell for the SRQ through a user page that does not own it is refused. */
+	ring(&nodes[1], QHCA_DB_PAGE_SIZE + QHCA_DB_SRQ, srqn, 60);
+	CHECK_EQ(nodes[1].e.srq[0]->wq.pi, 3);
+	nodes[1].async_events = 0;
+	for (i = 0; i < 2; i++) {
+		sq_wqe(&a, QHCA_WR_SEND, i, lbuf, 100, lkey);
+		post_send(&a);
+	}
+	pump();
+	expect_cqe(&nodes[1], &b.rcq, 500, QHCA_WC_SUCCESS, QHCA_WC_RECV, 100);
+	expect_cqe(&nodes[1], &b.rcq, 501, QHCA_WC_SUCCESS, QHCA_WC_RECV, 100);
+	CHECK_EQ(nodes[1].async_events, 0);	/* no async EQ in this test: counted below */
+	CHECK_EQ(nodes[1].e.srq[0]->limit, 0);	/* the limit fired and disarmed */
+	CHECK_EQ(qhca_srq_destroy(&nodes[1].e, srqn), QHCA_ST_BUSY);
+	CHECK_EQ(qhca_qp_destroy(&nodes[1].e, b2.qpn), QHCA_ST_OK);
+	/* A QP doorbell from a page that does not own the QP is refused. */
+	sq_wqe(&a, QHCA_WR_SEND, 9, lbuf, 100, lkey);
+	ring(&nodes[0], 2 * QHCA_DB_PAGE_SIZE + QHCA_DB_SQ, a.qpn, a.sq_pi + 1);
+	CHECK_EQ(nodes[0].e.qp[a.qpn - 2]->sq.pi, a.sq_pi);
+	teardown();
+}
+
+static void test_qp_state_machine(void)
+{
+	struct qp a, b;
+	struct qhca_qp_attr at;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_RTS;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_BAD_STATE);	/* RESET -> RTS */
+	at.state = QHCA_QPS_INIT;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	at.state = QHCA_QPS_RTR;	/* without AV, MTU, dest QPN, RQ PSN */
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_BAD_FIELD);
+	at.path_mtu = 6;		/* no such MTU */
+	CHECK_EQ(modify(&a, QHCA_QP_STATE | QHCA_QP_PATH_MTU, &at), QHCA_ST_BAD_FIELD);
+	at.path_mtu = 3;
+	at.retry_cnt = 8;
+	CHECK_EQ(modify(&a, QHCA_QP_RETRY_CNT, &at), QHCA_ST_BAD_FIELD);
+	at.state = 9;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_BAD_FIELD);
+	at.state = QHCA_QPS_ERR;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	at.state = QHCA_QPS_RESET;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	connect_pair(&a, &b);
+	CHECK_EQ(qhca_qp_query(&nodes[0].e, a.qpn, &at), QHCA_ST_OK);
+	CHECK_EQ(at.state, QHCA_QPS_RTS);
+	CHECK_EQ(at.path_mtu, 3);
+	CHECK_EQ(at.dest_qpn, b.qpn);
+	CHECK_EQ(qhca_qp_query(&nodes[0].e, 0x123456, &at), QHCA_ST_BAD_HANDLE);
+	/* A CQ in use cannot go; the QP can, then the CQ can. */
+	CHECK_EQ(qhca_cq_destroy(&nodes[0].e, a.scq.cqn), QHCA_ST_BUSY);
+	CHECK_EQ(qhca_qp_destroy(&nodes[0].e, a.qpn), QHCA_ST_OK);
+	CHECK_EQ(qhca_qp_destroy(&nodes[0].e, a.qpn), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(qhca_cq_destroy(&nodes[0].e, a.scq.cqn), QHCA_ST_OK);
+	teardown();
+}
+
+static void test_cq_overflow(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_cmd_create_eq eqc;
+	uint32_t aeq;
+	int i;
+
+	setup();
+	eqc = (struct qhca_cmd_create_eq){ .ring_addr = galloc(&nodes[0], 4096), .log2_entries = 4,
+					   .vector = 0, .flags = QHCA_EQ_ASYNC };
+	CHECK_EQ(qhca_eq_create(&nodes[0].e, &eqc, &aeq), QHCA_ST_OK);
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	/* A send CQ of 2 entries, never polled. */
+	{
+		struct cq small = make_cq(&nodes[0], 1);
+
+		nodes[0].e.qp[a.qpn - 2]->send_cq->refs--;
+		nodes[0].e.qp[a.qpn - 2]->send_cq = nodes[0].e.cq[qhca_obj_lookup(&nodes[0].e.cq_table,
+									  small.cqn)];
+		nodes[0].e.qp[a.qpn - 2]->send_cq->refs++;
+	}
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &rbuf);
+	nodes[0].async_events = 0;
+	for (i = 0; i < 3; i++) {
+		struct qhca_sq_wqe *w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, i, lbuf, 8, lkey);
+
+		w->remote_addr = rbuf;
+		w->rkey = rkey;
+		post_send(&a);
+		pump();
+	}
+	CHECK_EQ(nodes[0].e.cnt.cq_overflows, 1);
+	CHECK(nodes[0].async_events >= 1);
+	CHECK_EQ(((struct qhca_eqe *)gptr(&nodes[0], eqc.ring_addr))->type, QHCA_EVENT_CQ_ERR);
+	teardown();
+}
+
+static const struct unit_test tests[] = {
+	{ "rc_send", test_rc_send },
+	{ "rc_write_read_atomic", test_rc_write_read_atomic },
+	{ "remote_access_errors", test_remote_access_errors },
+	{ "local_errors", test_local_errors },
+	{ "rnr", test_rnr },
+	{ "lossy_link_recovers", test_lossy_link_recovers },
+	{ "retry_exceeded", test_retry_exceeded },
+	{ "ud", test_ud },
+	{ "loopback", test_loopback },
+	{ "send_with_invalidate", test_send_with_invalidate },
+	{ "srq_and_doorbell_ownership", test_srq_and_doorbell_ownership },
+	{ "qp_state_machine", test_qp_state_machine },
+	{ "cq_overflow", test_cq_overflow },
+	{}
+};
+
+int main(int argc, char **argv)
+{
+	return unit_main(tests, argc, argv);
+}
