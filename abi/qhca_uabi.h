@@ -28,4 +28,66 @@ struct qhca_alloc_pd_resp {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_alloc_pd_resp, 8);
 
+/* create_cq: the provider's ring (entries CQEs and a struct qhca_cq_dbrec after them). */
+struct qhca_create_cq_cmd {
+	uint64_t buf_addr;		/* user virtual address, page aligned */
+	uint32_t log2_entries;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_cq_cmd, 16);
+
+struct qhca_create_cq_resp {
+	uint32_t cqn;
+	uint32_t log2_entries;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_cq_resp, 8);
+
+/* create_qp: the provider's send and receive rings, each page aligned. */
+struct qhca_create_qp_cmd {
+	uint64_t sq_addr;
+	uint64_t rq_addr;		/* 0 with an SRQ */
+	uint8_t sq_log2;
+	uint8_t rq_log2;
+	uint8_t sq_stride_log2;
+	uint8_t rq_stride_log2;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_qp_cmd, 24);
+
+struct qhca_create_qp_resp {
+	uint32_t qpn;
+	uint32_t max_inline;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_qp_resp, 8);
+
+/* create_srq: the provider's ring. */
+struct qhca_create_srq_cmd {
+	uint64_t buf_addr;
+	uint8_t log2;
+	uint8_t stride_log2;
+	uint16_t rsvd0;
+	uint32_t rsvd1;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_srq_cmd, 16);
+
+struct qhca_create_srq_resp {
+	uint32_t srqn;
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_srq_resp, 8);
+
+/* create_ah: what a UD WQE needs that user space cannot see (the resolved MAC). */
+struct qhca_create_ah_resp {
+	uint8_t dmac[6];
+	uint16_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_create_ah_resp, 8);
+
+/*
+ * Ring geometry: the stride of a send WQE is the next power of two of 64 (header) + 64 for
+ * UD/GSI (struct qhca_ud_seg) + max(16 * max_send_sge, max_inline_data), at least 64; of
+ * a receive WQE of 16 + 16 * max_recv_sge, at least 16. Entries are powers of two. The
+ * provider chooses them, the driver checks them against the device's limits.
+ */
+
 #endif /* QHCA_UABI_H */

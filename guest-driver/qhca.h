@@ -9,6 +9,7 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
+#include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
 #include "qhca_abi.h"
@@ -18,6 +19,7 @@
 #define QHCA_AQ_DEPTH_LOG2	6		/* 64 admin commands in flight at most */
 #define QHCA_AQ_TIMEOUT_MS	5000
 #define QHCA_ASYNC_EQ_LOG2	6
+#define QHCA_COMP_EQ_LOG2	10
 #define QHCA_ETH_RING_LOG2	8
 
 /* MSI-X vectors: admin and async events, Ethernet, then the completion vectors. */
@@ -39,7 +41,10 @@ struct qhca_admin {
 	struct completion done;		/* signalled by the admin interrupt */
 };
 
+struct qhca_dev;
+
 struct qhca_eq {
+	struct qhca_dev *dev;
 	struct qhca_eqe *ring;
 	dma_addr_t dma;
 	u32 log2;
@@ -57,6 +62,11 @@ struct qhca_dev {
 	void __iomem *db0;		/* the kernel's doorbell page */
 	struct qhca_admin aq;
 	struct qhca_eq async_eq;
+	struct qhca_eq *comp_eq;	/* one per completion vector */
+	int ncomp;
+	struct xarray cqs;		/* cqn -> qhca_cq, for completion events */
+	struct xarray qps;		/* qpn -> qhca_qp */
+	struct xarray srqs;		/* srqn -> qhca_srq */
 	struct net_device *netdev;
 	struct qhca_device_attr attr;	/* from QUERY_DEVICE at probe */
 	struct qhca_port_attr port;	/* from QUERY_PORT at probe */
@@ -79,13 +89,67 @@ struct qhca_pd {
 	u32 handle;
 };
 
-/* Placeholders sized for ib_core; their verbs arrive with the datapath. */
+/* A page list being handed to the device (freed once the create command completes). */
+struct qhca_pbl_buf {
+	struct qhca_pbl desc;
+	u32 npages, nlists;
+	u64 **lists;
+	dma_addr_t *list_dma;
+	u64 *dir;
+	dma_addr_t dma_dir;
+	size_t dir_size;
+};
+
 struct qhca_cq {
 	struct ib_cq ibcq;
+	u32 cqn;
+	u32 log2;
+	u32 ci;				/* kernel CQs: consumer index */
+	spinlock_t lock;		/* kernel CQs: poll */
+	struct ib_umem *umem;		/* user CQs */
+	void *buf;			/* kernel CQs */
+	dma_addr_t dma;
+	size_t size;
+	struct qhca_cq_dbrec *dbrec;
+};
+
+/* A work queue ring (SQ, RQ, SRQ). */
+struct qhca_ring {
+	u32 log2, stride_log2;
+	u32 pi;				/* kernel: producer index */
+	struct ib_umem *umem;		/* user rings */
+	void *buf;			/* kernel rings */
+	dma_addr_t dma;
+	size_t size;
 };
 
 struct qhca_qp {
 	struct ib_qp ibqp;
+	u32 qpn;
+	enum ib_qp_type type;
+	enum ib_qp_state state;
+	struct qhca_ring sq, rq;
+	spinlock_t sq_lock, rq_lock;
+	u32 max_inline;
+	struct rdma_ah_attr ah_attr;
+};
+
+struct qhca_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	struct qhca_ring rq;
+	spinlock_t lock;
+};
+
+struct qhca_mr {
+	struct ib_mr ibmr;
+	u32 key;
+	struct ib_umem *umem;
+};
+
+struct qhca_ah {
+	struct ib_ah ibah;
+	struct qhca_av av;
 };
 
 static inline struct qhca_dev *to_qdev(struct ib_device *ibdev)
@@ -103,6 +167,31 @@ static inline struct qhca_pd *to_qpd(struct ib_pd *pd)
 	return container_of(pd, struct qhca_pd, ibpd);
 }
 
+static inline struct qhca_cq *to_qcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct qhca_cq, ibcq);
+}
+
+static inline struct qhca_qp *to_qqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct qhca_qp, ibqp);
+}
+
+static inline struct qhca_srq *to_qsrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct qhca_srq, ibsrq);
+}
+
+static inline struct qhca_mr *to_qmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct qhca_mr, ibmr);
+}
+
+static inline struct qhca_ah *to_qah(struct ib_ah *ah)
+{
+	return container_of(ah, struct qhca_ah, ibah);
+}
+
 /* qhca_admin.c */
 int qhca_admin_init(struct qhca_dev *dev);
 void qhca_admin_fini(struct qhca_dev *dev);
@@ -112,6 +201,8 @@ int qhca_admin_query(struct qhca_dev *dev, u8 opcode, u32 port, void *out, u32 l
 int qhca_admin_handle_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, u32 *result0);
 
 /* qhca_eq.c */
+int qhca_eq_create(struct qhca_dev *dev, struct qhca_eq *eq, u32 log2, u16 vector, u16 flags);
+void qhca_eq_destroy(struct qhca_dev *dev, struct qhca_eq *eq);
 int qhca_async_eq_init(struct qhca_dev *dev);
 void qhca_async_eq_fini(struct qhca_dev *dev);
 void qhca_async_eq_poll(struct qhca_dev *dev);
@@ -120,6 +211,49 @@ void qhca_async_eq_poll(struct qhca_dev *dev);
 int qhca_eth_init(struct qhca_dev *dev);
 void qhca_eth_fini(struct qhca_dev *dev);
 void qhca_eth_link_change(struct qhca_dev *dev, bool up);
+
+/* qhca_mem.c */
+int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb);
+int qhca_pbl_from_contig(struct qhca_dev *dev, dma_addr_t dma, size_t size,
+			 struct qhca_pbl_buf *pb);
+void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb);
+int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u32 in_len,
+		 void *out, u32 out_len, u32 *result0);
+struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
+			       int access, struct ib_udata *udata);
+int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* qhca_cq.c */
+int qhca_comp_eqs_init(struct qhca_dev *dev);
+void qhca_comp_eqs_fini(struct qhca_dev *dev);
+int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct uverbs_attr_bundle *attrs);
+int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+
+/* qhca_qp.c */
+int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata);
+int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_udata *udata);
+int qhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_qp_init_attr *init);
+int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		   const struct ib_send_wr **bad_wr);
+int qhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		   const struct ib_recv_wr **bad_wr);
+int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		    struct ib_udata *udata);
+int qhca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		    enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int qhca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int qhca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int qhca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
+int qhca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init, struct ib_udata *udata);
+int qhca_destroy_ah(struct ib_ah *ibah, u32 flags);
 
 /* qhca_verbs.c */
 extern const struct ib_device_ops qhca_dev_ops;

@@ -1,31 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * qhca async event queue: port state changes (and later QP/CQ/SRQ errors) arrive as
- * 16-byte events with a phase bit on MSI-X vector 0, which the admin queue shares.
+ * qhca event queues. The async EQ on MSI-X vector 0 (shared with the admin queue) carries
+ * port state changes and QP, CQ and SRQ errors; completion EQs live in qhca_cq.c.
  */
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
 
 #include "qhca.h"
 
-int qhca_async_eq_init(struct qhca_dev *dev)
+int qhca_eq_create(struct qhca_dev *dev, struct qhca_eq *eq, u32 log2, u16 vector, u16 flags)
 {
-	struct qhca_eq *eq = &dev->async_eq;
-	size_t size = sizeof(struct qhca_eqe) << QHCA_ASYNC_EQ_LOG2;
+	size_t size = sizeof(struct qhca_eqe) << log2;
 	struct qhca_cmd cmd = {};
 	int err;
 
-	eq->log2 = QHCA_ASYNC_EQ_LOG2;
+	eq->log2 = log2;
 	eq->ci = 0;
+	eq->dev = dev;
 	eq->ring = dma_alloc_coherent(&dev->pdev->dev, size, &eq->dma, GFP_KERNEL);
 	if (!eq->ring)
 		return -ENOMEM;
 	cmd.hdr.opcode = QHCA_CMD_CREATE_EQ;
 	cmd.hdr.len = sizeof(cmd.create_eq);
 	cmd.create_eq.ring_addr = eq->dma;
-	cmd.create_eq.log2_entries = eq->log2;
-	cmd.create_eq.vector = QHCA_VEC_ADMIN;
-	cmd.create_eq.flags = QHCA_EQ_ASYNC;
+	cmd.create_eq.log2_entries = log2;
+	cmd.create_eq.vector = vector;
+	cmd.create_eq.flags = flags;
 	err = qhca_admin_exec(dev, &cmd, &eq->handle, NULL);
 	if (err) {
 		dma_free_coherent(&dev->pdev->dev, size, eq->ring, eq->dma);
@@ -34,16 +34,25 @@ int qhca_async_eq_init(struct qhca_dev *dev)
 	return err;
 }
 
-void qhca_async_eq_fini(struct qhca_dev *dev)
+void qhca_eq_destroy(struct qhca_dev *dev, struct qhca_eq *eq)
 {
-	struct qhca_eq *eq = &dev->async_eq;
-
 	if (!eq->ring)
 		return;
 	qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_EQ, eq->handle, NULL);
 	dma_free_coherent(&dev->pdev->dev, sizeof(struct qhca_eqe) << eq->log2, eq->ring,
 			  eq->dma);
 	eq->ring = NULL;
+}
+
+int qhca_async_eq_init(struct qhca_dev *dev)
+{
+	return qhca_eq_create(dev, &dev->async_eq, QHCA_ASYNC_EQ_LOG2, QHCA_VEC_ADMIN,
+			      QHCA_EQ_ASYNC);
+}
+
+void qhca_async_eq_fini(struct qhca_dev *dev)
+{
+	qhca_eq_destroy(dev, &dev->async_eq);
 }
 
 static void qhca_port_event(struct qhca_dev *dev, bool up)
@@ -56,6 +65,39 @@ static void qhca_port_event(struct qhca_dev *dev, bool up)
 
 	qhca_eth_link_change(dev, up);
 	ib_dispatch_event(&ev);
+}
+
+static void qhca_qp_event(struct qhca_dev *dev, u32 qpn, enum ib_event_type type)
+{
+	struct qhca_qp *qp = xa_load(&dev->qps, qpn);
+	struct ib_event ev = { .device = &dev->ibdev, .event = type };
+
+	if (!qp || !qp->ibqp.event_handler)
+		return;
+	ev.element.qp = &qp->ibqp;
+	qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+static void qhca_cq_event(struct qhca_dev *dev, u32 cqn)
+{
+	struct qhca_cq *cq = xa_load(&dev->cqs, cqn);
+	struct ib_event ev = { .device = &dev->ibdev, .event = IB_EVENT_CQ_ERR };
+
+	if (!cq || !cq->ibcq.event_handler)
+		return;
+	ev.element.cq = &cq->ibcq;
+	cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+}
+
+static void qhca_srq_event(struct qhca_dev *dev, u32 srqn)
+{
+	struct qhca_srq *srq = xa_load(&dev->srqs, srqn);
+	struct ib_event ev = { .device = &dev->ibdev, .event = IB_EVENT_SRQ_LIMIT_REACHED };
+
+	if (!srq || !srq->ibsrq.event_handler)
+		return;
+	ev.element.srq = &srq->ibsrq;
+	srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 }
 
 /* Called from the vector 0 interrupt. */
@@ -80,6 +122,24 @@ void qhca_async_eq_poll(struct qhca_dev *dev)
 			break;
 		case QHCA_EVENT_PORT_DOWN:
 			qhca_port_event(dev, false);
+			break;
+		case QHCA_EVENT_QP_FATAL:
+			qhca_qp_event(dev, eqe->handle, IB_EVENT_QP_FATAL);
+			break;
+		case QHCA_EVENT_QP_REQ_ERR:
+			qhca_qp_event(dev, eqe->handle, IB_EVENT_QP_REQ_ERR);
+			break;
+		case QHCA_EVENT_QP_ACCESS_ERR:
+			qhca_qp_event(dev, eqe->handle, IB_EVENT_QP_ACCESS_ERR);
+			break;
+		case QHCA_EVENT_SQ_DRAINED:
+			qhca_qp_event(dev, eqe->handle, IB_EVENT_SQ_DRAINED);
+			break;
+		case QHCA_EVENT_CQ_ERR:
+			qhca_cq_event(dev, eqe->handle);
+			break;
+		case QHCA_EVENT_SRQ_LIMIT:
+			qhca_srq_event(dev, eqe->handle);
 			break;
 		case QHCA_EVENT_EQ_OVERFLOW:
 			dev_warn_ratelimited(&dev->pdev->dev, "async event queue overflowed\n");

@@ -35,6 +35,9 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (!dev)
 		return -ENOMEM;
 	dev->pdev = pdev;
+	xa_init(&dev->cqs);
+	xa_init(&dev->qps);
+	xa_init(&dev->srqs);
 	pci_set_drvdata(pdev, dev);
 
 	err = pci_enable_device_mem(pdev);
@@ -94,10 +97,15 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "async event queue: %d\n", err);
 		goto err_admin;
 	}
+	err = qhca_comp_eqs_init(dev);
+	if (err) {
+		dev_err(&pdev->dev, "completion event queues: %d\n", err);
+		goto err_eq;
+	}
 	err = qhca_eth_init(dev);
 	if (err) {
 		dev_err(&pdev->dev, "netdev registration failed: %d\n", err);
-		goto err_eq;
+		goto err_comp;
 	}
 
 	dev->ibdev.dev.parent = &pdev->dev;
@@ -105,7 +113,6 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	dev->ibdev.phys_port_cnt = 1;
 	dev->ibdev.num_comp_vectors = dev->nvecs - QHCA_VEC_COMP0;
 	dev->ibdev.node_guid = cpu_to_be64(dev->attr.node_guid);
-	dev->ibdev.local_dma_lkey = 0;
 	strscpy(dev->ibdev.node_desc, "qhca emulated RDMA HCA", sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &qhca_dev_ops);
 	err = ib_device_set_netdev(&dev->ibdev, dev->netdev, 1);
@@ -123,6 +130,8 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 err_eth:
 	ib_device_set_netdev(&dev->ibdev, NULL, 1);
 	qhca_eth_fini(dev);
+err_comp:
+	qhca_comp_eqs_fini(dev);
 err_eq:
 	qhca_async_eq_fini(dev);
 err_admin:
@@ -151,6 +160,7 @@ static void qhca_remove(struct pci_dev *pdev)
 	ib_unregister_device(&dev->ibdev);
 	qhca_async_eq_fini(dev);
 	qhca_eth_fini(dev);
+	qhca_comp_eqs_fini(dev);
 	qhca_admin_fini(dev);
 	free_irq(pci_irq_vector(pdev, 0), dev);
 	pci_free_irq_vectors(pdev);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * qhca ib_device_ops: device and port queries, user contexts with their doorbell page
- * mapped through rdma_user_mmap_entry, and protection domains. Completion queues, queue
- * pairs and memory regions are answered with -EOPNOTSUPP until the datapath lands.
+ * mapped through rdma_user_mmap_entry, and protection domains; the ops table of the whole
+ * driver.
  */
 #include <linux/io.h>
 #include <linux/slab.h>
@@ -46,7 +46,11 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 	attr->max_fast_reg_page_list_len = a->max_fast_reg_page_list_len;
 	attr->max_pkeys = a->max_pkeys;
 	attr->local_ca_ack_delay = a->local_ca_ack_delay;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->atomic_cap = (a->dev_caps & QHCA_DEV_CAP_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	attr->max_qp_rd_atom = a->max_qp_rd_atom;
+	attr->max_res_rd_atom = a->max_qp_rd_atom * a->max_qp;
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_CHANGE_PHY_PORT;
 	return 0;
 }
 
@@ -223,75 +227,6 @@ static int qhca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 				     to_qpd(ibpd)->handle, NULL);
 }
 
-/* ---------------------------------------------------------------- not yet supported */
-static int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			  struct uverbs_attr_bundle *attrs)
-{
-	return -EOPNOTSUPP;
-}
-
-static int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
-{
-	return 0;
-}
-
-static int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
-{
-	return 0;
-}
-
-static int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
-{
-	return -EOPNOTSUPP;
-}
-
-static int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
-			  struct ib_udata *udata)
-{
-	return -EOPNOTSUPP;
-}
-
-static int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-			  struct ib_udata *udata)
-{
-	return -EOPNOTSUPP;
-}
-
-static int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
-{
-	return 0;
-}
-
-static int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-			  const struct ib_send_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static int qhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			  const struct ib_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
-static struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
-				      int access, struct ib_udata *udata)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
-static int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
-{
-	return 0;
-}
-
 const struct ib_device_ops qhca_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -299,13 +234,18 @@ const struct ib_device_ops qhca_dev_ops = {
 
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
+	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_qp = qhca_create_qp,
+	.create_srq = qhca_create_srq,
+	.create_user_ah = qhca_create_ah,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.dereg_mr = qhca_dereg_mr,
+	.destroy_ah = qhca_destroy_ah,
 	.destroy_cq = qhca_destroy_cq,
 	.destroy_qp = qhca_destroy_qp,
+	.destroy_srq = qhca_destroy_srq,
 	.get_dev_fw_str = qhca_get_dev_fw_str,
 	.get_dma_mr = qhca_get_dma_mr,
 	.get_link_layer = qhca_get_link_layer,
@@ -313,17 +253,23 @@ const struct ib_device_ops qhca_dev_ops = {
 	.mmap = qhca_mmap,
 	.mmap_free = qhca_mmap_free,
 	.modify_qp = qhca_modify_qp,
+	.modify_srq = qhca_modify_srq,
 	.poll_cq = qhca_poll_cq,
 	.post_recv = qhca_post_recv,
 	.post_send = qhca_post_send,
+	.post_srq_recv = qhca_post_srq_recv,
 	.query_device = qhca_query_device,
 	.query_pkey = qhca_query_pkey,
 	.query_port = qhca_query_port,
+	.query_qp = qhca_query_qp,
+	.query_srq = qhca_query_srq,
 	.reg_user_mr = qhca_reg_user_mr,
 	.req_notify_cq = qhca_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qhca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, qhca_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, qhca_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, qhca_ucontext, ibucontext),
 };

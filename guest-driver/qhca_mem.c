@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qhca page lists and memory regions: the pages behind user memory (ib_umem) or a kernel
+ * buffer described to the device as a one- or two-level page list, which the device copies
+ * when the object is created; memory regions of user memory and the kernel's DMA region.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/slab.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
+
+#include "qhca.h"
+
+void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb)
+{
+	struct device *d = &dev->pdev->dev;
+	u32 i;
+
+	for (i = 0; i < pb->nlists; i++)
+		if (pb->lists[i])
+			dma_free_coherent(d, PAGE_SIZE, pb->lists[i], pb->list_dma[i]);
+	if (pb->dir)
+		dma_free_coherent(d, pb->dir_size, pb->dir, pb->dma_dir);
+	kfree(pb->lists);
+	kfree(pb->list_dma);
+	memset(pb, 0, sizeof(*pb));
+}
+
+static int qhca_pbl_alloc(struct qhca_dev *dev, struct qhca_pbl_buf *pb, u32 npages)
+{
+	struct device *d = &dev->pdev->dev;
+	u32 i;
+
+	memset(pb, 0, sizeof(*pb));
+	pb->npages = npages;
+	pb->nlists = DIV_ROUND_UP(npages, QHCA_PBL_PER_PAGE);
+	pb->lists = kcalloc(pb->nlists, sizeof(*pb->lists), GFP_KERNEL);
+	pb->list_dma = kcalloc(pb->nlists, sizeof(*pb->list_dma), GFP_KERNEL);
+	if (!pb->lists || !pb->list_dma)
+		goto err;
+	for (i = 0; i < pb->nlists; i++) {
+		pb->lists[i] = dma_alloc_coherent(d, PAGE_SIZE, &pb->list_dma[i], GFP_KERNEL);
+		if (!pb->lists[i])
+			goto err;
+	}
+	pb->desc.npages = npages;
+	if (pb->nlists == 1) {
+		pb->desc.levels = 1;
+		pb->desc.addr = pb->list_dma[0];
+		return 0;
+	}
+	pb->desc.levels = 2;
+	pb->dir_size = ALIGN(pb->nlists * sizeof(u64), PAGE_SIZE);
+	pb->dir = dma_alloc_coherent(d, pb->dir_size, &pb->dma_dir, GFP_KERNEL);
+	if (!pb->dir)
+		goto err;
+	pb->desc.addr = pb->dma_dir;
+	for (i = 0; i < pb->nlists; i++)
+		pb->dir[i] = pb->list_dma[i];
+	return 0;
+err:
+	qhca_pbl_free(dev, pb);
+	return -ENOMEM;
+}
+
+static void qhca_pbl_set(struct qhca_pbl_buf *pb, u32 i, u64 addr)
+{
+	pb->lists[i / QHCA_PBL_PER_PAGE][i % QHCA_PBL_PER_PAGE] = addr;
+}
+
+int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb)
+{
+	struct ib_block_iter biter;
+	u32 i = 0;
+	int err;
+
+	err = qhca_pbl_alloc(dev, pb, ib_umem_num_dma_blocks(umem, PAGE_SIZE));
+	if (err)
+		return err;
+	rdma_for_each_block(umem->sgt_append.sgt.sgl, &biter, umem->sgt_append.sgt.nents,
+			    PAGE_SIZE)
+		qhca_pbl_set(pb, i++, rdma_block_iter_dma_address(&biter));
+	return 0;
+}
+
+int qhca_pbl_from_contig(struct qhca_dev *dev, dma_addr_t dma, size_t size,
+			 struct qhca_pbl_buf *pb)
+{
+	u32 i, n = DIV_ROUND_UP(size, PAGE_SIZE);
+	int err;
+
+	err = qhca_pbl_alloc(dev, pb, n);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++)
+		qhca_pbl_set(pb, i, dma + (u64)i * PAGE_SIZE);
+	return 0;
+}
+
+/* Run an object command whose input structure is @in (copied into DMA memory). */
+int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u32 in_len,
+		 void *out, u32 out_len, u32 *result0)
+{
+	struct device *d = &dev->pdev->dev;
+	struct qhca_cmd cmd = {};
+	size_t size = max_t(size_t, in_len, out_len);
+	dma_addr_t dma = 0;
+	void *buf = NULL;
+	int err;
+
+	if (size) {
+		buf = dma_alloc_coherent(d, size, &dma, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		if (in_len)
+			memcpy(buf, in, in_len);
+	}
+	cmd.hdr.opcode = opcode;
+	cmd.hdr.len = sizeof(cmd.obj);
+	cmd.obj.handle = handle;
+	if (in_len) {
+		cmd.obj.in_addr = dma;
+		cmd.obj.in_len = in_len;
+	}
+	if (out_len) {
+		cmd.obj.out_addr = dma;
+		cmd.obj.out_len = out_len;
+	}
+	err = qhca_admin_exec(dev, &cmd, result0, NULL);
+	if (!err && out_len)
+		memcpy(out, buf, out_len);
+	if (buf)
+		dma_free_coherent(d, size, buf, dma);
+	return err;
+}
+
+/* ---------------------------------------------------------------- memory regions */
+static u32 qhca_access(int ib_access)
+{
+	return ib_access & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			    IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC);
+}
+
+struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct qhca_dev *dev = to_qdev(ibpd->device);
+	struct qhca_mr_create c = {};
+	struct qhca_mr *mr;
+	int err;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	c.pd = to_qpd(ibpd)->handle;
+	c.access = qhca_access(access) | QHCA_ACCESS_LOCAL_WRITE;
+	c.flags = QHCA_MR_PHYS;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_MR, 0, &c, sizeof(c), NULL, 0, &mr->key);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	mr->ibmr.lkey = mr->ibmr.rkey = mr->key;
+	return &mr->ibmr;
+}
+
+struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
+			       int access, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibpd->device);
+	struct qhca_mr_create c = {};
+	struct qhca_pbl_buf pb;
+	struct qhca_mr *mr;
+	int err;
+
+	if (length > dev->attr.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	err = qhca_pbl_from_umem(dev, mr->umem, &pb);
+	if (err)
+		goto err_umem;
+	c.pd = to_qpd(ibpd)->handle;
+	c.access = qhca_access(access);
+	c.iova = virt;
+	c.length = length;
+	c.page_offset = ib_umem_offset(mr->umem);
+	c.pbl = pb.desc;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_MR, 0, &c, sizeof(c), NULL, 0, &mr->key);
+	qhca_pbl_free(dev, &pb);
+	if (err)
+		goto err_umem;
+	mr->ibmr.lkey = mr->ibmr.rkey = mr->key;
+	return &mr->ibmr;
+
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct qhca_mr *mr = to_qmr(ibmr);
+	int err;
+
+	err = qhca_obj_cmd(to_qdev(ibmr->device), QHCA_CMD_DESTROY_MR, mr->key, NULL, 0, NULL, 0,
+			   NULL);
+	if (err)
+		return err;
+	ib_umem_release(mr->umem);
+	kfree(mr);
+	return 0;
+}

@@ -1,0 +1,628 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qhca queue pairs, shared receive queues and address handles: creation with rings in the
+ * provider's memory (user) or in DMA memory (kernel), attribute translation for modify and
+ * query, and the kernel's post_send, post_recv and post_srq_recv.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_umem.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "qhca.h"
+
+/* ---------------------------------------------------------------- rings */
+/* A work queue ring: user memory from the provider, or a kernel DMA buffer. */
+static int qhca_ring_get(struct qhca_dev *dev, struct qhca_ring *r, struct ib_device *ibdev,
+			 u64 uaddr, bool user, struct qhca_pbl_buf *pb)
+{
+	size_t size = (size_t)1 << (r->log2 + r->stride_log2);
+	int err;
+
+	size = ALIGN(size, PAGE_SIZE);
+	if (user) {
+		r->umem = ib_umem_get(ibdev, uaddr, size, IB_ACCESS_LOCAL_WRITE);
+		if (IS_ERR(r->umem)) {
+			err = PTR_ERR(r->umem);
+			r->umem = NULL;
+			return err;
+		}
+		err = qhca_pbl_from_umem(dev, r->umem, pb);
+	} else {
+		r->buf = dma_alloc_coherent(&dev->pdev->dev, size, &r->dma, GFP_KERNEL);
+		if (!r->buf)
+			return -ENOMEM;
+		r->size = size;
+		err = qhca_pbl_from_contig(dev, r->dma, size, pb);
+	}
+	return err;
+}
+
+static void qhca_ring_put(struct qhca_dev *dev, struct qhca_ring *r)
+{
+	if (r->umem)
+		ib_umem_release(r->umem);
+	if (r->buf)
+		dma_free_coherent(&dev->pdev->dev, r->size, r->buf, r->dma);
+	r->umem = NULL;
+	r->buf = NULL;
+}
+
+static u8 qhca_sq_stride_log2(u32 max_sge, u32 max_inline, bool ud)
+{
+	u32 bytes = sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
+		    max_t(u32, max_sge * sizeof(struct qhca_sge), max_inline);
+
+	return order_base_2(bytes);
+}
+
+static u8 qhca_rq_stride_log2(u32 max_sge)
+{
+	return order_base_2(sizeof(struct qhca_rq_wqe) + max(max_sge, 1u) * sizeof(struct qhca_sge));
+}
+
+/* ---------------------------------------------------------------- QP create and destroy */
+int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibqp->device);
+	struct qhca_qp *qp = to_qqp(ibqp);
+	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
+							       ibucontext);
+	struct ib_qp_cap *cap = &init->cap;
+	struct qhca_qp_create c = {};
+	struct qhca_pbl_buf sq_pb = {}, rq_pb = {};
+	struct qhca_create_qp_cmd ucmd = {};
+	bool ud;
+	int err;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->create_flags || cap->max_send_wr > dev->attr.max_qp_wr ||
+	    cap->max_recv_wr > dev->attr.max_qp_wr || cap->max_send_sge > dev->attr.max_send_sge ||
+	    cap->max_recv_sge > dev->attr.max_recv_sge ||
+	    cap->max_inline_data > dev->attr.max_inline_data)
+		return -EINVAL;
+	ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	qp->type = init->qp_type;
+	qp->sq.log2 = order_base_2(max(cap->max_send_wr, 1u));
+	qp->sq.stride_log2 = qhca_sq_stride_log2(cap->max_send_sge, cap->max_inline_data, ud);
+	qp->rq.log2 = order_base_2(max(cap->max_recv_wr, 1u));
+	qp->rq.stride_log2 = qhca_rq_stride_log2(cap->max_recv_sge);
+	if (uctx) {
+		if (udata->inlen < sizeof(ucmd) ||
+		    ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
+			return -EFAULT;
+		/* The provider may round up, never down, and stays within the device's limits. */
+		if (ucmd.sq_log2 < qp->sq.log2 || ucmd.sq_stride_log2 < qp->sq.stride_log2 ||
+		    (!init->srq && (ucmd.rq_log2 < qp->rq.log2 ||
+				    ucmd.rq_stride_log2 < qp->rq.stride_log2)) || ucmd.rsvd)
+			return -EINVAL;
+		qp->sq.log2 = ucmd.sq_log2;
+		qp->sq.stride_log2 = ucmd.sq_stride_log2;
+		qp->rq.log2 = ucmd.rq_log2;
+		qp->rq.stride_log2 = ucmd.rq_stride_log2;
+	}
+	if ((1u << qp->sq.log2) > dev->attr.max_qp_wr || qp->sq.stride_log2 > 12 ||
+	    (!init->srq && ((1u << qp->rq.log2) > dev->attr.max_qp_wr || qp->rq.stride_log2 > 12)))
+		return -EINVAL;
+	err = qhca_ring_get(dev, &qp->sq, ibqp->device, ucmd.sq_addr, uctx, &sq_pb);
+	if (err)
+		goto err_rings;
+	if (!init->srq) {
+		err = qhca_ring_get(dev, &qp->rq, ibqp->device, ucmd.rq_addr, uctx, &rq_pb);
+		if (err)
+			goto err_rings;
+	}
+	c.pd = to_qpd(ibqp->pd)->handle;
+	c.send_cq = to_qcq(init->send_cq)->cqn;
+	c.recv_cq = to_qcq(init->recv_cq)->cqn;
+	c.srq = init->srq ? to_qsrq(init->srq)->srqn : 0;
+	c.uctx = uctx ? uctx->handle : QHCA_HANDLE_KERNEL;
+	c.type = init->qp_type == IB_QPT_GSI ? QHCA_QPT_GSI : init->qp_type;
+	c.sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	c.sq_log2 = qp->sq.log2;
+	c.rq_log2 = init->srq ? 0 : qp->rq.log2;
+	c.sq_stride_log2 = qp->sq.stride_log2;
+	c.rq_stride_log2 = init->srq ? 4 : qp->rq.stride_log2;
+	c.max_inline = cap->max_inline_data;
+	c.sq_pbl = sq_pb.desc;
+	c.rq_pbl = rq_pb.desc;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_QP, 0, &c, sizeof(c), NULL, 0, &qp->qpn);
+	qhca_pbl_free(dev, &sq_pb);
+	qhca_pbl_free(dev, &rq_pb);
+	if (err)
+		goto err_rings;
+	qp->max_inline = cap->max_inline_data;
+	err = xa_err(xa_store(&dev->qps, qp->qpn, qp, GFP_KERNEL));
+	if (err)
+		goto err_destroy;
+	/* GSI is QP1 on the wire whatever the device numbered it. */
+	qp->ibqp.qp_num = init->qp_type == IB_QPT_GSI ? 1 : qp->qpn;
+	cap->max_send_wr = 1u << qp->sq.log2;
+	cap->max_recv_wr = init->srq ? 0 : 1u << qp->rq.log2;
+	if (uctx) {
+		struct qhca_create_qp_resp uresp = { .qpn = qp->qpn,
+						     .max_inline = cap->max_inline_data };
+
+		err = ib_copy_to_udata(udata, &uresp, min(udata->outlen, sizeof(uresp)));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+
+err_xa:
+	xa_erase(&dev->qps, qp->qpn);
+err_destroy:
+	qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
+err_rings:
+	qhca_pbl_free(dev, &sq_pb);
+	qhca_pbl_free(dev, &rq_pb);
+	qhca_ring_put(dev, &qp->sq);
+	qhca_ring_put(dev, &qp->rq);
+	return err;
+}
+
+int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibqp->device);
+	struct qhca_qp *qp = to_qqp(ibqp);
+	int err;
+
+	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
+	if (err)
+		return err;
+	xa_erase(&dev->qps, qp->qpn);
+	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));	/* async events */
+	qhca_ring_put(dev, &qp->sq);
+	qhca_ring_put(dev, &qp->rq);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- modify and query */
+static int qhca_av_from_ah_attr(struct qhca_av *av, const struct rdma_ah_attr *ah)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(ah);
+	const struct ib_gid_attr *sgid = grh->sgid_attr;
+
+	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) || !sgid)
+		return -EINVAL;
+	/* RoCE v2 only: the source GID's type says how packets are encapsulated. */
+	if (sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	memset(av, 0, sizeof(*av));
+	memcpy(av->dgid, grh->dgid.raw, 16);
+	memcpy(av->sgid, sgid->gid.raw, 16);
+	memcpy(av->dmac, ah->roce.dmac, ETH_ALEN);
+	av->hop_limit = grh->hop_limit;
+	av->tclass = grh->traffic_class;
+	av->flow_label = grh->flow_label;
+	return 0;
+}
+
+int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibqp->device);
+	struct qhca_qp *qp = to_qqp(ibqp);
+	struct qhca_qp_attr a = {};
+	int err;
+
+	if (mask & ~(IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_EN_SQD_ASYNC_NOTIFY |
+		     IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY |
+		     IB_QP_AV | IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+		     IB_QP_RNR_RETRY | IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC |
+		     IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+		     IB_QP_DEST_QPN))
+		return -EOPNOTSUPP;
+	if (!ib_modify_qp_is_ok(qp->state, mask & IB_QP_STATE ? attr->qp_state : qp->state,
+				ibqp->qp_type, mask))
+		return -EINVAL;
+	/* IB_QP_* and QHCA_QP_* share their values. */
+	a.mask = mask & ~(IB_QP_PORT | IB_QP_EN_SQD_ASYNC_NOTIFY);
+	a.state = attr->qp_state;
+	a.cur_state = attr->cur_qp_state;
+	a.path_mtu = attr->path_mtu;
+	a.timeout = attr->timeout;
+	a.retry_cnt = attr->retry_cnt;
+	a.rnr_retry = attr->rnr_retry;
+	a.min_rnr_timer = attr->min_rnr_timer;
+	a.max_rd_atomic = attr->max_rd_atomic;
+	a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	a.pkey_index = attr->pkey_index;
+	a.qkey = attr->qkey;
+	a.rq_psn = attr->rq_psn;
+	a.sq_psn = attr->sq_psn;
+	a.dest_qpn = attr->dest_qp_num;
+	a.access_flags = attr->qp_access_flags & QHCA_ACCESS_ALL;
+	if (mask & IB_QP_AV) {
+		err = qhca_av_from_ah_attr(&a.av, &attr->ah_attr);
+		if (err)
+			return err;
+	}
+	err = qhca_obj_cmd(dev, QHCA_CMD_MODIFY_QP, qp->qpn, &a, sizeof(a), NULL, 0, NULL);
+	if (err)
+		return err;
+	if (mask & IB_QP_STATE)
+		qp->state = attr->qp_state;
+	if (mask & IB_QP_AV)
+		qp->ah_attr = attr->ah_attr;
+	return 0;
+}
+
+int qhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_qp_init_attr *init)
+{
+	struct qhca_dev *dev = to_qdev(ibqp->device);
+	struct qhca_qp *qp = to_qqp(ibqp);
+	struct qhca_qp_attr a;
+	int err;
+
+	err = qhca_obj_cmd(dev, QHCA_CMD_QUERY_QP, qp->qpn, NULL, 0, &a, sizeof(a), NULL);
+	if (err)
+		return err;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = a.state;
+	attr->cur_qp_state = a.state;
+	attr->path_mtu = a.path_mtu;
+	attr->timeout = a.timeout;
+	attr->retry_cnt = a.retry_cnt;
+	attr->rnr_retry = a.rnr_retry;
+	attr->min_rnr_timer = a.min_rnr_timer;
+	attr->max_rd_atomic = a.max_rd_atomic;
+	attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
+	attr->qkey = a.qkey;
+	attr->rq_psn = a.rq_psn;
+	attr->sq_psn = a.sq_psn;
+	attr->dest_qp_num = a.dest_qpn;
+	attr->qp_access_flags = a.access_flags;
+	attr->port_num = 1;
+	attr->ah_attr = qp->ah_attr;
+	attr->cap.max_send_wr = 1u << qp->sq.log2;
+	attr->cap.max_recv_wr = qp->rq.log2 ? 1u << qp->rq.log2 : 0;
+	attr->cap.max_inline_data = qp->max_inline;
+	attr->cap.max_send_sge = dev->attr.max_send_sge;
+	attr->cap.max_recv_sge = dev->attr.max_recv_sge;
+	init->qp_type = ibqp->qp_type;
+	init->cap = attr->cap;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- kernel post */
+static void *qhca_wqe(struct qhca_ring *r, u32 idx)
+{
+	return r->buf + ((size_t)(idx & ((1u << r->log2) - 1)) << r->stride_log2);
+}
+
+static int qhca_wr_opcode(enum ib_wr_opcode op, u8 *out)
+{
+	switch (op) {
+	case IB_WR_RDMA_WRITE:
+		*out = QHCA_WR_RDMA_WRITE;
+		return 0;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		*out = QHCA_WR_RDMA_WRITE_WITH_IMM;
+		return 0;
+	case IB_WR_SEND:
+		*out = QHCA_WR_SEND;
+		return 0;
+	case IB_WR_SEND_WITH_IMM:
+		*out = QHCA_WR_SEND_WITH_IMM;
+		return 0;
+	case IB_WR_RDMA_READ:
+		*out = QHCA_WR_RDMA_READ;
+		return 0;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		*out = QHCA_WR_ATOMIC_CMP_AND_SWP;
+		return 0;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		*out = QHCA_WR_ATOMIC_FETCH_AND_ADD;
+		return 0;
+	case IB_WR_SEND_WITH_INV:
+		*out = QHCA_WR_SEND_WITH_INV;
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void *w)
+{
+	struct qhca_sq_wqe *h = w;
+	void *seg = w + sizeof(*h);
+	u32 stride = 1u << qp->sq.stride_log2;
+	int i;
+
+	memset(h, 0, sizeof(*h));
+	if (qhca_wr_opcode(wr->opcode, &h->opcode))
+		return -EINVAL;
+	h->wr_id = wr->wr_id;
+	h->flags = (wr->send_flags & IB_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
+		   (wr->send_flags & IB_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
+		   (wr->send_flags & IB_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+	if (wr->opcode == IB_WR_SEND_WITH_INV)
+		h->imm_inv = wr->ex.invalidate_rkey;
+	else
+		h->imm_inv = be32_to_cpu(wr->ex.imm_data);
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		h->remote_addr = rdma_wr(wr)->remote_addr;
+		h->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		h->remote_addr = atomic_wr(wr)->remote_addr;
+		h->rkey = atomic_wr(wr)->rkey;
+		h->compare_add = atomic_wr(wr)->compare_add;
+		h->swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->type == IB_QPT_UD || qp->type == IB_QPT_GSI) {
+		struct qhca_ud_seg *ud = seg;
+
+		memset(ud, 0, sizeof(*ud));
+		ud->av = to_qah(ud_wr(wr)->ah)->av;
+		ud->dqpn = ud_wr(wr)->remote_qpn;
+		ud->qkey = ud_wr(wr)->remote_qkey;
+		seg += sizeof(*ud);
+	}
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline ||
+			    seg + len + wr->sg_list[i].length > w + stride)
+				return -EINVAL;
+			memcpy(seg + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		h->flags |= QHCA_WQE_INLINE;
+		h->inline_len = len;
+		return 0;
+	}
+	if (seg + wr->num_sge * sizeof(struct qhca_sge) > w + stride)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		struct qhca_sge *s = seg + i * sizeof(*s);
+
+		s->addr = wr->sg_list[i].addr;
+		s->length = wr->sg_list[i].length;
+		s->lkey = wr->sg_list[i].lkey;
+	}
+	h->num_sge = wr->num_sge;
+	return 0;
+}
+
+int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		   const struct ib_send_wr **bad_wr)
+{
+	struct qhca_dev *dev = to_qdev(ibqp->device);
+	struct qhca_qp *qp = to_qqp(ibqp);
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	for (; wr; wr = wr->next) {
+		/* The device's consumer index is not visible: bound by what completed. */
+		err = qhca_build_send(qp, wr, qhca_wqe(&qp->sq, qp->sq.pi));
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		qp->sq.pi++;
+	}
+	dma_wmb();	/* WQEs before the doorbell */
+	writeq((u64)qp->sq.pi << 32 | qp->qpn, dev->db0 + QHCA_DB_SQ);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return err;
+}
+
+static int qhca_build_recv(struct qhca_ring *r, const struct ib_recv_wr *wr)
+{
+	struct qhca_rq_wqe *h = qhca_wqe(r, r->pi);
+	struct qhca_sge *s = (void *)(h + 1);
+	int i;
+
+	if (sizeof(*h) + wr->num_sge * sizeof(*s) > (1u << r->stride_log2))
+		return -EINVAL;
+	h->wr_id = wr->wr_id;
+	h->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		s[i].addr = wr->sg_list[i].addr;
+		s[i].length = wr->sg_list[i].length;
+		s[i].lkey = wr->sg_list[i].lkey;
+	}
+	r->pi++;
+	return 0;
+}
+
+int qhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		   const struct ib_recv_wr **bad_wr)
+{
+	struct qhca_dev *dev = to_qdev(ibqp->device);
+	struct qhca_qp *qp = to_qqp(ibqp);
+	unsigned long flags;
+	int err = 0;
+
+	if (ibqp->srq)
+		return -EINVAL;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	for (; wr; wr = wr->next) {
+		err = qhca_build_recv(&qp->rq, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	dma_wmb();
+	writeq((u64)qp->rq.pi << 32 | qp->qpn, dev->db0 + QHCA_DB_RQ);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return err;
+}
+
+/* ---------------------------------------------------------------- SRQ */
+int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibsrq->device);
+	struct qhca_srq *srq = to_qsrq(ibsrq);
+	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
+							       ibucontext);
+	struct qhca_srq_create c = {};
+	struct qhca_create_srq_cmd ucmd = {};
+	struct qhca_pbl_buf pb = {};
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (init->attr.max_wr > dev->attr.max_srq_wr || init->attr.max_sge > dev->attr.max_srq_sge)
+		return -EINVAL;
+	spin_lock_init(&srq->lock);
+	srq->rq.log2 = order_base_2(max(init->attr.max_wr, 1u));
+	srq->rq.stride_log2 = qhca_rq_stride_log2(init->attr.max_sge);
+	if (uctx) {
+		if (udata->inlen < sizeof(ucmd) || ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
+			return -EFAULT;
+		if (ucmd.log2 < srq->rq.log2 || ucmd.stride_log2 < srq->rq.stride_log2 ||
+		    ucmd.stride_log2 > 12 || (1u << ucmd.log2) > dev->attr.max_srq_wr ||
+		    ucmd.rsvd0 || ucmd.rsvd1)
+			return -EINVAL;
+		srq->rq.log2 = ucmd.log2;
+		srq->rq.stride_log2 = ucmd.stride_log2;
+	}
+	err = qhca_ring_get(dev, &srq->rq, ibsrq->device, ucmd.buf_addr, uctx, &pb);
+	if (err)
+		goto err_ring;
+	c.pd = to_qpd(ibsrq->pd)->handle;
+	c.uctx = uctx ? uctx->handle : QHCA_HANDLE_KERNEL;
+	c.log2 = srq->rq.log2;
+	c.stride_log2 = srq->rq.stride_log2;
+	c.limit = init->attr.srq_limit;
+	c.pbl = pb.desc;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_SRQ, 0, &c, sizeof(c), NULL, 0, &srq->srqn);
+	qhca_pbl_free(dev, &pb);
+	if (err)
+		goto err_ring;
+	err = xa_err(xa_store(&dev->srqs, srq->srqn, srq, GFP_KERNEL));
+	if (err)
+		goto err_destroy;
+	init->attr.max_wr = 1u << srq->rq.log2;
+	if (uctx) {
+		struct qhca_create_srq_resp uresp = { .srqn = srq->srqn };
+
+		err = ib_copy_to_udata(udata, &uresp, min(udata->outlen, sizeof(uresp)));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+err_xa:
+	xa_erase(&dev->srqs, srq->srqn);
+err_destroy:
+	qhca_obj_cmd(dev, QHCA_CMD_DESTROY_SRQ, srq->srqn, NULL, 0, NULL, 0, NULL);
+err_ring:
+	qhca_pbl_free(dev, &pb);
+	qhca_ring_put(dev, &srq->rq);
+	return err;
+}
+
+int qhca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		    enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct qhca_srq_modify m = {};
+
+	if (mask & IB_SRQ_MAX_WR)
+		return -EOPNOTSUPP;	/* no resize */
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	m.limit = attr->srq_limit;
+	return qhca_obj_cmd(to_qdev(ibsrq->device), QHCA_CMD_MODIFY_SRQ, to_qsrq(ibsrq)->srqn, &m,
+			    sizeof(m), NULL, 0, NULL);
+}
+
+int qhca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct qhca_srq *srq = to_qsrq(ibsrq);
+
+	attr->max_wr = 1u << srq->rq.log2;
+	attr->max_sge = ((1u << srq->rq.stride_log2) - sizeof(struct qhca_rq_wqe)) /
+			sizeof(struct qhca_sge);
+	attr->srq_limit = 0;
+	return 0;
+}
+
+int qhca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibsrq->device);
+	struct qhca_srq *srq = to_qsrq(ibsrq);
+	int err;
+
+	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_SRQ, srq->srqn, NULL, 0, NULL, 0, NULL);
+	if (err)
+		return err;
+	xa_erase(&dev->srqs, srq->srqn);
+	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));
+	qhca_ring_put(dev, &srq->rq);
+	return 0;
+}
+
+int qhca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	struct qhca_dev *dev = to_qdev(ibsrq->device);
+	struct qhca_srq *srq = to_qsrq(ibsrq);
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	for (; wr; wr = wr->next) {
+		err = qhca_build_recv(&srq->rq, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	dma_wmb();
+	writeq((u64)srq->rq.pi << 32 | srq->srqn, dev->db0 + QHCA_DB_SRQ);
+	spin_unlock_irqrestore(&srq->lock, flags);
+	return err;
+}
+
+/* ---------------------------------------------------------------- address handles */
+int qhca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init, struct ib_udata *udata)
+{
+	struct qhca_ah *ah = to_qah(ibah);
+	int err;
+
+	err = qhca_av_from_ah_attr(&ah->av, init->ah_attr);
+	if (err)
+		return err;
+	if (udata && udata->outlen) {
+		struct qhca_create_ah_resp uresp = {};
+
+		memcpy(uresp.dmac, ah->av.dmac, ETH_ALEN);
+		err = ib_copy_to_udata(udata, &uresp, min(udata->outlen, sizeof(uresp)));
+	}
+	return err;
+}
+
+int qhca_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	return 0;
+}
