@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * qhca rdma-core provider: device matching, user context with its doorbell page, device
- * and port queries, protection domains. The datapath verbs (CQ, QP, MR, post and poll)
- * are not offered yet; libibverbs answers them with EOPNOTSUPP.
+ * qhca rdma-core provider: device matching, the user context with its doorbell page,
+ * device and port queries, protection domains, memory regions and address handles. The
+ * queues and the datapath are in qhca_queue.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
 #include <sys/mman.h>
 
 #include "qhca.h"
@@ -74,6 +75,75 @@ static int qhca_dealloc_pd(struct ibv_pd *ibpd)
 	return 0;
 }
 
+static struct ibv_mr *qhca_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+				  uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	if (ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd, sizeof(cmd), &resp,
+			   sizeof(resp))) {
+		free(vmr);
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int qhca_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct qhca_ucreate_ah_resp resp = {};
+	struct ibv_gid_entry sgid;
+	struct qhca_ah *ah;
+
+	if (!attr->is_global ||
+	    ibv_query_gid_ex(pd->context, attr->port_num, attr->grh.sgid_index, &sgid, 0)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (sgid.gid_type != IBV_GID_TYPE_ROCE_V2) {
+		errno = EOPNOTSUPP;	/* RoCE v2 only */
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	if (ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp, sizeof(resp))) {
+		free(ah);
+		return NULL;
+	}
+	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
+	memcpy(ah->av.sgid, sgid.gid.raw, 16);
+	memcpy(ah->av.dmac, resp.drv.dmac, 6);
+	ah->av.hop_limit = attr->grh.hop_limit;
+	ah->av.tclass = attr->grh.traffic_class;
+	ah->av.flow_label = htole32(attr->grh.flow_label);
+	return &ah->ibv_ah;
+}
+
+static int qhca_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret = ibv_cmd_destroy_ah(ibah);
+
+	if (ret)
+		return ret;
+	free(to_qah(ibah));
+	return 0;
+}
+
 static void qhca_free_context(struct ibv_context *ibctx)
 {
 	struct qhca_context *ctx = to_qctx(ibctx);
@@ -86,10 +156,29 @@ static void qhca_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops qhca_ctx_ops = {
 	.alloc_pd = qhca_alloc_pd,
+	.create_ah = qhca_create_ah,
+	.create_cq = qhca_create_cq,
+	.create_qp = qhca_create_qp,
+	.create_srq = qhca_create_srq,
 	.dealloc_pd = qhca_dealloc_pd,
+	.dereg_mr = qhca_dereg_mr,
+	.destroy_ah = qhca_destroy_ah,
+	.destroy_cq = qhca_destroy_cq,
+	.destroy_qp = qhca_destroy_qp,
+	.destroy_srq = qhca_destroy_srq,
 	.free_context = qhca_free_context,
+	.modify_qp = qhca_modify_qp,
+	.modify_srq = qhca_modify_srq,
+	.poll_cq = qhca_poll_cq,
+	.post_recv = qhca_post_recv,
+	.post_send = qhca_post_send,
+	.post_srq_recv = qhca_post_srq_recv,
 	.query_device_ex = qhca_query_device_ex,
 	.query_port = qhca_query_port,
+	.query_qp = qhca_query_qp,
+	.query_srq = qhca_query_srq,
+	.reg_mr = qhca_reg_mr,
+	.req_notify_cq = qhca_req_notify_cq,
 };
 
 static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cmd_fd,

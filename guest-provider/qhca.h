@@ -5,6 +5,9 @@
 #ifndef QHCA_PROVIDER_H
 #define QHCA_PROVIDER_H
 
+#include <pthread.h>
+#include <stdbool.h>
+
 #include <infiniband/driver.h>
 #include <infiniband/kern-abi.h>
 
@@ -26,6 +29,80 @@ struct qhca_pd {
 	uint32_t handle;
 };
 
+struct qhca_cq {
+	struct ibv_cq ibv_cq;
+	uint32_t cqn;
+	uint32_t log2;
+	uint32_t ci;			/* consumer index, free running */
+	struct qhca_cqe *ring;
+	struct qhca_cq_dbrec *dbrec;
+	size_t size;
+	pthread_spinlock_t lock;
+};
+
+struct qhca_ring {
+	void *buf;
+	uint32_t log2, stride_log2;
+	uint32_t pi;			/* producer index, free running */
+};
+
+struct qhca_qp {
+	struct ibv_qp ibv_qp;
+	uint32_t qpn;
+	bool ud;
+	uint32_t max_inline;
+	struct qhca_ring sq, rq;
+	pthread_spinlock_t sq_lock, rq_lock;
+};
+
+struct qhca_srq {
+	struct ibv_srq ibv_srq;
+	uint32_t srqn;
+	struct qhca_ring rq;
+	pthread_spinlock_t lock;
+};
+
+struct qhca_ah {
+	struct ibv_ah ibv_ah;
+	struct qhca_av av;
+};
+
+/* uverbs commands: the core part, then ours (abi/qhca_uabi.h). */
+struct qhca_ucreate_cq {
+	struct ibv_create_cq ibv_cmd;
+	struct qhca_create_cq_cmd drv;
+};
+
+struct qhca_ucreate_cq_resp {
+	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct qhca_create_cq_resp drv;
+};
+
+struct qhca_ucreate_qp {
+	struct ibv_create_qp ibv_cmd;
+	struct qhca_create_qp_cmd drv;
+};
+
+struct qhca_ucreate_qp_resp {
+	struct ib_uverbs_create_qp_resp ibv_resp;
+	struct qhca_create_qp_resp drv;
+};
+
+struct qhca_ucreate_srq {
+	struct ibv_create_srq ibv_cmd;
+	struct qhca_create_srq_cmd drv;
+};
+
+struct qhca_ucreate_srq_resp {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct qhca_create_srq_resp drv;
+};
+
+struct qhca_ucreate_ah_resp {
+	struct ib_uverbs_create_ah_resp ibv_resp;
+	struct qhca_create_ah_resp drv;
+};
+
 struct qhca_get_context_resp {
 	struct ib_uverbs_get_context_resp ibv_resp;
 	struct qhca_alloc_ucontext_resp drv;
@@ -45,5 +122,45 @@ static inline struct qhca_pd *to_qpd(struct ibv_pd *pd)
 {
 	return container_of(pd, struct qhca_pd, ibv_pd);
 }
+
+static inline struct qhca_cq *to_qcq(struct ibv_cq *cq)
+{
+	return container_of(cq, struct qhca_cq, ibv_cq);
+}
+
+static inline struct qhca_qp *to_qqp(struct ibv_qp *qp)
+{
+	return container_of(qp, struct qhca_qp, ibv_qp);
+}
+
+static inline struct qhca_srq *to_qsrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct qhca_srq, ibv_srq);
+}
+
+static inline struct qhca_ah *to_qah(struct ibv_ah *ah)
+{
+	return container_of(ah, struct qhca_ah, ibv_ah);
+}
+
+/* qhca_queue.c */
+struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
+			      struct ibv_comp_channel *channel, int comp_vector);
+int qhca_destroy_cq(struct ibv_cq *ibcq);
+int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
+int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited);
+struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init);
+int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
+int qhca_destroy_qp(struct ibv_qp *ibqp);
+int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask);
+int qhca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int qhca_destroy_srq(struct ibv_srq *ibsrq);
+int qhca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 
 #endif /* QHCA_PROVIDER_H */
