@@ -207,7 +207,8 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qp->recv_cq = rcq;
 	qp->srq = srq;
 	qp->max_inline = c->max_inline;
-	qp->mtu = 1024;
+	/* Connected QPs get their path MTU in RTR; datagrams may use the port's. */
+	qp->mtu = (c->type == QHCA_QPT_UD || c->type == QHCA_QPT_GSI) ? e->cfg.mtu : 1024;
 	qp->deadline = UINT64_MAX;
 	scq->refs++;
 	rcq->refs++;

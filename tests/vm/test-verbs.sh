@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# VM test of the verbs datapath with unmodified programs between two guests: the
+# ibv_*_pingpong examples with data checking at several sizes and MTUs, perftest
+# bandwidth and latency over RC (and UC/UD sends), loopback to the own port, and a check
+# with strace that posting and polling make no system call.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# pair NAME SERVER_CMD CLIENT_CMD: run a server in guest 2 and its client in guest 1.
+pair() {
+    local srv=$1 cli=$2 out rc
+    "$qhca" exec 2 -- "pkill -f '^${srv%% *}' ; rm -f /tmp/srv.log /tmp/srv.rc; setsid sh -c '$srv > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc' < /dev/null > /dev/null 2>&1 &" || return 1
+    sleep 1.5
+    out=$(timeout 120 "$qhca" exec 1 -- "$cli" 2>&1)
+    rc=$?
+    echo "$out" | tail -n 3
+    eventually 20 "$qhca" exec 2 -- 'test -s /tmp/srv.rc' || { echo "server did not finish"; return 1; }
+    [ "$rc" = 0 ] && [ "$("$qhca" exec 2 -- cat /tmp/srv.rc)" = 0 ] ||
+        { echo "client rc $rc; server:"; "$qhca" exec 2 -- cat /tmp/srv.log; return 1; }
+}
+
+pingpong() {	# pingpong PROG ARGS...
+    local prog=$1; shift
+    pair "$prog -d qhca_0 -g 1 $*" "$prog -d qhca_0 -g 1 $* 192.168.77.2"
+}
+
+perf() {	# perf PROG ARGS...: perftest over TCP-exchanged connection data
+    local prog=$1; shift
+    pair "$prog -d qhca_0 -x 1 $*" "$prog -d qhca_0 -x 1 $* 192.168.77.2"
+}
+
+loopback() {	# client and server on one guest: two QPs of one port
+    "$qhca" exec 1 -- 'rm -f /tmp/lo.log; setsid ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c > /tmp/lo.log 2>&1 < /dev/null &'
+    sleep 1.5
+    "$qhca" exec 1 -- 'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c 127.0.0.1 && sleep 1 && grep -q iters /tmp/lo.log'
+}
+
+no_syscalls_on_datapath() {	# 20 or 2000 iterations make the same number of system calls
+    local few many
+    "$qhca" exec 2 -- 'setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 1 -n 20; ibv_rc_pingpong -d qhca_0 -g 1 -n 2000" < /dev/null > /dev/null 2>&1 &'
+    sleep 1.5
+    few=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s1 ibv_rc_pingpong -d qhca_0 -g 1 -n 20 192.168.77.2 > /dev/null && tail -n 1 /tmp/s1' | awk '{print $3}')
+    sleep 1.5
+    many=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s2 ibv_rc_pingpong -d qhca_0 -g 1 -n 2000 192.168.77.2 > /dev/null && tail -n 1 /tmp/s2' | awk '{print $3}')
+    echo "system calls: $few for 20 round trips, $many for 2000"
+    [ -n "$few" ] && [ -n "$many" ] && [ $((many - few)) -lt 20 ]
+}
+
+vm_up 2
+for s in 1 4096 65536; do
+    check "ibv_rc_pingpong -s $s -c" pingpong ibv_rc_pingpong -s "$s" -n 100 -c
+done
+for m in 256 1024 4096; do
+    check "ibv_rc_pingpong -m $m -s 20000 -c" pingpong ibv_rc_pingpong -m "$m" -s 20000 -n 50 -c
+done
+check "ibv_uc_pingpong -s 4096 -c" pingpong ibv_uc_pingpong -s 4096 -n 100 -c
+check "ibv_uc_pingpong -m 512 -s 10000 -c" pingpong ibv_uc_pingpong -m 512 -s 10000 -n 50 -c
+check "ibv_ud_pingpong -s 1024 -c" pingpong ibv_ud_pingpong -s 1024 -n 100 -c
+check "ibv_ud_pingpong -s 2048 -c" pingpong ibv_ud_pingpong -s 2048 -n 100 -c
+check "ibv_srq_pingpong -s 4096 -c" pingpong ibv_srq_pingpong -s 4096 -n 100 -c
+check "ibv_srq_pingpong -q 4 -s 100 -c" pingpong ibv_srq_pingpong -q 4 -s 100 -n 100 -c
+check "ibv_rc_pingpong -e (completion events)" pingpong ibv_rc_pingpong -s 4096 -n 100 -e
+check "loopback: two QPs on one port" loopback
+check "ib_send_bw RC" perf ib_send_bw -s 65536 -n 200
+check "ib_write_bw RC" perf ib_write_bw -s 65536 -n 200
+check "ib_read_bw RC" perf ib_read_bw -s 65536 -n 200
+check "ib_atomic_bw RC" perf ib_atomic_bw -n 200
+check "ib_send_lat RC" perf ib_send_lat -s 8 -n 200
+check "ib_write_lat RC" perf ib_write_lat -s 8 -n 200
+check "ib_send_bw UC" perf ib_send_bw -c UC -s 4096 -n 200
+check "ib_send_bw UD" perf ib_send_bw -c UD -s 2048 -n 200
+check "no system call on post, doorbell or poll (strace)" no_syscalls_on_datapath
+check "no kernel oops" "$qhca" exec 1 -- '! dmesg | grep -E "BUG:|Oops|WARNING:"'
+vm_down
+finish
