@@ -118,6 +118,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_CREATE_SRQ = 0x48,	/* in: qhca_srq_create; result0: srqn */
 	QHCA_CMD_MODIFY_SRQ = 0x49,	/* handle: srqn; in: qhca_srq_modify */
 	QHCA_CMD_DESTROY_SRQ = 0x4a,	/* handle: srqn */
+	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
 
@@ -587,6 +588,43 @@ struct qhca_srq_modify {
 	uint32_t rsvd;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_srq_modify, 8);
+
+/* ---------------------------------------------------------------- counters */
+/* Port counters in the order of struct qhca_counters_block (QUERY_COUNTERS). */
+enum qhca_counter {
+	QHCA_CNT_TX_PKTS,		/* RoCEv2 packets sent */
+	QHCA_CNT_TX_BYTES,
+	QHCA_CNT_RX_PKTS,		/* RoCEv2 packets received and accepted by the parser */
+	QHCA_CNT_RX_BYTES,
+	QHCA_CNT_RETRANSMITS,		/* packets sent again */
+	QHCA_CNT_TIMEOUTS,		/* retransmission timer expirations */
+	QHCA_CNT_NAKS_SENT,
+	QHCA_CNT_NAKS_RECEIVED,
+	QHCA_CNT_RNR_NAKS_SENT,
+	QHCA_CNT_RNR_NAKS_RECEIVED,
+	QHCA_CNT_DUPLICATES,		/* duplicate requests or stale responses */
+	QHCA_CNT_OUT_OF_SEQUENCE,
+	QHCA_CNT_DROP_BAD_LENGTH,	/* drops by the parser, by reason */
+	QHCA_CNT_DROP_BAD_IP,
+	QHCA_CNT_DROP_BAD_OPCODE,
+	QHCA_CNT_DROP_BAD_ICRC,
+	QHCA_CNT_DROP_NO_QP,
+	QHCA_CNT_DROP_BAD_STATE,	/* QP state, type or peer did not match */
+	QHCA_CNT_DROP_BAD_PKEY,
+	QHCA_CNT_DROP_BAD_QKEY,
+	QHCA_CNT_LOOPBACK_PKTS,
+	QHCA_CNT_CQ_OVERFLOWS,
+	QHCA_CNT_ETH_TX_FRAMES,
+	QHCA_CNT_ETH_RX_FRAMES,
+	QHCA_CNT_ETH_RX_DROPS,		/* no buffer, too long, or stopped */
+	QHCA_CNT_DROP_NO_WQE,		/* UD datagrams without a posted receive */
+	QHCA_CNT_MAX
+};
+
+struct qhca_counters_block {
+	uint64_t value[32];		/* indexed by enum qhca_counter; the rest 0 */
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 
 /* ---------------------------------------------------------------- attribute blocks */
 #define QHCA_DEV_CAP_RC			(1u << 0)

@@ -227,11 +227,66 @@ static int qhca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 				     to_qpd(ibpd)->handle, NULL);
 }
 
+/* ---------------------------------------------------------------- hw_counters */
+static const struct rdma_stat_desc qhca_counter_names[QHCA_CNT_MAX] = {
+	[QHCA_CNT_TX_PKTS].name = "tx_pkts",
+	[QHCA_CNT_TX_BYTES].name = "tx_bytes",
+	[QHCA_CNT_RX_PKTS].name = "rx_pkts",
+	[QHCA_CNT_RX_BYTES].name = "rx_bytes",
+	[QHCA_CNT_RETRANSMITS].name = "retransmits",
+	[QHCA_CNT_TIMEOUTS].name = "timeouts",
+	[QHCA_CNT_NAKS_SENT].name = "naks_sent",
+	[QHCA_CNT_NAKS_RECEIVED].name = "naks_received",
+	[QHCA_CNT_RNR_NAKS_SENT].name = "rnr_naks_sent",
+	[QHCA_CNT_RNR_NAKS_RECEIVED].name = "rnr_naks_received",
+	[QHCA_CNT_DUPLICATES].name = "duplicates",
+	[QHCA_CNT_OUT_OF_SEQUENCE].name = "out_of_sequence",
+	[QHCA_CNT_DROP_BAD_LENGTH].name = "drop_bad_length",
+	[QHCA_CNT_DROP_BAD_IP].name = "drop_bad_ip",
+	[QHCA_CNT_DROP_BAD_OPCODE].name = "drop_bad_opcode",
+	[QHCA_CNT_DROP_BAD_ICRC].name = "drop_bad_icrc",
+	[QHCA_CNT_DROP_NO_QP].name = "drop_no_qp",
+	[QHCA_CNT_DROP_BAD_STATE].name = "drop_bad_state",
+	[QHCA_CNT_DROP_BAD_PKEY].name = "drop_bad_pkey",
+	[QHCA_CNT_DROP_BAD_QKEY].name = "drop_bad_qkey",
+	[QHCA_CNT_LOOPBACK_PKTS].name = "loopback_pkts",
+	[QHCA_CNT_CQ_OVERFLOWS].name = "cq_overflows",
+	[QHCA_CNT_ETH_TX_FRAMES].name = "eth_tx_frames",
+	[QHCA_CNT_ETH_RX_FRAMES].name = "eth_rx_frames",
+	[QHCA_CNT_ETH_RX_DROPS].name = "eth_rx_drops",
+	[QHCA_CNT_DROP_NO_WQE].name = "drop_no_wqe",
+};
+
+static struct rdma_hw_stats *qhca_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
+{
+	return rdma_alloc_hw_stats_struct(qhca_counter_names, QHCA_CNT_MAX,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int qhca_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats, u32 port,
+			     int index)
+{
+	struct qhca_counters_block *b;
+	int err, i;
+
+	b = kmalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	err = qhca_obj_cmd(to_qdev(ibdev), QHCA_CMD_QUERY_COUNTERS, 0, NULL, 0, b, sizeof(*b),
+			   NULL);
+	if (!err)
+		for (i = 0; i < QHCA_CNT_MAX; i++)
+			stats->value[i] = b->value[i];
+	kfree(b);
+	return err ? err : QHCA_CNT_MAX;
+}
+
 const struct ib_device_ops qhca_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = QHCA_UVERBS_ABI_VERSION,
 
+	.alloc_hw_port_stats = qhca_alloc_hw_port_stats,
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
 	.create_ah = qhca_create_ah,
@@ -248,6 +303,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.destroy_srq = qhca_destroy_srq,
 	.get_dev_fw_str = qhca_get_dev_fw_str,
 	.get_dma_mr = qhca_get_dma_mr,
+	.get_hw_stats = qhca_get_hw_stats,
 	.get_link_layer = qhca_get_link_layer,
 	.get_port_immutable = qhca_get_port_immutable,
 	.mmap = qhca_mmap,

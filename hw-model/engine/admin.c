@@ -31,6 +31,7 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_CREATE_SRQ] = "CREATE_SRQ",
 	[QHCA_CMD_MODIFY_SRQ] = "MODIFY_SRQ",
 	[QHCA_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
+	[QHCA_CMD_QUERY_COUNTERS] = "QUERY_COUNTERS",
 };
 
 static const char *cmd_name(uint8_t op)
@@ -359,6 +360,45 @@ static uint16_t cmd_destroy_srq(struct qhca_engine *e, const struct qhca_cmd *cm
 	return qhca_srq_destroy(e, cmd->obj.handle);
 }
 
+static uint16_t cmd_query_counters(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				   struct admin_result *res)
+{
+	const struct qhca_counters *c = &e->cnt;
+	struct qhca_counters_block b;
+
+	OBJ_ARGS(NULL, 0, sizeof(b));
+	memset(&b, 0, sizeof(b));
+	b.value[QHCA_CNT_TX_PKTS] = c->roce_tx_pkts;
+	b.value[QHCA_CNT_TX_BYTES] = c->roce_tx_bytes;
+	b.value[QHCA_CNT_RX_PKTS] = c->roce_rx_pkts;
+	b.value[QHCA_CNT_RX_BYTES] = c->roce_rx_bytes;
+	b.value[QHCA_CNT_RETRANSMITS] = c->retransmits;
+	b.value[QHCA_CNT_TIMEOUTS] = c->timeouts;
+	b.value[QHCA_CNT_NAKS_SENT] = c->naks_sent;
+	b.value[QHCA_CNT_NAKS_RECEIVED] = c->naks_received;
+	b.value[QHCA_CNT_RNR_NAKS_SENT] = c->rnr_naks_sent;
+	b.value[QHCA_CNT_RNR_NAKS_RECEIVED] = c->rnr_naks_received;
+	b.value[QHCA_CNT_DUPLICATES] = c->roce_rx_dup;
+	b.value[QHCA_CNT_OUT_OF_SEQUENCE] = c->roce_rx_out_of_seq;
+	b.value[QHCA_CNT_DROP_BAD_LENGTH] = c->roce_rx_bad[ROCE_BAD_LENGTH];
+	b.value[QHCA_CNT_DROP_BAD_IP] = c->roce_rx_bad[ROCE_BAD_IP];
+	b.value[QHCA_CNT_DROP_BAD_OPCODE] = c->roce_rx_bad[ROCE_BAD_OPCODE];
+	b.value[QHCA_CNT_DROP_BAD_ICRC] = c->roce_rx_bad[ROCE_BAD_ICRC];
+	b.value[QHCA_CNT_DROP_NO_QP] = c->roce_rx_no_qp;
+	b.value[QHCA_CNT_DROP_BAD_STATE] = c->roce_rx_bad_state;
+	b.value[QHCA_CNT_DROP_BAD_PKEY] = c->roce_rx_bad_pkey;
+	b.value[QHCA_CNT_DROP_BAD_QKEY] = c->roce_rx_bad_qkey;
+	b.value[QHCA_CNT_LOOPBACK_PKTS] = c->loopback_pkts;
+	b.value[QHCA_CNT_CQ_OVERFLOWS] = c->cq_overflows;
+	b.value[QHCA_CNT_ETH_TX_FRAMES] = c->eth_tx_frames;
+	b.value[QHCA_CNT_ETH_RX_FRAMES] = c->eth_rx_frames;
+	b.value[QHCA_CNT_DROP_NO_WQE] = c->roce_rx_no_wqe;
+	b.value[QHCA_CNT_ETH_RX_DROPS] = c->eth_rx_no_buffer + c->eth_rx_too_long +
+					 c->eth_rx_stopped;
+	return qhca_dma_write(e, cmd->obj.out_addr, &b, sizeof(b)) ? QHCA_ST_DMA_ERROR :
+								     QHCA_ST_OK;
+}
+
 static const struct {
 	cmd_handler fn;
 	uint16_t body_len;
@@ -385,6 +425,7 @@ static const struct {
 	[QHCA_CMD_CREATE_SRQ] = { cmd_create_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_MODIFY_SRQ] = { cmd_modify_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_DESTROY_SRQ] = { cmd_destroy_srq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_QUERY_COUNTERS] = { cmd_query_counters, sizeof(struct qhca_cmd_obj) },
 };
 
 static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,

@@ -227,7 +227,7 @@ struct qhca_counters {
 	uint64_t roce_tx_pkts, roce_tx_bytes, roce_rx_pkts, roce_rx_bytes;
 	uint64_t roce_rx_bad[ROCE_PARSE_MAX];	/* dropped by the parser, by reason */
 	uint64_t roce_rx_no_qp, roce_rx_bad_state, roce_rx_bad_pkey, roce_rx_bad_qkey;
-	uint64_t roce_rx_out_of_seq, roce_rx_dup;
+	uint64_t roce_rx_out_of_seq, roce_rx_dup, roce_rx_no_wqe;
 	uint64_t retransmits, timeouts, naks_sent, naks_received, rnr_naks_sent;
 	uint64_t rnr_naks_received, cq_overflows, loopback_pkts;
 };

@@ -114,13 +114,15 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 	cqe.imm = imm;
 	cqe.qpn_status = qp->qpn | (uint32_t)status << QHCA_CQE_STATUS_SHIFT;
 	cqe.opcode = opcode;
-	if (p && qp->type == QHCA_QPT_UD) {
+	if (p && (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI)) {
 		memcpy(cqe.smac, p->smac, 6);
 		flags |= QHCA_CQE_FLAG_GRH | (p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
 		cqe.src_qp_flags = p->deth_sqpn & QHCA_CQE_SRC_QP_MASK;
 	}
 	cqe.src_qp_flags |= (uint32_t)flags << QHCA_CQE_FLAGS_SHIFT;
 	rc->active = false;
+	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: receive wr_id 0x%llx status %u len %u", qp->qpn,
+		 (unsigned long long)rc->wr_id, status, byte_len);
 	if (qhca_cq_post(e, qp->recv_cq, &cqe, solicited) && status == QHCA_WC_SUCCESS)
 		qhca_qp_error(e, qp, QHCA_EVENT_QP_FATAL);
 }

@@ -121,11 +121,17 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
 		e->cnt.roce_rx_bad_qkey++;
 		return;
 	}
-	if (p->payload_len > qp->mtu)
+	if (p->payload_len > qp->mtu) {
+		e->cnt.roce_rx_bad_state++;
 		return;
+	}
 	r = qhca_recv_take(e, qp, &rc);
-	if (r == -1)
-		return;		/* UD has no RNR: no receive posted, the datagram is dropped */
+	if (r == -1) {
+		/* UD has no RNR: with no receive posted the datagram is dropped. */
+		e->cnt.roce_rx_no_wqe++;
+		qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: datagram dropped, no receive WQE", qp->qpn);
+		return;
+	}
 	if (r < 0) {
 		qhca_recv_complete(e, qp, &rc, QHCA_WC_LOC_PROT_ERR, QHCA_WC_RECV, 0, 0, 0, p,
 				   false);

@@ -71,6 +71,12 @@ check "ib_write_lat RC" perf ib_write_lat -s 8 -n 200
 check "ib_send_bw UC" perf ib_send_bw -c UC -s 4096 -n 200
 check "ib_send_bw UD" perf ib_send_bw -c UD -s 2048 -n 200
 check "no system call on post, doorbell or poll (strace)" no_syscalls_on_datapath
+check "rping (RDMA CM over the kernel's GSI QP, RDMA READ and WRITE)" \
+    pair "modprobe rdma_ucm; rping -s -a 192.168.77.2 -C 20 -V" \
+         "modprobe rdma_ucm; rping -c -a 192.168.77.2 -C 20 -V"
+check "ib_send_bw -R (connection through rdma_cm)" perf ib_send_bw -R -s 4096 -n 100
+check "hw_counters through rdma statistic" "$qhca" exec 1 -- \
+    'rdma statistic show link qhca_0/1 | grep -E "tx_pkts [1-9][0-9]* .*rx_pkts [1-9]"'
 check "no kernel oops" "$qhca" exec 1 -- '! dmesg | grep -E "BUG:|Oops|WARNING:"'
 vm_down
 finish
