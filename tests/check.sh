@@ -63,7 +63,8 @@ for tier in "${tiers[@]}"; do
     unit) run_tier "unit (engine, fabric)" unit_tests plain ;;
     sanitize) run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
-    vm) for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
+    vm) need_pkgs tshark	# the wire test decodes captures with it
+        for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done ;;
     *) die "unknown test tier '$tier' (unit, sanitize, qtest, vm)" ;;
