@@ -413,6 +413,233 @@ static void test_two_devices_ethernet(void)
     unlink(sock);
 }
 
+/* ---------------------------------------------------------------- verbs through registers */
+typedef struct {
+    Qhca *h;
+    QPCIBar db;
+    uint32_t pd, eq, scq, rcq, qpn, mrkey;
+    uint64_t cq_ring[2], sq, rq, buf, buf_va;
+    uint32_t sq_pi, rq_pi, cq_ci[2];
+    uint8_t mac[6], gid[16];
+} Node;
+
+static uint16_t qhca_obj(Qhca *h, uint8_t op, uint32_t handle, const void *in, uint32_t in_len,
+                         void *out, uint32_t out_len, uint32_t *r0)
+{
+    struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.obj) } };
+    uint64_t a = qhca_alloc_aligned(h, 4096);
+    uint16_t st;
+
+    if (in_len) {
+        qtest_memwrite(h->qts, a, in, in_len);
+    }
+    cmd.obj.in_addr = a;
+    cmd.obj.in_len = in_len;
+    cmd.obj.handle = handle;
+    cmd.obj.out_addr = a;
+    cmd.obj.out_len = out_len;
+    st = qhca_exec(h, &cmd, r0, NULL);
+    if (out_len) {
+        qtest_memread(h->qts, a, out, out_len);
+    }
+    return st;
+}
+
+/* A contiguous 4 KiB-aligned buffer and a one-level page list for it. */
+static struct qhca_pbl node_pbl(Qhca *h, uint64_t buf, uint32_t pages)
+{
+    uint64_t list = qhca_alloc_aligned(h, 4096);
+    struct qhca_pbl p = { .addr = list, .npages = pages, .levels = 1 };
+    uint32_t i;
+
+    for (i = 0; i < pages; i++) {
+        qtest_writeq(h->qts, list + i * 8, buf + i * 4096ull);
+    }
+    return p;
+}
+
+static void node_setup(Node *n, Qhca *h, uint8_t id)
+{
+    struct qhca_cmd ceq = { .hdr = { .opcode = QHCA_CMD_CREATE_EQ,
+                                     .len = sizeof(ceq.create_eq) } };
+    struct qhca_cq_create cq = { .log2_entries = 4 };
+    struct qhca_mr_create mr = { .access = QHCA_ACCESS_ALL, .length = 8192 };
+    struct qhca_qp_create qp = { .type = QHCA_QPT_RC, .sq_log2 = 4, .rq_log2 = 4,
+                                 .sq_stride_log2 = 7, .rq_stride_log2 = 5 };
+    int i;
+
+    memset(n, 0, sizeof(*n));
+    n->h = h;
+    n->db = qpci_iomap(h->dev, QHCA_BAR_DOORBELL, NULL);
+    memcpy(n->mac, (uint8_t[]){ 0x52, 0x54, 0, 0, 0, id }, 6);
+    n->gid[10] = n->gid[11] = 0xff;
+    memcpy(n->gid + 12, (uint8_t[]){ 192, 168, 77, id }, 4);
+    qhca_enable(h);
+    ceq.create_eq.ring_addr = qhca_alloc_aligned(h, 4096);
+    ceq.create_eq.log2_entries = 4;
+    ceq.create_eq.vector = 2;
+    g_assert_cmpuint(qhca_exec(h, &ceq, &n->eq, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &n->pd), ==, QHCA_ST_OK);
+    for (i = 0; i < 2; i++) {
+        n->cq_ring[i] = qhca_alloc_aligned(h, 4096);
+        cq.pbl = node_pbl(h, n->cq_ring[i], 1);
+        cq.eq = n->eq;
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq), NULL, 0,
+                                  i ? &n->rcq : &n->scq), ==, QHCA_ST_OK);
+    }
+    n->buf = qhca_alloc_aligned(h, 8192);
+    n->buf_va = 0x7f0000100000ull + id * 0x10000ull;
+    mr.pd = n->pd;
+    mr.iova = n->buf_va;
+    mr.pbl = node_pbl(h, n->buf, 2);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_MR, 0, &mr, sizeof(mr), NULL, 0, &n->mrkey),
+                     ==, QHCA_ST_OK);
+    n->sq = qhca_alloc_aligned(h, 2048);
+    n->rq = qhca_alloc_aligned(h, 512);
+    qp.pd = n->pd;
+    qp.send_cq = n->scq;
+    qp.recv_cq = n->rcq;
+    qp.sq_pbl = node_pbl(h, n->sq, 1);
+    qp.rq_pbl = node_pbl(h, n->rq, 1);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &qp, sizeof(qp), NULL, 0, &n->qpn),
+                     ==, QHCA_ST_OK);
+}
+
+static void node_connect(Node *n, Node *peer)
+{
+    struct qhca_qp_attr a = { .mask = QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS,
+                              .state = QHCA_QPS_INIT, .access_flags = QHCA_ACCESS_ALL };
+
+    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a), NULL, 0, NULL),
+                     ==, QHCA_ST_OK);
+    memset(&a, 0, sizeof(a));
+    a.mask = QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN |
+             QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC;
+    a.state = QHCA_QPS_RTR;
+    a.path_mtu = 3;
+    a.dest_qpn = peer->qpn;
+    a.rq_psn = 100;
+    a.max_dest_rd_atomic = 1;
+    memcpy(a.av.dgid, peer->gid, 16);
+    memcpy(a.av.sgid, n->gid, 16);
+    memcpy(a.av.dmac, peer->mac, 6);
+    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a), NULL, 0, NULL),
+                     ==, QHCA_ST_OK);
+    memset(&a, 0, sizeof(a));
+    a.mask = QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT;
+    a.state = QHCA_QPS_RTS;
+    a.sq_psn = 100;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a), NULL, 0, NULL),
+                     ==, QHCA_ST_OK);
+}
+
+/* Wait for the next CQE on CQ @i of @n (the peer's QEMU runs meanwhile). */
+static struct qhca_cqe node_cqe(Node *n, int i)
+{
+    struct qhca_cqe c;
+    uint64_t slot = n->cq_ring[i] + (n->cq_ci[i] & 15) * sizeof(c);
+    int t;
+
+    for (t = 0; t < 500; t++) {
+        qtest_memread(n->h->qts, slot, &c, sizeof(c));
+        if ((c.owner & 1) == (((n->cq_ci[i] >> 4) & 1) ? 0 : 1)) {
+            n->cq_ci[i]++;
+            qtest_writel(n->h->qts, n->cq_ring[i] + 16 * 32, n->cq_ci[i]);
+            return c;
+        }
+        g_usleep(10 * 1000);
+    }
+    g_assert_not_reached();
+}
+
+static void test_two_devices_verbs(void)
+{
+    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-v%d.sock", g_get_tmp_dir(),
+                                            getpid());
+    g_autofree char *args_a = g_strdup_printf(
+        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
+    g_autofree char *args_b = g_strdup_printf(
+        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
+    Node a, b;
+    struct qhca_sq_wqe w = {};
+    struct qhca_sge sge = {};
+    struct qhca_rq_wqe rw = { .wr_id = 0x77, .num_sge = 1 };
+    struct qhca_cqe c;
+    uint8_t data[3000], got[3000];
+    int i;
+
+    unlink(sock);
+    node_setup(&a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"), 1);
+    node_setup(&b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"), 2);
+    node_connect(&a, &b);
+    node_connect(&b, &a);
+    for (i = 0; i < (int)sizeof(data); i++) {
+        data[i] = i * 31 + 7;
+    }
+    qtest_memwrite(a.h->qts, a.buf, data, sizeof(data));
+
+    /* RDMA WRITE of 3000 bytes (three packets at MTU 1024) into b's region. */
+    w.wr_id = 0x11;
+    w.opcode = QHCA_WR_RDMA_WRITE;
+    w.flags = QHCA_WQE_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = b.buf_va + 4096;
+    w.rkey = b.mrkey;
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data), .lkey = a.mrkey };
+    qtest_memwrite(a.h->qts, a.sq, &w, sizeof(w));
+    qtest_memwrite(a.h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x11);
+    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_WC_RDMA_WRITE);
+    qtest_memread(b.h->qts, b.buf + 4096, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* SEND of 100 bytes into a posted receive. */
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096, .lkey = b.mrkey };
+    qtest_memwrite(b.h->qts, b.rq, &rw, sizeof(rw));
+    qtest_memwrite(b.h->qts, b.rq + sizeof(rw), &sge, sizeof(sge));
+    qpci_io_writeq(b.h->dev, b.db, QHCA_DB_RQ, (uint64_t)++b.rq_pi << 32 | b.qpn);
+    w.wr_id = 0x22;
+    w.opcode = QHCA_WR_SEND;
+    sge = (struct qhca_sge){ .addr = a.buf_va + 1000, .length = 100, .lkey = a.mrkey };
+    qtest_memwrite(a.h->qts, a.sq + 128, &w, sizeof(w));
+    qtest_memwrite(a.h->qts, a.sq + 128 + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x22);
+    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_SUCCESS);
+    c = node_cqe(&b, 1);
+    g_assert_cmphex(c.wr_id, ==, 0x77);
+    g_assert_cmpuint(c.opcode, ==, QHCA_WC_RECV);
+    g_assert_cmpuint(c.byte_len, ==, 100);
+    g_assert_cmpuint(c.qpn_status & QHCA_CQE_QPN_MASK, ==, b.qpn);
+    qtest_memread(b.h->qts, b.buf, got, 100);
+    g_assert_cmpmem(got, 100, data + 1000, 100);
+
+    /* A WRITE with a forged rkey fails on a with REM_ACCESS_ERR; b's memory is unchanged. */
+    w.wr_id = 0x33;
+    w.opcode = QHCA_WR_RDMA_WRITE;
+    w.rkey = b.mrkey ^ 0x100;
+    w.remote_addr = b.buf_va;
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = 64, .lkey = a.mrkey };
+    qtest_memwrite(a.h->qts, a.sq + 256, &w, sizeof(w));
+    qtest_memwrite(a.h->qts, a.sq + 256 + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x33);
+    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_REM_ACCESS_ERR);
+    qtest_memread(b.h->qts, b.buf, got, 100);
+    g_assert_cmpmem(got, 100, data + 1000, 100);
+
+    qhca_stop(b.h);
+    qhca_stop(a.h);
+    unlink(sock);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -423,5 +650,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/hostile-doorbells", test_hostile_doorbells);
     qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
+    qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
     return g_test_run();
 }
