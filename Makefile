@@ -7,12 +7,13 @@ export QHCA_CACHE ?= $(HOME)/.cache/qhca
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize qtest vmtest check demo down clean
+.PHONY: help all host qemu driver provider image unit sanitize qtest vmtest check demo bench down clean
 
 help:
 	@echo "make demo      build everything, boot two VMs and print ibv_devinfo from each"
 	@echo "make check     build everything and run the whole test suite (CI runs this)"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
+	@echo "make bench     qhca against Linux rxe between the same two VMs (figures, not a test)"
 	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
 	@echo "cache: $(QHCA_CACHE)"
 
@@ -50,6 +51,10 @@ check: all
 
 demo: all
 	@bash scripts/demo.sh
+
+# qhca against Linux rxe in the same two VMs, and the host memcpy baseline (not a test).
+bench: all
+	@bash bench/run.sh
 
 down:
 	@tools/qhca down

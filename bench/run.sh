@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# make bench: qhca against Linux rxe between the same two VMs in one run, and the host's
+# memcpy as the throughput baseline. Prints a table and writes bench/results.txt (JSON
+# lines) in the run directory. A benchmark, not a test: it reports, it does not judge.
+set -uo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+qhca="$QHCA_ROOT/tools/qhca"
+export QHCA_RUN=${QHCA_RUN:-$QHCA_CACHE/run-bench}
+out="$QHCA_RUN/results.txt"
+iters=${QHCA_BENCH_ITERS:-500}
+
+# perf DEV PROG SIZE: run PROG between the guests on DEV; prints the figure we report.
+perf() {
+    local dev=$1 prog=$2 size=$3 gid=$4 srv res
+    "$qhca" exec 2 -- "setsid $prog -d $dev -x $gid -s $size -n $iters -F > /tmp/b.log 2>&1 < /dev/null &"
+    sleep 2
+    srv=$([ "$dev" = qhca_0 ] && echo 192.168.77.2 || echo 192.168.78.2)
+    res=$(timeout 300 "$qhca" exec 1 -- "$prog -d $dev -x $gid -s $size -n $iters -F $srv" 2>&1 |
+          awk -v p="$prog" '/^ *[0-9]+ +[0-9]+ / { if (p ~ /lat/) print $5; else print $4 }' | tail -n1)
+    sleep 1
+    echo "${res:-failed}"
+}
+
+gid_index() {	# the RoCE v2 IPv4 GID of DEV in guest 1
+    "$qhca" exec 1 -- "ibv_devinfo -v -d $1" |
+        awk '/GID\[/ && /::ffff:/ && /v2/ { sub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit }'
+}
+
+step "bench: host memcpy of 1 MiB blocks"
+gcc -O2 -o "$QHCA_CACHE/memcpy-bench" "$QHCA_ROOT/bench/memcpy.c"
+memcpy_mb=$("$QHCA_CACHE/memcpy-bench")
+echo "host memcpy: $memcpy_mb MB/s"
+
+"$qhca" down > /dev/null 2>&1
+"$qhca" up -n 2 --rxe || die "VMs did not boot"
+for i in 1 2; do
+    "$qhca" exec $i -- 'modprobe crc32_generic; modprobe rdma_rxe &&
+        rdma link add rxe0 type rxe netdev $(grep -l 52:54:00:52:58 /sys/class/net/*/address | cut -d/ -f5)' ||
+        die "cannot create rxe0 in guest $i"
+done
+sleep 2
+gq=$(gid_index qhca_0); gr=$(gid_index rxe0)
+[ -n "$gq" ] && [ -n "$gr" ] || die "no RoCE v2 GIDs (qhca_0: '$gq', rxe0: '$gr')"
+
+: > "$out"
+printf '%-28s %14s %14s\n' "" "qhca" "rxe (virtio-net)"
+for t in "ib_write_bw 65536 MB/s" "ib_write_bw 1048576 MB/s" "ib_send_lat 8 us" "ib_write_lat 8 us"; do
+    set -- $t
+    step "bench: $1 -s $2"
+    q=$(perf qhca_0 "$1" "$2" "$gq")
+    r=$(perf rxe0 "$1" "$2" "$gr")
+    printf '%-28s %14s %14s\n' "$1 -s $2 ($3)" "$q" "$r"
+    printf '{"test":"%s","size":%s,"unit":"%s","qhca":"%s","rxe":"%s"}\n' "$1" "$2" "$3" "$q" "$r" >> "$out"
+done
+printf '{"test":"host_memcpy","size":1048576,"unit":"MB/s","value":"%s"}\n' "$memcpy_mb" >> "$out"
+echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"
+"$qhca" down
