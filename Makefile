@@ -7,13 +7,14 @@ export QHCA_CACHE ?= $(HOME)/.cache/qhca
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize qtest vmtest check demo bench down clean
+.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check demo bench down clean
 
 help:
 	@echo "make demo      build everything, boot two VMs and print ibv_devinfo from each"
 	@echo "make check     build everything and run the whole test suite (CI runs this)"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs (figures, not a test)"
+	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
 	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
 	@echo "cache: $(QHCA_CACHE)"
 
@@ -39,6 +40,11 @@ unit: host
 
 sanitize:
 	@bash tests/check.sh sanitize
+
+# make fuzz FUZZ_SECONDS=1800 for a long run; make check runs 20 s of each target.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 qtest: qemu
 	@bash tests/check.sh qtest

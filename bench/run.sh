@@ -33,26 +33,39 @@ memcpy_mb=$("$QHCA_CACHE/memcpy-bench")
 echo "host memcpy: $memcpy_mb MB/s"
 
 "$qhca" down > /dev/null 2>&1
+trap '"$qhca" down > /dev/null 2>&1' EXIT
 "$qhca" up -n 2 --rxe || die "VMs did not boot"
+tests=("ib_write_bw 65536 MB/s" "ib_write_bw 1048576 MB/s" "ib_send_lat 8 us" "ib_write_lat 8 us")
+declare -A res
+gq=$(gid_index qhca_0)
+[ -n "$gq" ] || die "no RoCE v2 GID on qhca_0"
+for t in "${tests[@]}"; do
+    set -- $t
+    step "bench: qhca: $1 -s $2"
+    res[qhca $1 $2]=$(perf qhca_0 "$1" "$2" "$gq")
+done
+# Then Linux rxe on the virtio-net NICs of the same VMs.
 for i in 1 2; do
     "$qhca" exec $i -- 'modprobe crc32_generic; modprobe rdma_rxe &&
         rdma link add rxe0 type rxe netdev $(grep -l 52:54:00:52:58 /sys/class/net/*/address | cut -d/ -f5)' ||
         die "cannot create rxe0 in guest $i"
 done
 sleep 2
-gq=$(gid_index qhca_0); gr=$(gid_index rxe0)
-[ -n "$gq" ] && [ -n "$gr" ] || die "no RoCE v2 GIDs (qhca_0: '$gq', rxe0: '$gr')"
+gr=$(gid_index rxe0)
+[ -n "$gr" ] || die "no RoCE v2 GID on rxe0"
+for t in "${tests[@]}"; do
+    set -- $t
+    step "bench: rxe: $1 -s $2"
+    res[rxe $1 $2]=$(perf rxe0 "$1" "$2" "$gr")
+done
 
 : > "$out"
-printf '%-28s %14s %14s\n' "" "qhca" "rxe (virtio-net)"
-for t in "ib_write_bw 65536 MB/s" "ib_write_bw 1048576 MB/s" "ib_send_lat 8 us" "ib_write_lat 8 us"; do
+printf '%-30s %14s %18s\n' "" "qhca" "rxe (virtio-net)"
+for t in "${tests[@]}"; do
     set -- $t
-    step "bench: $1 -s $2"
-    q=$(perf qhca_0 "$1" "$2" "$gq")
-    r=$(perf rxe0 "$1" "$2" "$gr")
-    printf '%-28s %14s %14s\n' "$1 -s $2 ($3)" "$q" "$r"
+    q=${res[qhca $1 $2]} r=${res[rxe $1 $2]}
+    printf '%-30s %14s %18s\n' "$1 -s $2 ($3)" "$q" "$r"
     printf '{"test":"%s","size":%s,"unit":"%s","qhca":"%s","rxe":"%s"}\n' "$1" "$2" "$3" "$q" "$r" >> "$out"
 done
 printf '{"test":"host_memcpy","size":1048576,"unit":"MB/s","value":"%s"}\n' "$memcpy_mb" >> "$out"
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"
-"$qhca" down

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run the test tiers, lowest first, and print one summary line:
-#   tests/check.sh [unit|sanitize|qtest|vm ...]     (default: all of them)
+#   tests/check.sh [unit|sanitize|fuzz|qtest|vm ...]     (default: all of them)
 # Expects the builds of 'make all' in $QHCA_CACHE.
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(unit sanitize qtest vm)
+[ ${#tiers[@]} -gt 0 ] || tiers=(unit sanitize fuzz qtest vm)
 total_pass=0 total_fail=0
 failed_tiers=()
 
@@ -62,12 +62,14 @@ for tier in "${tiers[@]}"; do
     case $tier in
     unit) run_tier "unit (engine, fabric)" unit_tests plain ;;
     sanitize) run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
+    fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-20} s each)" \
+              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-20}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
     vm) need_pkgs tshark	# the wire test decodes captures with it
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done ;;
-    *) die "unknown test tier '$tier' (unit, sanitize, qtest, vm)" ;;
+    *) die "unknown test tier '$tier' (unit, sanitize, fuzz, qtest, vm)" ;;
     esac
 done
 

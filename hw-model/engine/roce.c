@@ -377,6 +377,32 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 	return len;
 }
 
+bool roce_icrc_update(uint8_t *f, size_t len)
+{
+	size_t iplen, udp_len;
+	bool ipv6;
+	uint8_t *l3 = f + ROCE_ETH_HLEN, *end;
+	uint32_t crc;
+
+	if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN)
+		return false;
+	ipv6 = get16(f + 12) == ROCE_ETHERTYPE_IPV6;
+	iplen = ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
+	if (len < ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN)
+		return false;
+	udp_len = get16(l3 + iplen + 4);
+	if (udp_len < ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN ||
+	    udp_len > len - ROCE_ETH_HLEN - iplen)
+		return false;
+	end = l3 + iplen + udp_len - ROCE_ICRC_LEN;
+	crc = icrc(l3, ipv6, end);
+	end[0] = (uint8_t)crc;
+	end[1] = (uint8_t)(crc >> 8);
+	end[2] = (uint8_t)(crc >> 16);
+	end[3] = (uint8_t)(crc >> 24);
+	return true;
+}
+
 /* ---------------------------------------------------------------- parse */
 enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt *p)
 {

@@ -144,6 +144,9 @@ const char *roce_parse_result_name(enum roce_parse_result r);
 /* Parse and validate @frame; @p->payload points into @frame. */
 enum roce_parse_result roce_parse(const uint8_t *frame, size_t len, struct roce_pkt *p);
 
+/* Recompute the ICRC of a frame in place (tests and fuzzers); false if it cannot be. */
+bool roce_icrc_update(uint8_t *frame, size_t len);
+
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) continuing from @crc. */
 uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len);
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Run each fuzz target for SECONDS (default 60) on its corpus in $QHCA_CACHE/fuzz/corpus,
+# seeded from tests/fuzz/make_seeds.py. Prints "ok - fuzz_X: N execs, cov C" per target;
+# a crash is "not ok" with the reproducer's path.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx)
+dir=$(bash "$QHCA_ROOT/scripts/build-fuzz.sh") || exit 1
+fail=0
+for t in "${targets[@]}"; do
+    corpus="$dir/corpus/$t"
+    mkdir -p "$corpus" "$dir/crashes/$t"
+    log="$dir/fuzz_$t.log"
+    step "fuzz: fuzz_$t for $secs s"
+    (cd "$dir/crashes/$t" && "$dir/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
+        -max_len=16384 -timeout=10 -rss_limit_mb=2048 "$corpus" "$dir/seeds/$t" > "$log" 2>&1)
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n1 | cut -d' ' -f2)
+    if [ $rc = 0 ]; then
+        echo "ok - fuzz_$t: ${execs:-?} executions, coverage ${cov:-?} edges"
+    else
+        echo "not ok - fuzz_$t: exit $rc; reproducer in $dir/crashes/$t; log $log"
+        grep -E 'ERROR|SUMMARY|runtime error' "$log" | head -n 5 | sed 's/^/#   /'
+        fail=1
+    fi
+done
+exit $fail

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Shared by the fuzz targets: an engine over a fake 1 MiB guest memory with a few
+ * well-formed objects (an enabled admin queue, an EQ, a PD, an MR, CQs, QPs of every type)
+ * so that fuzzed input reaches deep code. Everything the device does must be safe for any
+ * byte the fuzzer writes into guest memory, registers or frames.
+ */
+#ifndef QHCA_FUZZ_COMMON_H
+#define QHCA_FUZZ_COMMON_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qhca_engine.h"
+
+#define FZ_BASE		0x100000ull
+#define FZ_SIZE		(1u << 20)
+#define FZ_ASQ		(FZ_BASE + 0x00000)
+#define FZ_ACQ		(FZ_BASE + 0x01000)
+#define FZ_EQ		(FZ_BASE + 0x02000)
+#define FZ_ARGS		(FZ_BASE + 0x03000)	/* command arguments */
+#define FZ_PBL		(FZ_BASE + 0x04000)	/* page lists */
+#define FZ_RINGS	(FZ_BASE + 0x10000)	/* CQ, SQ and RQ rings */
+#define FZ_BUF		(FZ_BASE + 0x80000)	/* data buffers, the MR */
+
+static uint8_t fz_mem[FZ_SIZE];
+static uint64_t fz_now;
+
+static int fz_rw(uint64_t a, void *b, size_t l, int w)
+{
+	if (a < FZ_BASE || a - FZ_BASE > FZ_SIZE || l > FZ_SIZE - (a - FZ_BASE))
+		return -1;
+	if (w)
+		memcpy(fz_mem + (a - FZ_BASE), b, l);
+	else
+		memcpy(b, fz_mem + (a - FZ_BASE), l);
+	return 0;
+}
+
+static int fz_read(void *o, uint64_t a, void *b, size_t l)
+{
+	return fz_rw(a, b, l, 0);
+}
+
+static int fz_write(void *o, uint64_t a, const void *b, size_t l)
+{
+	return fz_rw(a, (void *)b, l, 1);
+}
+
+static void fz_notify(void *o, unsigned v)
+{
+}
+
+static void fz_xmit(void *o, const void *f, size_t l)
+{
+	volatile uint8_t sink = ((const uint8_t *)f)[l - 1];	/* touch the whole frame */
+
+	(void)sink;
+}
+
+static uint64_t fz_clock(void *o)
+{
+	return fz_now;
+}
+
+static void fz_timer(void *o, uint64_t d)
+{
+}
+
+static const struct qhca_engine_ops fz_ops = {
+	.dma_read = fz_read, .dma_write = fz_write, .notify = fz_notify, .xmit = fz_xmit,
+	.now_ns = fz_clock, .timer_arm = fz_timer,
+};
+
+static const struct qhca_engine_config fz_cfg = {
+	.db_pages = 4, .msix_vectors = 4, .max_pd = 4, .max_qp = 8, .max_qp_wr = 64,
+	.max_cq = 8, .max_cqe = 64, .max_mr = 8, .max_mr_size_mb = 1, .max_srq = 2,
+	.max_sge = 4, .max_inline = 64, .mtu = 1024,
+	.mac = { 0x52, 0x54, 0, 0x51, 0x48, 1 },
+};
+
+struct fz_state {
+	struct qhca_engine e;
+	uint32_t eq, pd, mr, cq[2], qpn[4], srq;
+};
+
+static struct qhca_pbl fz_pbl(unsigned slot, uint64_t buf, uint32_t pages)
+{
+	uint64_t list = FZ_PBL + slot * 0x400ull;
+	uint32_t i;
+
+	for (i = 0; i < pages; i++) {
+		uint64_t a = buf + i * 4096ull;
+
+		memcpy(fz_mem + (list - FZ_BASE) + i * 8, &a, 8);
+	}
+	return (struct qhca_pbl){ .addr = list, .npages = pages, .levels = 1 };
+}
+
+/* A device with objects in place; @deep adds CQs, an MR and QPs of each type in RTS. */
+static void fz_setup(struct fz_state *s, int deep)
+{
+	struct qhca_cmd_create_eq eq = { .ring_addr = FZ_EQ, .log2_entries = 4, .vector = 0,
+					 .flags = QHCA_EQ_ASYNC };
+	static const uint8_t types[4] = { QHCA_QPT_RC, QHCA_QPT_UC, QHCA_QPT_UD, QHCA_QPT_GSI };
+	int i;
+
+	memset(fz_mem, 0, sizeof(fz_mem));
+	fz_now = 1000;
+	if (qhca_engine_init(&s->e, &fz_cfg, &fz_ops, NULL))
+		abort();
+	qhca_engine_reg_write(&s->e, QHCA_REG_ASQ_BASE_LO, (uint32_t)FZ_ASQ);
+	qhca_engine_reg_write(&s->e, QHCA_REG_ACQ_BASE_LO, (uint32_t)FZ_ACQ);
+	qhca_engine_reg_write(&s->e, QHCA_REG_AQ_DEPTH, 4);
+	qhca_engine_reg_write(&s->e, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	qhca_engine_set_link(&s->e, 1);
+	if (!deep)
+		return;
+	qhca_eq_create(&s->e, &eq, &s->eq);
+	s->pd = qhca_obj_alloc(&s->e.pd, 0);
+	for (i = 0; i < 2; i++) {
+		struct qhca_cq_create c = { .log2_entries = 4, .eq = s->eq };
+
+		c.pbl = fz_pbl(i, FZ_RINGS + i * 0x1000ull, 1);
+		qhca_cq_create(&s->e, &c, &s->cq[i]);
+	}
+	{
+		struct qhca_mr_create m = { .pd = s->pd, .access = QHCA_ACCESS_ALL,
+					    .iova = 0x10000, .length = 0x8000 };
+
+		m.pbl = fz_pbl(2, FZ_BUF, 8);
+		qhca_mr_create(&s->e, &m, &s->mr);
+	}
+	for (i = 0; i < 4; i++) {
+		struct qhca_qp_create q = { .pd = s->pd, .send_cq = s->cq[0], .recv_cq = s->cq[1],
+					    .type = types[i], .sq_log2 = 3, .rq_log2 = 3,
+					    .sq_stride_log2 = 8, .rq_stride_log2 = 6,
+					    .max_inline = 64 };
+		struct qhca_qp_attr a;
+		uint64_t sq = FZ_RINGS + 0x2000 + i * 0x1000ull, rq = sq + 0x800;
+
+		q.sq_pbl = fz_pbl(3 + 2 * i, sq, 1);
+		q.rq_pbl = fz_pbl(4 + 2 * i, rq, 1);
+		if (qhca_qp_create(&s->e, &q, &s->qpn[i]))
+			continue;
+		if (types[i] == QHCA_QPT_GSI)
+			s->e.gsi_qpn = s->qpn[i];
+		memset(&a, 0, sizeof(a));
+		a.mask = QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS | QHCA_QP_QKEY;
+		a.state = QHCA_QPS_INIT;
+		a.access_flags = QHCA_ACCESS_ALL;
+		a.qkey = 0x1234;
+		qhca_qp_modify(&s->e, s->qpn[i], &a);
+		memset(&a, 0, sizeof(a));
+		a.mask = QHCA_QP_STATE;
+		a.state = QHCA_QPS_RTR;
+		if (types[i] == QHCA_QPT_RC || types[i] == QHCA_QPT_UC) {
+			a.mask |= QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN | QHCA_QP_RQ_PSN |
+				  QHCA_QP_MAX_DEST_RD_ATOMIC;
+			a.path_mtu = 3;
+			a.dest_qpn = s->qpn[i];	/* connected to itself: loopback */
+			a.max_dest_rd_atomic = 4;
+			a.av.sgid[10] = a.av.sgid[11] = a.av.dgid[10] = a.av.dgid[11] = 0xff;
+			a.av.sgid[15] = a.av.dgid[15] = 1;
+			memcpy(a.av.dmac, fz_cfg.mac, 6);
+		}
+		qhca_qp_modify(&s->e, s->qpn[i], &a);
+		memset(&a, 0, sizeof(a));
+		a.mask = QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT |
+			 QHCA_QP_MAX_QP_RD_ATOMIC | QHCA_QP_RNR_RETRY;
+		a.state = QHCA_QPS_RTS;
+		a.timeout = 10;
+		a.retry_cnt = 2;
+		a.rnr_retry = 2;
+		a.max_rd_atomic = 4;
+		qhca_qp_modify(&s->e, s->qpn[i], &a);
+	}
+}
+
+/* Fire every timer until none is left (bounded). */
+static void fz_drain_timers(struct fz_state *s)
+{
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		fz_now += 1000000000ull;
+		qhca_engine_timer(&s->e);
+	}
+}
+
+#endif

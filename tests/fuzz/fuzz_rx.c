@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Fuzz target: the receive path for RoCEv2 and Ethernet frames. The input is a series of
+ * frames (2-byte length, then the frame) delivered to a device with QPs of every type in
+ * RTS, receive WQEs posted and the Ethernet function started. To get past the ICRC, a
+ * frame whose first byte is odd gets its ICRC recomputed before delivery.
+ */
+#include "fuzz_common.h"
+#include "roce.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct fz_state s;
+	static uint8_t frame[9300];
+	struct qhca_cmd_eth_start eth = { .tx_ring = FZ_RINGS + 0x7000, .rx_ring = FZ_RINGS + 0x8000,
+					  .tx_log2 = 2, .rx_log2 = 2, .vector = 1 };
+	unsigned i;
+
+	fz_setup(&s, 1);
+	qhca_eth_start(&s.e, &eth);
+	for (i = 0; i < 4; i++) {
+		struct qhca_eth_desc d = { .addr = FZ_BUF + 0x4000 + i * 0x800ull, .len = 0x800 };
+		struct qhca_rq_wqe w = { .wr_id = i, .num_sge = 1 };
+		struct qhca_sge sge = { .addr = 0x10000 + i * 0x1000ull, .length = 0x1000,
+					.lkey = s.mr };
+		unsigned q;
+
+		memcpy(fz_mem + (eth.rx_ring - FZ_BASE) + i * 16, &d, sizeof(d));
+		for (q = 0; q < 4; q++) {
+			uint64_t rq = FZ_RINGS + 0x2000 + q * 0x1000ull + 0x800 + i * 64ull;
+
+			memcpy(fz_mem + (rq - FZ_BASE), &w, sizeof(w));
+			memcpy(fz_mem + (rq - FZ_BASE) + sizeof(w), &sge, sizeof(sge));
+		}
+	}
+	qhca_engine_db_write(&s.e, QHCA_DB_ETH_RX, 4, 4);
+	for (i = 0; i < 4; i++)
+		qhca_engine_db_write(&s.e, QHCA_DB_RQ, 4ull << 32 | s.qpn[i], 8);
+	while (size >= 2) {
+		size_t len = (size_t)(data[0] | data[1] << 8) % sizeof(frame);
+
+		data += 2;
+		size -= 2;
+		if (len > size)
+			len = size;
+		memcpy(frame, data, len);
+		if (len > 14) {
+			memcpy(frame, fz_cfg.mac, 6);	/* addressed to us */
+			if (data[0] & 1)
+				roce_icrc_update(frame, len);
+		}
+		qhca_engine_receive(&s.e, frame, len);
+		data += len;
+		size -= len;
+	}
+	fz_drain_timers(&s);
+	qhca_engine_fini(&s.e);
+	return 0;
+}

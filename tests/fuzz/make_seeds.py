@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Write seed corpora for the fuzz targets: well-formed inputs that reach deep code.
+
+  make_seeds.py DIR     creates DIR/admin, DIR/wqe and DIR/rx
+"""
+import os
+import struct
+import sys
+import zlib
+
+
+def cmd(opcode, body=b"", cmd_id=1):
+    hdr = struct.pack("<BBHHH", opcode, 0, cmd_id, len(body), 0)
+    return (hdr + body).ljust(64, b"\0")
+
+
+def obj(in_len=0, handle=0, out_len=0):
+    return struct.pack("<QIIQII", 0x103000, in_len, handle, 0x103000 if out_len else 0, out_len, 0)
+
+
+def admin_seeds():
+    q = struct.pack("<QII", 0x103000, 144, 0)
+    yield b"\2" + cmd(0x01, q) + b"\0" * 192                       # QUERY_DEVICE
+    yield b"\2" + cmd(0x10) + b"\0" * 192 + b"\2" + cmd(0x12, struct.pack("<II", 1 << 20 | 1, 0))
+    cq = struct.pack("<QIB3xIII", 0x104000, 1, 1, 4, 1, 0, 0)
+    yield b"\3" + cmd(0x40, obj(32)) + cq.ljust(192, b"\0")          # CREATE_CQ
+    mr = struct.pack("<IIQQII", 1, 15, 0x10000, 0x2000, 0, 0) + struct.pack("<QIB3x", 0x104000, 2, 1)
+    yield b"\3" + cmd(0x42, obj(48)) + mr.ljust(192, b"\0")          # CREATE_MR
+    yield b"\0" + struct.pack("<II", 0x10, 2) + b"\1" + struct.pack("<Q", 0x100000001)
+    yield b"\3" + cmd(0x50, obj(0, 0, 256)) + b"\0" * 192          # QUERY_COUNTERS
+
+
+def wqe_seeds():
+    for op in (0, 1, 2, 3, 4, 5, 6, 9):
+        w = struct.pack("<QBBBBIIIQIIQQQ", 7, op, 1, 1, 0, 0x11223344, 0, 0, 0x10000, 0, 0, 1, 2, 0)
+        sge = struct.pack("<QII", 0x10000, 64 if op < 5 else 8, 1 << 8 | 0)
+        ring = (w + sge).ljust(256, b"\0") * 8
+        rq = (struct.pack("<QII", 9, 1, 0) + struct.pack("<QII", 0x10000, 4096, 1 << 8)).ljust(64, b"\0") * 8
+        qp = (ring[:2048] + rq[:2048]).ljust(4096, b"\0")
+        yield bytes([0x04, 0x44, 0x05, 0x45, 0x84, 0x85, 0x06, 0x46]) + qp * 4
+
+
+def roce_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
+    bth = struct.pack(">BBHI", opcode, 0, 0xffff, dqpn & 0xffffff) + struct.pack(">I", 0x80000000 | psn)
+    body = bth + reth + extra + payload
+    pad = (4 - len(payload) % 4) % 4
+    body = bytearray(body[:1]) + bytearray([pad << 4]) + body[2:]
+    body = bytes(body) + b"\0" * pad
+    udp_len = 8 + len(body) + 4
+    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0,
+                               bytes([192, 168, 77, 2]), bytes([192, 168, 77, 1])))
+    s = sum(struct.unpack(">10H", bytes(ip)))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    ip[10:12] = struct.pack(">H", ~s & 0xffff)
+    udp = struct.pack(">HHHH", 0xc000, 4791, udp_len, 0)
+    m = bytearray(ip)
+    m[1] = 0xff
+    m[8] = 0xff
+    m[10] = m[11] = 0xff
+    mu = bytearray(udp)
+    mu[6] = mu[7] = 0xff
+    mb = bytearray(body)
+    mb[4] = 0xff
+    crc = zlib.crc32(b"\xff" * 8 + bytes(m) + bytes(mu) + bytes(mb)) & 0xffffffff
+    eth = bytes.fromhex("525400514801") + bytes.fromhex("525400514802") + b"\x08\x00"
+    return eth + bytes(ip) + udp + body + struct.pack("<I", crc)
+
+
+def rx_seeds():
+    for qpn in (2, 3, 4, 5, 1):
+        frames = [
+            roce_frame(0x04, qpn, 0, b"hello" * 10),
+            roce_frame(0x0a, qpn, 0, b"w" * 64, struct.pack(">QII", 0x10000, 1 << 8, 64)),
+            roce_frame(0x0c, qpn, 0, b"", struct.pack(">QII", 0x10000, 1 << 8, 128)),
+            roce_frame(0x14, qpn, 0, b"", b"", struct.pack(">QIQQ", 0x10000, 1 << 8, 1, 0)),
+            roce_frame(0x11, qpn, 0, b"", b"", struct.pack(">I", 0x1f000001)),
+            roce_frame(0x64, qpn, 0, b"ud" * 20, b"", struct.pack(">II", 0x1234, 7)),
+        ]
+        yield b"".join(struct.pack("<H", len(f)) + f for f in frames)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds)):
+        d = os.path.join(sys.argv[1], name)
+        os.makedirs(d, exist_ok=True)
+        for i, seed in enumerate(gen()):
+            with open(os.path.join(d, "seed-%02d" % i), "wb") as f:
+                f.write(seed)
+
+
+if __name__ == "__main__":
+    main()
