@@ -23,7 +23,7 @@ def admin_seeds():
     q = struct.pack("<QII", 0x103000, 144, 0)
     yield b"\2" + cmd(0x01, q) + b"\0" * 192                       # QUERY_DEVICE
     yield b"\2" + cmd(0x10) + b"\0" * 192 + b"\2" + cmd(0x12, struct.pack("<II", 1 << 20 | 1, 0))
-    cq = struct.pack("<QIB3xIII", 0x104000, 1, 1, 4, 1, 0, 0)
+    cq = struct.pack("<QIB3xIIII", 0x104000, 1, 1, 4, 1, 0, 0)
     yield b"\3" + cmd(0x40, obj(32)) + cq.ljust(192, b"\0")          # CREATE_CQ
     mr = struct.pack("<IIQQII", 1, 15, 0x10000, 0x2000, 0, 0) + struct.pack("<QIB3x", 0x104000, 2, 1)
     yield b"\3" + cmd(0x42, obj(48)) + mr.ljust(192, b"\0")          # CREATE_MR
