@@ -30,7 +30,7 @@ struct qhca_pd {
 };
 
 struct qhca_cq {
-	struct ibv_cq ibv_cq;
+	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex for ibv_create_cq_ex */
 	uint32_t cqn;
 	uint32_t log2;
 	uint32_t ci;			/* consumer index, free running */
@@ -38,6 +38,7 @@ struct qhca_cq {
 	struct qhca_cq_dbrec *dbrec;
 	size_t size;
 	pthread_spinlock_t lock;
+	struct qhca_cqe *cur;		/* the CQE being read between start_poll and end_poll */
 };
 
 struct qhca_ring {
@@ -47,12 +48,16 @@ struct qhca_ring {
 };
 
 struct qhca_qp {
-	struct ibv_qp ibv_qp;
+	struct verbs_qp vqp;		/* ibv_qp, or ibv_qp_ex for the ibv_wr_* API */
 	uint32_t qpn;
 	bool ud;
 	uint32_t max_inline;
 	struct qhca_ring sq, rq;
 	pthread_spinlock_t sq_lock, rq_lock;
+	/* ibv_wr_*: the WQE being built, the producer index at wr_start, an error so far */
+	uint8_t *wr_cur;
+	uint32_t wr_start_pi;
+	int wr_err;
 };
 
 struct qhca_srq {
@@ -75,6 +80,16 @@ struct qhca_ucreate_cq {
 
 struct qhca_ucreate_cq_resp {
 	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct qhca_create_cq_resp drv;
+};
+
+struct qhca_ucreate_cq_ex {
+	struct ibv_create_cq_ex ibv_cmd;
+	struct qhca_create_cq_cmd drv;
+};
+
+struct qhca_ucreate_cq_ex_resp {
+	struct ib_uverbs_ex_create_cq_resp ibv_resp;
 	struct qhca_create_cq_resp drv;
 };
 
@@ -125,12 +140,12 @@ static inline struct qhca_pd *to_qpd(struct ibv_pd *pd)
 
 static inline struct qhca_cq *to_qcq(struct ibv_cq *cq)
 {
-	return container_of(cq, struct qhca_cq, ibv_cq);
+	return container_of(cq, struct qhca_cq, vcq.cq);
 }
 
 static inline struct qhca_qp *to_qqp(struct ibv_qp *qp)
 {
-	return container_of(qp, struct qhca_qp, ibv_qp);
+	return container_of(qp, struct qhca_qp, vqp.qp);
 }
 
 static inline struct qhca_srq *to_qsrq(struct ibv_srq *srq)
@@ -146,10 +161,13 @@ static inline struct qhca_ah *to_qah(struct ibv_ah *ah)
 /* qhca_queue.c */
 struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 			      struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr);
 int qhca_destroy_cq(struct ibv_cq *ibcq);
 int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited);
 struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init);
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);

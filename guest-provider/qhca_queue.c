@@ -69,11 +69,169 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	cmd.drv.buf_addr = (uintptr_t)cq->ring;
 	cmd.drv.log2_entries = log2;
-	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq, &cmd.ibv_cmd,
+	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
 			      sizeof(cmd), &resp.ibv_resp, sizeof(resp)))
 		goto err;
 	cq->cqn = resp.drv.cqn;
-	return &cq->ibv_cq;
+	return &cq->vcq.cq;
+err:
+	free(cq->ring);
+	free(cq);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- extended CQ */
+static enum ibv_wc_opcode wc_opcode(uint8_t op);
+
+static struct qhca_cq *to_qcq_ex(struct ibv_cq_ex *ex)
+{
+	return container_of(ex, struct qhca_cq, vcq.cq_ex);
+}
+
+/* Take the CQE at ci if it is valid; fill the fields start_poll/next_poll must set. */
+static int cq_ex_take(struct qhca_cq *cq)
+{
+	struct qhca_cqe *cqe = &cq->ring[cq->ci & ((1u << cq->log2) - 1)];
+	uint8_t phase = ((cq->ci >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+
+	if ((*(volatile uint8_t *)&cqe->owner & QHCA_CQE_OWNER_PHASE) != phase)
+		return ENOENT;
+	udma_from_device_barrier();
+	cq->cur = cqe;
+	cq->ci++;
+	cq->vcq.cq_ex.wr_id = le64toh(cqe->wr_id);
+	cq->vcq.cq_ex.status = le32toh(cqe->qpn_status) >> QHCA_CQE_STATUS_SHIFT;
+	return 0;
+}
+
+static int cq_ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	struct qhca_cq *cq = to_qcq_ex(ex);
+	int ret;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	ret = cq_ex_take(cq);
+	if (ret)
+		pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
+static int cq_ex_next_poll(struct ibv_cq_ex *ex)
+{
+	return cq_ex_take(to_qcq_ex(ex));
+}
+
+static void cq_ex_end_poll(struct ibv_cq_ex *ex)
+{
+	struct qhca_cq *cq = to_qcq_ex(ex);
+
+	cq->dbrec->ci = htole32(cq->ci);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode cq_ex_read_opcode(struct ibv_cq_ex *ex)
+{
+	return wc_opcode(to_qcq_ex(ex)->cur->opcode);
+}
+
+static uint32_t cq_ex_read_vendor_err(struct ibv_cq_ex *ex)
+{
+	return 0;
+}
+
+static uint32_t cq_ex_read_byte_len(struct ibv_cq_ex *ex)
+{
+	return le32toh(to_qcq_ex(ex)->cur->byte_len);
+}
+
+static __be32 cq_ex_read_imm_data(struct ibv_cq_ex *ex)
+{
+	return htobe32(le32toh(to_qcq_ex(ex)->cur->imm));
+}
+
+static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *ex)
+{
+	return le32toh(to_qcq_ex(ex)->cur->qpn_status) & QHCA_CQE_QPN_MASK;
+}
+
+static uint32_t cq_ex_read_src_qp(struct ibv_cq_ex *ex)
+{
+	return le32toh(to_qcq_ex(ex)->cur->src_qp_flags) & QHCA_CQE_SRC_QP_MASK;
+}
+
+static unsigned int cq_ex_read_wc_flags(struct ibv_cq_ex *ex)
+{
+	uint8_t f = le32toh(to_qcq_ex(ex)->cur->src_qp_flags) >> QHCA_CQE_FLAGS_SHIFT;
+
+	return (f & QHCA_CQE_FLAG_IMM ? IBV_WC_WITH_IMM : 0) |
+	       (f & QHCA_CQE_FLAG_INV ? IBV_WC_WITH_INV : 0) |
+	       (f & QHCA_CQE_FLAG_GRH ? IBV_WC_GRH : 0);
+}
+
+static uint32_t cq_ex_read_zero32(struct ibv_cq_ex *ex)
+{
+	return 0;	/* no LIDs on RoCE */
+}
+
+static uint8_t cq_ex_read_zero8(struct ibv_cq_ex *ex)
+{
+	return 0;	/* SL and DLID path bits: not used on RoCE */
+}
+
+struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr)
+{
+	struct qhca_ucreate_cq_ex cmd = {};
+	struct qhca_ucreate_cq_ex_resp resp = {};
+	struct ibv_cq_ex *ex;
+	struct qhca_cq *cq;
+	uint8_t log2;
+
+	/* The standard work completion fields; no timestamps, tags or flow tags. */
+	if ((attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe < 1 || attr->cqe > (1u << 22) - 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	log2 = log2_ceil(attr->cqe + 1);
+	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
+	cq->ring = ring_alloc(cq->size);
+	if (!cq->ring)
+		goto err;
+	cq->log2 = log2;
+	cq->dbrec = (struct qhca_cq_dbrec *)((uint8_t *)cq->ring + (sizeof(struct qhca_cqe) << log2));
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cmd.drv.buf_addr = (uintptr_t)cq->ring;
+	cmd.drv.log2_entries = log2;
+	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp), 0))
+		goto err;
+	cq->cqn = resp.drv.cqn;
+	ex = &cq->vcq.cq_ex;
+	ex->start_poll = cq_ex_start_poll;
+	ex->next_poll = cq_ex_next_poll;
+	ex->end_poll = cq_ex_end_poll;
+	ex->read_opcode = cq_ex_read_opcode;
+	ex->read_vendor_err = cq_ex_read_vendor_err;
+	ex->read_byte_len = cq_ex_read_byte_len;
+	ex->read_imm_data = cq_ex_read_imm_data;
+	ex->read_qp_num = cq_ex_read_qp_num;
+	ex->read_src_qp = cq_ex_read_src_qp;
+	ex->read_wc_flags = cq_ex_read_wc_flags;
+	ex->read_slid = cq_ex_read_zero32;
+	ex->read_sl = cq_ex_read_zero8;
+	ex->read_dlid_path_bits = cq_ex_read_zero8;
+	return ex;
 err:
 	free(cq->ring);
 	free(cq);
@@ -181,19 +339,18 @@ static uint8_t rq_stride_log2(uint32_t max_sge)
 			 sizeof(struct qhca_sge));
 }
 
-struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* Size and allocate the rings of a new QP; fills the driver part of the command. */
+static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
+				struct ibv_qp_cap *cap, bool srq, struct qhca_create_qp_cmd *drv)
 {
-	struct qhca_context *ctx = to_qctx(pd->context);
-	struct qhca_ucreate_qp cmd = {};
-	struct qhca_ucreate_qp_resp resp = {};
+	bool ud = type == IBV_QPT_UD;
 	struct qhca_qp *qp;
-	bool ud = attr->qp_type == IBV_QPT_UD;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && !ud) {
+	if (type != IBV_QPT_RC && type != IBV_QPT_UC && !ud) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (attr->cap.max_inline_data > ctx->max_inline_data) {
+	if (cap->max_inline_data > ctx->max_inline_data) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -203,37 +360,64 @@ struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->ud = ud;
-	qp->sq.log2 = log2_ceil(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1);
-	qp->sq.stride_log2 = sq_stride_log2(&attr->cap, ud);
+	qp->sq.log2 = log2_ceil(cap->max_send_wr ? cap->max_send_wr : 1);
+	qp->sq.stride_log2 = sq_stride_log2(cap, ud);
 	qp->sq.buf = ring_alloc((size_t)1 << (qp->sq.log2 + qp->sq.stride_log2));
 	if (!qp->sq.buf)
 		goto err;
-	if (!attr->srq) {
-		qp->rq.log2 = log2_ceil(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
-		qp->rq.stride_log2 = rq_stride_log2(attr->cap.max_recv_sge);
+	if (!srq) {
+		qp->rq.log2 = log2_ceil(cap->max_recv_wr ? cap->max_recv_wr : 1);
+		qp->rq.stride_log2 = rq_stride_log2(cap->max_recv_sge);
 		qp->rq.buf = ring_alloc((size_t)1 << (qp->rq.log2 + qp->rq.stride_log2));
 		if (!qp->rq.buf)
 			goto err;
 	}
-	qp->max_inline = attr->cap.max_inline_data;
-	cmd.drv.sq_addr = (uintptr_t)qp->sq.buf;
-	cmd.drv.rq_addr = (uintptr_t)qp->rq.buf;
-	cmd.drv.sq_log2 = qp->sq.log2;
-	cmd.drv.rq_log2 = qp->rq.log2;
-	cmd.drv.sq_stride_log2 = qp->sq.stride_log2;
-	cmd.drv.rq_stride_log2 = qp->rq.stride_log2;
-	if (ibv_cmd_create_qp(pd, &qp->ibv_qp, attr, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
-			      sizeof(resp)))
-		goto err;
-	qp->qpn = resp.drv.qpn;
-	attr->cap.max_send_wr = 1u << qp->sq.log2;
-	attr->cap.max_recv_wr = attr->srq ? 0 : 1u << qp->rq.log2;
-	return &qp->ibv_qp;
+	qp->max_inline = cap->max_inline_data;
+	drv->sq_addr = (uintptr_t)qp->sq.buf;
+	drv->rq_addr = (uintptr_t)qp->rq.buf;
+	drv->sq_log2 = qp->sq.log2;
+	drv->rq_log2 = qp->rq.log2;
+	drv->sq_stride_log2 = qp->sq.stride_log2;
+	drv->rq_stride_log2 = qp->rq.stride_log2;
+	return qp;
 err:
 	free(qp->sq.buf);
 	free(qp->rq.buf);
 	free(qp);
 	return NULL;
+}
+
+static void qp_free(struct qhca_qp *qp)
+{
+	free(qp->sq.buf);
+	free(qp->rq.buf);
+	free(qp);
+}
+
+static void qp_created(struct qhca_qp *qp, const struct qhca_ucreate_qp_resp *resp,
+		       struct ibv_qp_cap *cap, bool srq)
+{
+	qp->qpn = resp->drv.qpn;
+	cap->max_send_wr = 1u << qp->sq.log2;
+	cap->max_recv_wr = srq ? 0 : 1u << qp->rq.log2;
+}
+
+struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct qhca_ucreate_qp cmd = {};
+	struct qhca_ucreate_qp_resp resp = {};
+	struct qhca_qp *qp;
+
+	qp = qp_alloc(to_qctx(pd->context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv);
+	if (!qp)
+		return NULL;
+	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+			      sizeof(resp))) {
+		qp_free(qp);
+		return NULL;
+	}
+	qp_created(qp, &resp, &attr->cap, attr->srq);
+	return &qp->vqp.qp;
 }
 
 int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
@@ -259,9 +443,7 @@ int qhca_destroy_qp(struct ibv_qp *ibqp)
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
-	free(qp->sq.buf);
-	free(qp->rq.buf);
-	free(qp);
+	qp_free(qp);
 	return 0;
 }
 
@@ -434,6 +616,248 @@ int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	ring_doorbell(to_qctx(ibqp->context), QHCA_DB_RQ, qp->qpn, qp->rq.pi);
 	pthread_spin_unlock(&qp->rq_lock);
 	return ret;
+}
+
+/* ---------------------------------------------------------------- ibv_wr_* */
+static struct qhca_qp *to_qqp_ex(struct ibv_qp_ex *ex)
+{
+	return container_of(ex, struct qhca_qp, vqp.qp_ex);
+}
+
+static void wr_start(struct ibv_qp_ex *ex)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+
+	pthread_spin_lock(&qp->sq_lock);
+	qp->wr_start_pi = qp->sq.pi;
+	qp->wr_cur = NULL;
+	qp->wr_err = 0;
+}
+
+static int wr_complete(struct ibv_qp_ex *ex)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+	int err = qp->wr_err;
+
+	if (err)
+		qp->sq.pi = qp->wr_start_pi;	/* nothing of a failed batch is posted */
+	else
+		ring_doorbell(to_qctx(ex->qp_base.context), QHCA_DB_SQ, qp->qpn, qp->sq.pi);
+	pthread_spin_unlock(&qp->sq_lock);
+	return err;
+}
+
+static void wr_abort(struct ibv_qp_ex *ex)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+
+	qp->sq.pi = qp->wr_start_pi;
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
+/* Begin a WQE of @op at the producer index; the setters below complete it. */
+static struct qhca_sq_wqe *wr_begin(struct ibv_qp_ex *ex, uint8_t op)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+	struct qhca_sq_wqe *h = wqe_at(&qp->sq, qp->sq.pi++);
+
+	memset(h, 0, (size_t)1 << qp->sq.stride_log2);
+	h->wr_id = htole64(ex->wr_id);
+	h->opcode = op;
+	h->flags = (ex->wr_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
+		   (ex->wr_flags & IBV_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
+		   (ex->wr_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+	qp->wr_cur = (uint8_t *)h;
+	return h;
+}
+
+static void wr_remote(struct qhca_sq_wqe *h, uint32_t rkey, uint64_t addr)
+{
+	h->rkey = htole32(rkey);
+	h->remote_addr = htole64(addr);
+}
+
+static void wr_send(struct ibv_qp_ex *ex)
+{
+	wr_begin(ex, QHCA_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *ex, __be32 imm)
+{
+	wr_begin(ex, QHCA_WR_SEND_WITH_IMM)->imm_inv = htole32(be32toh(imm));
+}
+
+static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey)
+{
+	wr_begin(ex, QHCA_WR_SEND_WITH_INV)->imm_inv = htole32(rkey);
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr)
+{
+	wr_remote(wr_begin(ex, QHCA_WR_RDMA_WRITE), rkey, addr);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	struct qhca_sq_wqe *h = wr_begin(ex, QHCA_WR_RDMA_WRITE_WITH_IMM);
+
+	wr_remote(h, rkey, addr);
+	h->imm_inv = htole32(be32toh(imm));
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr)
+{
+	wr_remote(wr_begin(ex, QHCA_WR_RDMA_READ), rkey, addr);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr,
+			      uint64_t compare, uint64_t swap)
+{
+	struct qhca_sq_wqe *h = wr_begin(ex, QHCA_WR_ATOMIC_CMP_AND_SWP);
+
+	wr_remote(h, rkey, addr);
+	h->compare_add = htole64(compare);
+	h->swap = htole64(swap);
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr,
+				uint64_t add)
+{
+	struct qhca_sq_wqe *h = wr_begin(ex, QHCA_WR_ATOMIC_FETCH_AND_ADD);
+
+	wr_remote(h, rkey, addr);
+	h->compare_add = htole64(add);
+}
+
+/* Where the data part of the current WQE starts (after the UD segment). */
+static uint8_t *wr_data(struct qhca_qp *qp)
+{
+	return qp->wr_cur + sizeof(struct qhca_sq_wqe) + (qp->ud ? sizeof(struct qhca_ud_seg) : 0);
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+	struct qhca_ud_seg *ud;
+
+	if (!qp->wr_cur || !qp->ud) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	ud = (struct qhca_ud_seg *)(qp->wr_cur + sizeof(struct qhca_sq_wqe));
+	ud->av = to_qah(ah)->av;
+	ud->dqpn = htole32(qpn);
+	ud->qkey = htole32(qkey);
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge *sg)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+	struct qhca_sq_wqe *h = (struct qhca_sq_wqe *)qp->wr_cur;
+	struct qhca_sge *s;
+	size_t i;
+
+	if (!h || wr_data(qp) + n * sizeof(*s) > qp->wr_cur + (1u << qp->sq.stride_log2)) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	s = (struct qhca_sge *)wr_data(qp);
+	for (i = 0; i < n; i++) {
+		s[i].addr = htole64(sg[i].addr);
+		s[i].length = htole32(sg[i].length);
+		s[i].lkey = htole32(sg[i].lkey);
+	}
+	h->num_sge = (uint8_t)n;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sg = { .addr = addr, .length = length, .lkey = lkey };
+
+	wr_set_sge_list(ex, 1, &sg);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_data_buf *b)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+	struct qhca_sq_wqe *h = (struct qhca_sq_wqe *)qp->wr_cur;
+	uint8_t *d;
+	size_t i, len = 0;
+
+	if (!h) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	d = wr_data(qp);
+	for (i = 0; i < n; i++) {
+		if (len + b[i].length > qp->max_inline ||
+		    d + len + b[i].length > qp->wr_cur + (1u << qp->sq.stride_log2)) {
+			qp->wr_err = ENOMEM;
+			return;
+		}
+		memcpy(d + len, b[i].addr, b[i].length);
+		len += b[i].length;
+	}
+	h->flags |= QHCA_WQE_INLINE;
+	h->inline_len = htole32((uint32_t)len);
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { .addr = addr, .length = length };
+
+	wr_set_inline_data_list(ex, 1, &b);
+}
+
+#define QHCA_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
+		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |			\
+		       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
+
+struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct qhca_ucreate_qp cmd = {};
+	struct qhca_ucreate_qp_resp resp = {};
+	struct ibv_qp_ex *ex;
+	struct qhca_qp *qp;
+
+	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~(uint64_t)QHCA_SEND_OPS))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = qp_alloc(to_qctx(context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv);
+	if (!qp)
+		return NULL;
+	if (ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp))) {
+		qp_free(qp);
+		return NULL;
+	}
+	qp_created(qp, &resp, &attr->cap, attr->srq);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ex = &qp->vqp.qp_ex;
+		ex->wr_start = wr_start;
+		ex->wr_complete = wr_complete;
+		ex->wr_abort = wr_abort;
+		ex->wr_send = wr_send;
+		ex->wr_send_imm = wr_send_imm;
+		ex->wr_send_inv = wr_send_inv;
+		ex->wr_rdma_write = wr_rdma_write;
+		ex->wr_rdma_write_imm = wr_rdma_write_imm;
+		ex->wr_rdma_read = wr_rdma_read;
+		ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+		ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
+		ex->wr_set_ud_addr = wr_set_ud_addr;
+		ex->wr_set_sge = wr_set_sge;
+		ex->wr_set_sge_list = wr_set_sge_list;
+		ex->wr_set_inline_data = wr_set_inline_data;
+		ex->wr_set_inline_data_list = wr_set_inline_data_list;
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
 }
 
 /* ---------------------------------------------------------------- shared receive queues */

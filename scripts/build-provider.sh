@@ -5,12 +5,15 @@
 # The guest runs rdma-core 44 (bookworm). Its source is used when the archive serves it;
 # when it does not (some mirrors lack rdma-core_44.0.orig.tar.gz) the trixie source (56.x)
 # is used instead: both export the same provider ABI, IBVERBS_PRIVATE_34, and the same
-# struct verbs_context_ops layout, so the provider loads into the guest's libibverbs 44.
+# struct verbs_context_ops layout. The public verbs headers come from bookworm's
+# libibverbs-dev either way, so that structures the provider embeds (ibv_qp_ex grew in
+# 56) have the layout of the guest's libibverbs 44.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bash "$QHCA_ROOT/scripts/setup-apt.sh"
-need_pkgs cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev libudev-dev python3
+need_pkgs cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev libudev-dev python3 \
+    libibverbs-dev
 
 dl="$QHCA_CACHE/dl/rdma-core"
 mkdir -p "$dl"
@@ -43,6 +46,12 @@ for f in "$QHCA_ROOT"/guest-provider/*; do
 done
 for f in "$QHCA_ROOT"/abi/*; do
     cmp -s "$f" "$src/providers/qhca/abi/$(basename "$f")" || cp "$f" "$src/providers/qhca/abi/"
+done
+# The guest's public verbs headers (bookworm's libibverbs-dev, the guest's rdma-core 44).
+gi="$src/providers/qhca/guest-include/infiniband"
+mkdir -p "$gi"
+for h in verbs.h verbs_api.h ib_user_ioctl_verbs.h; do
+    cmp -s "/usr/include/infiniband/$h" "$gi/$h" || cp "/usr/include/infiniband/$h" "$gi/"
 done
 
 build="$src/build"

@@ -62,6 +62,8 @@ check "ibv_srq_pingpong -s 4096 -c" pingpong ibv_srq_pingpong -s 4096 -n 100 -c
 check "ibv_srq_pingpong -q 4 -s 100 -c" pingpong ibv_srq_pingpong -q 4 -s 100 -n 100 -c
 check "ibv_rc_pingpong -e (completion events)" pingpong ibv_rc_pingpong -s 4096 -n 100 -e
 check "loopback: two QPs on one port" loopback
+check "extended verbs: ibv_create_cq_ex, ibv_create_qp_ex and ibv_wr_* (qhca-exverbs)" \
+    "$qhca" exec 1 -- qhca-exverbs
 check "ib_send_bw RC" perf ib_send_bw -s 65536 -n 200
 check "ib_write_bw RC" perf ib_write_bw -s 65536 -n 200
 check "ib_read_bw RC" perf ib_read_bw -s 65536 -n 200

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca-exverbs: the extended verbs interfaces on two RC QPs of one port (loopback):
+ * ibv_create_cq_ex with ibv_start_poll/next_poll/end_poll, and ibv_create_qp_ex with the
+ * ibv_wr_* API for SEND, SEND with immediate, RDMA WRITE, RDMA READ and FETCH_AND_ADD,
+ * including an aborted batch. Checks every completion and every byte; exit 0 if all hold.
+ */
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define SZ 8192
+
+static int fails;
+
+#define EXPECT(c)							\
+	do {								\
+		if (!(c)) {						\
+			fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c);	\
+			fails++;					\
+		}							\
+	} while (0)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+
+static struct ibv_qp *make_qp(struct ibv_cq_ex *cq)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = ibv_cq_ex_to_cq(cq),
+		.recv_cq = ibv_cq_ex_to_cq(cq),
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	};
+
+	return ibv_create_qp_ex(ctx, &a);
+}
+
+static int connect(struct ibv_qp *qp, uint32_t dest, int gid_index, union ibv_gid *gid)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Poll @n completions from @cq with the extended API; records wr_id, status, opcode. */
+static int poll_ex(struct ibv_cq_ex *cq, int n, uint64_t *ids, int *st, int *op, uint32_t *len)
+{
+	struct ibv_poll_cq_attr attr = {};
+	int got = 0, tries = 0, ret;
+
+	while (got < n && tries++ < 2000000) {
+		ret = ibv_start_poll(cq, &attr);
+		if (ret == ENOENT)
+			continue;
+		if (ret)
+			return -1;
+		do {
+			ids[got] = cq->wr_id;
+			st[got] = cq->status;
+			op[got] = ibv_wc_read_opcode(cq);
+			len[got] = ibv_wc_read_byte_len(cq);
+			got++;
+		} while (got < n && ibv_next_poll(cq) == 0);
+		ibv_end_poll(cq);
+	}
+	return got;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_cq_init_attr_ex cqa = { .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	int gid_index = argc > 1 ? atoi(argv[1]) : 1;
+	struct ibv_cq_ex *cq;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *ax;
+	struct ibv_mr *mr;
+	union ibv_gid gid;
+	uint64_t ids[8];
+	int st[8], op[8], i;
+	uint32_t len[8];
+	char *buf;
+
+	if (!list || !list[0])
+		return 2;
+	for (i = 0; list[i] && strcmp(ibv_get_device_name(list[i]), "qhca_0"); i++)
+		;
+	ctx = list[i] ? ibv_open_device(list[i]) : NULL;
+	if (!ctx || ibv_query_gid(ctx, 1, gid_index, &gid))
+		return 2;
+	pd = ibv_alloc_pd(ctx);
+	buf = aligned_alloc(4096, 4 * SZ);
+	memset(buf, 0, 4 * SZ);
+	mr = ibv_reg_mr(pd, buf, 4 * SZ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	cq = ibv_create_cq_ex(ctx, &cqa);
+	EXPECT(pd && mr && cq);
+	if (!pd || !mr || !cq)
+		return 1;
+	a = make_qp(cq);
+	b = make_qp(cq);
+	EXPECT(a && b);
+	if (!a || !b)
+		return 1;
+	EXPECT(connect(a, b->qp_num, gid_index, &gid) == 0);
+	EXPECT(connect(b, a->qp_num, gid_index, &gid) == 0);
+	ax = ibv_qp_to_qp_ex(a);
+	EXPECT(ax != NULL);
+
+	/* b receives one SEND into buf[SZ..]. */
+	{
+		struct ibv_sge s = { (uintptr_t)(buf + SZ), SZ, mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 100, .sg_list = &s, .num_sge = 1 }, *bad;
+
+		EXPECT(ibv_post_recv(b, &r, &bad) == 0);
+	}
+	for (i = 0; i < SZ; i++)
+		buf[i] = (char)(i * 7 + 3);
+	*(uint64_t *)(buf + 3 * SZ) = 40;
+
+	/* An aborted batch posts nothing. */
+	ibv_wr_start(ax);
+	ax->wr_id = 99;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(ax);
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)buf, 16);
+	ibv_wr_abort(ax);
+
+	ibv_wr_start(ax);
+	ax->wr_id = 1;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(ax, htobe32(0x1234));
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)buf, 3000);
+	ax->wr_id = 2;
+	ibv_wr_rdma_write(ax, mr->rkey, (uintptr_t)(buf + 2 * SZ));
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)buf, 5000);
+	ax->wr_id = 3;
+	ibv_wr_rdma_read(ax, mr->rkey, (uintptr_t)(buf + 2 * SZ));
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)(buf + 2 * SZ + 5000), 1000);
+	ax->wr_id = 4;
+	ibv_wr_atomic_fetch_add(ax, mr->rkey, (uintptr_t)(buf + 3 * SZ), 2);
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)(buf + 3 * SZ + 8), 8);
+	ax->wr_id = 5;
+	ibv_wr_send(ax);
+	ibv_wr_set_inline_data(ax, "inline!", 8);
+	EXPECT(ibv_wr_complete(ax) == 0);
+
+	/* Five send completions and one receive (the inline SEND has no receive: RNR). */
+	EXPECT(poll_ex(cq, 5, ids, st, op, len) == 5);
+	for (i = 0; i < 5; i++)
+		printf("completion wr_id %llu status %d opcode %d len %u\n",
+		       (unsigned long long)ids[i], st[i], op[i], len[i]);
+	EXPECT(ids[0] == 100 && st[0] == IBV_WC_SUCCESS && op[0] == IBV_WC_RECV && len[0] == 3000);
+	EXPECT(ids[1] == 1 && st[1] == IBV_WC_SUCCESS && op[1] == IBV_WC_SEND);
+	EXPECT(ids[2] == 2 && st[2] == IBV_WC_SUCCESS && op[2] == IBV_WC_RDMA_WRITE);
+	EXPECT(ids[3] == 3 && st[3] == IBV_WC_SUCCESS && op[3] == IBV_WC_RDMA_READ);
+	EXPECT(ids[4] == 4 && st[4] == IBV_WC_SUCCESS && op[4] == IBV_WC_FETCH_ADD);
+	EXPECT(!memcmp(buf, buf + SZ, 3000));
+	EXPECT(!memcmp(buf, buf + 2 * SZ, 5000));
+	EXPECT(!memcmp(buf, buf + 2 * SZ + 5000, 1000));
+	EXPECT(*(uint64_t *)(buf + 3 * SZ) == 42);
+	EXPECT(*(uint64_t *)(buf + 3 * SZ + 8) == 40);
+
+	/* The inline SEND completes once b posts a receive. */
+	{
+		struct ibv_sge s = { (uintptr_t)(buf + SZ), 64, mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 101, .sg_list = &s, .num_sge = 1 }, *bad;
+
+		EXPECT(ibv_post_recv(b, &r, &bad) == 0);
+		EXPECT(poll_ex(cq, 2, ids, st, op, len) == 2);
+		EXPECT(st[0] == IBV_WC_SUCCESS && st[1] == IBV_WC_SUCCESS);
+		EXPECT(!strcmp(buf + SZ, "inline!"));
+	}
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("qhca-exverbs: %s\n", fails ? "FAIL" : "PASS");
+	return fails ? 1 : 0;
+}
