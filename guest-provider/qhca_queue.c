@@ -7,6 +7,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,11 +45,9 @@ static void ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num, 
 }
 
 /* ---------------------------------------------------------------- completion queues */
-struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
-			      struct ibv_comp_channel *channel, int comp_vector)
+/* A CQ with its ring for @cqe entries; the caller creates it in the kernel. */
+static struct qhca_cq *cq_alloc(int cqe, struct qhca_create_cq_cmd *drv)
 {
-	struct qhca_ucreate_cq cmd = {};
-	struct qhca_ucreate_cq_resp resp = {};
 	struct qhca_cq *cq;
 	uint8_t log2;
 
@@ -62,22 +61,41 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 	log2 = log2_ceil((uint32_t)cqe + 1);
 	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
 	cq->ring = ring_alloc(cq->size);
-	if (!cq->ring)
-		goto err;
+	if (!cq->ring) {
+		free(cq);
+		return NULL;
+	}
 	cq->log2 = log2;
 	cq->dbrec = (struct qhca_cq_dbrec *)((uint8_t *)cq->ring + (sizeof(struct qhca_cqe) << log2));
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	cmd.drv.buf_addr = (uintptr_t)cq->ring;
-	cmd.drv.log2_entries = log2;
-	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
-			      sizeof(cmd), &resp.ibv_resp, sizeof(resp)))
-		goto err;
-	cq->cqn = resp.drv.cqn;
-	return &cq->vcq.cq;
-err:
+	drv->buf_addr = (uintptr_t)cq->ring;
+	drv->log2_entries = log2;
+	return cq;
+}
+
+static void cq_free(struct qhca_cq *cq)
+{
+	pthread_spin_destroy(&cq->lock);
 	free(cq->ring);
 	free(cq);
-	return NULL;
+}
+
+struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
+			      struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct qhca_ucreate_cq cmd = {};
+	struct qhca_ucreate_cq_resp resp = {};
+	struct qhca_cq *cq = cq_alloc(cqe, &cmd.drv);
+
+	if (!cq)
+		return NULL;
+	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
+			      sizeof(cmd), &resp.ibv_resp, sizeof(resp))) {
+		cq_free(cq);
+		return NULL;
+	}
+	cq->cqn = resp.drv.cqn;
+	return &cq->vcq.cq;
 }
 
 /* ---------------------------------------------------------------- extended CQ */
@@ -187,7 +205,6 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 	struct qhca_ucreate_cq_ex_resp resp = {};
 	struct ibv_cq_ex *ex;
 	struct qhca_cq *cq;
-	uint8_t log2;
 
 	/* The standard work completion fields; no timestamps, tags or flow tags. */
 	if ((attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
@@ -196,26 +213,14 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (attr->cqe < 1 || attr->cqe > (1u << 22) - 1) {
-		errno = EINVAL;
-		return NULL;
-	}
-	cq = calloc(1, sizeof(*cq));
+	cq = cq_alloc(attr->cqe > INT32_MAX ? -1 : (int)attr->cqe, &cmd.drv);
 	if (!cq)
 		return NULL;
-	log2 = log2_ceil(attr->cqe + 1);
-	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
-	cq->ring = ring_alloc(cq->size);
-	if (!cq->ring)
-		goto err;
-	cq->log2 = log2;
-	cq->dbrec = (struct qhca_cq_dbrec *)((uint8_t *)cq->ring + (sizeof(struct qhca_cqe) << log2));
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	cmd.drv.buf_addr = (uintptr_t)cq->ring;
-	cmd.drv.log2_entries = log2;
 	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
-				 &resp.ibv_resp, sizeof(resp), 0))
-		goto err;
+				 &resp.ibv_resp, sizeof(resp), 0)) {
+		cq_free(cq);
+		return NULL;
+	}
 	cq->cqn = resp.drv.cqn;
 	ex = &cq->vcq.cq_ex;
 	ex->start_poll = cq_ex_start_poll;
@@ -232,10 +237,6 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 	ex->read_sl = cq_ex_read_zero8;
 	ex->read_dlid_path_bits = cq_ex_read_zero8;
 	return ex;
-err:
-	free(cq->ring);
-	free(cq);
-	return NULL;
 }
 
 int qhca_destroy_cq(struct ibv_cq *ibcq)
@@ -246,9 +247,7 @@ int qhca_destroy_cq(struct ibv_cq *ibcq)
 	ret = ibv_cmd_destroy_cq(ibcq);
 	if (ret)
 		return ret;
-	pthread_spin_destroy(&cq->lock);
-	free(cq->ring);
-	free(cq);
+	cq_free(cq);
 	return 0;
 }
 

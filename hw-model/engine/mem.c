@@ -253,3 +253,33 @@ int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, v
 	return qhca_pages_xfer(e, mr->pages, mr->npages, va - mr->iova + mr->page_offset, buf, len,
 			       to_guest);
 }
+
+/*
+ * Move message bytes [off, off + len) between @buf and the buffers an SGE list describes
+ * (the SGEs were checked when the WQE was taken). Returns -2 if the list is too short for
+ * the range, -1 if a region vanished or guest memory failed.
+ */
+int qhca_sge_xfer(struct qhca_engine *e, const struct qhca_sge *sge, uint32_t num_sge,
+		  uint64_t off, uint8_t *buf, uint32_t len, bool to_guest)
+{
+	uint32_t i;
+
+	for (i = 0; i < num_sge && len; i++) {
+		const struct qhca_sge *s = &sge[i];
+		struct qhca_mr *mr;
+		uint32_t n;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = s->length - (uint32_t)off < len ? s->length - (uint32_t)off : len;
+		mr = qhca_mr_find(e, s->lkey);
+		if (!mr || qhca_mr_xfer(e, mr, s->addr + off, buf, n, to_guest))
+			return -1;
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -2 : 0;
+}

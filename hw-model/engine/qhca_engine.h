@@ -347,6 +347,8 @@ struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, 
 			      uint64_t len, uint32_t access, const char **why);
 int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
 		 size_t len, bool to_guest);
+int qhca_sge_xfer(struct qhca_engine *e, const struct qhca_sge *sge, uint32_t num_sge,
+		  uint64_t off, uint8_t *buf, uint32_t len, bool to_guest);
 
 /* cq.c */
 uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn);

@@ -205,30 +205,11 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 static int wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off, uint8_t *buf,
 		    uint32_t len, bool to_guest)
 {
-	uint32_t i;
-
 	if (sw->hdr.flags & QHCA_WQE_INLINE) {
 		memcpy(buf, sw->inline_data + off, len);
 		return 0;
 	}
-	for (i = 0; i < sw->hdr.num_sge && len; i++) {
-		const struct qhca_sge *s = &sw->sge[i];
-		struct qhca_mr *mr;
-		uint32_t n;
-
-		if (off >= s->length) {
-			off -= s->length;
-			continue;
-		}
-		n = s->length - (uint32_t)off < len ? s->length - (uint32_t)off : len;
-		mr = qhca_mr_find(e, s->lkey);
-		if (!mr || qhca_mr_xfer(e, mr, s->addr + off, buf, n, to_guest))
-			return -1;
-		buf += n;
-		len -= n;
-		off = 0;
-	}
-	return len ? -1 : 0;
+	return qhca_sge_xfer(e, sw->sge, sw->hdr.num_sge, off, buf, len, to_guest) ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- packets of a WQE */

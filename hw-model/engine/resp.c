@@ -67,32 +67,11 @@ static void resp_error(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	qhca_qp_error(e, qp, event);
 }
 
-/* Scatter @len bytes into the receive WQE's SGEs at message offset @off. */
+/* Scatter @len bytes into the receive WQE's SGEs at message offset @off; -2: too long. */
 static int recv_scatter(struct qhca_engine *e, const struct qhca_recv_ctx *rc, uint64_t off,
 			const uint8_t *data, uint32_t len)
 {
-	uint32_t i;
-
-	for (i = 0; i < rc->num_sge && len; i++) {
-		const struct qhca_sge *s = &rc->sge[i];
-		struct qhca_mr *mr;
-		uint32_t n;
-
-		if (off >= s->length) {
-			off -= s->length;
-			continue;
-		}
-		n = s->length - (uint32_t)off < len ? s->length - (uint32_t)off : len;
-		mr = qhca_mr_find(e, s->lkey);
-		if (!mr || qhca_mr_xfer(e, mr, s->addr + off, (void *)data, n, true))
-			return -1;
-		data += n;
-		len -= n;
-		off = 0;
-	}
-	if (len)
-		return -2;	/* message longer than the receive buffers */
-	return 0;
+	return qhca_sge_xfer(e, rc->sge, rc->num_sge, off, (uint8_t *)data, len, true);
 }
 
 static uint64_t recv_capacity(const struct qhca_recv_ctx *rc)
