@@ -640,6 +640,149 @@ static void test_two_devices_verbs(void)
     unlink(sock);
 }
 
+/*
+ * A malicious guest against its own device: objects destroyed twice and used after
+ * destroy, a WQE using another PD's key, a CQ overflowed, a reset in the middle of
+ * traffic. Every step ends in a status, a CQE error or an event, and a well-behaved user
+ * gets a working device afterwards.
+ */
+static void test_hostile_objects(void)
+{
+    g_autofree char *mac = g_strdup("netdev=n0,mac=52:54:00:00:00:07");
+    /* A peer for the netdev so that the link is up; the frames loop back inside. */
+    Qhca *h = qhca_start_args("-netdev user,id=n0,restrict=on", mac);
+    struct qhca_cmd ceq = { .hdr = { .opcode = QHCA_CMD_CREATE_EQ,
+                                     .len = sizeof(ceq.create_eq) } };
+    struct qhca_mr_create mr = { .access = QHCA_ACCESS_ALL, .length = 4096 };
+    struct qhca_sq_wqe w = {};
+    struct qhca_sge sge = {};
+    struct qhca_eqe eqe;
+    struct qhca_cqe c;
+    uint32_t pd2, key2, aeq, dummy;
+    uint64_t eq_ring;
+    Node n;
+    int i;
+
+    node_setup(&n, h, 7);
+    node_connect(&n, &n);       /* a QP connected to itself: frames loop back */
+    ceq.create_eq.ring_addr = eq_ring = qhca_alloc_aligned(h, 4096);
+    ceq.create_eq.log2_entries = 3;
+    ceq.create_eq.flags = QHCA_EQ_ASYNC;
+    g_assert_cmpuint(qhca_exec(h, &ceq, &aeq, NULL), ==, QHCA_ST_OK);
+
+    /* A WQE with the key of a region of another PD: LOC_PROT_ERR, the QP goes to error. */
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &pd2), ==, QHCA_ST_OK);
+    mr.pd = pd2;
+    mr.iova = 0x5000000;
+    mr.pbl = node_pbl(h, qhca_alloc_aligned(h, 4096), 1);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_MR, 0, &mr, sizeof(mr), NULL, 0, &key2), ==,
+                     QHCA_ST_OK);
+    w.wr_id = 0x44;
+    w.opcode = QHCA_WR_SEND;
+    w.flags = QHCA_WQE_SIGNALED;
+    w.num_sge = 1;
+    sge = (struct qhca_sge){ .addr = 0x5000000, .length = 16, .lkey = key2 };
+    qtest_memwrite(h->qts, n.sq, &w, sizeof(w));
+    qtest_memwrite(h->qts, n.sq + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)++n.sq_pi << 32 | n.qpn);
+    c = node_cqe(&n, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x44);
+    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_LOC_PROT_ERR);
+
+    /* Destroy twice, use after destroy, destroy while in use. */
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_MR, key2, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_MR, key2, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_BAD_HANDLE);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)++n.sq_pi << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_CQ_ARM, n.scq);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_BAD_HANDLE);
+    {
+        struct qhca_qp_create q = { .pd = n.pd, .send_cq = n.scq, .recv_cq = n.rcq,
+                                    .type = QHCA_QPT_RC, .sq_log2 = 2, .rq_log2 = 2,
+                                    .sq_stride_log2 = 7, .rq_stride_log2 = 5 };
+
+        q.sq_pbl = node_pbl(h, n.sq, 1);
+        q.rq_pbl = node_pbl(h, n.rq, 1);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &q, sizeof(q), NULL, 0, &dummy),
+                         ==, QHCA_ST_BAD_HANDLE);
+    }
+
+    /* A CQ of 2 entries that nobody polls overflows: an async CQ_ERR, not an overwrite. */
+    {
+        struct qhca_cq_create cq = { .log2_entries = 1, .eq = n.eq };
+        struct qhca_qp_create q = { .pd = n.pd, .recv_cq = n.rcq, .type = QHCA_QPT_RC,
+                                    .sq_log2 = 3, .rq_log2 = 2, .sq_stride_log2 = 7,
+                                    .rq_stride_log2 = 5 };
+
+        n.cq_ring[0] = qhca_alloc_aligned(h, 4096);
+        n.cq_ci[0] = 0;
+        cq.pbl = node_pbl(h, n.cq_ring[0], 1);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq), NULL, 0, &n.scq),
+                         ==, QHCA_ST_OK);
+        q.send_cq = n.scq;
+        q.sq_pbl = node_pbl(h, n.sq, 1);
+        q.rq_pbl = node_pbl(h, n.rq, 1);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &q, sizeof(q), NULL, 0, &n.qpn),
+                         ==, QHCA_ST_OK);
+        n.sq_pi = 0;
+        node_connect(&n, &n);
+    }
+    for (i = 0; i < 4; i++) {
+        w.wr_id = 0x50 + i;
+        w.opcode = QHCA_WR_RDMA_WRITE;
+        w.remote_addr = n.buf_va + 4096;
+        w.rkey = n.mrkey;
+        sge = (struct qhca_sge){ .addr = n.buf_va, .length = 8, .lkey = n.mrkey };
+        qtest_memwrite(h->qts, n.sq + i * 128, &w, sizeof(w));
+        qtest_memwrite(h->qts, n.sq + i * 128 + sizeof(w), &sge, sizeof(sge));
+    }
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)(n.sq_pi += 4) << 32 | n.qpn);
+    for (i = 0; i < 100; i++) {
+        qtest_memread(h->qts, eq_ring, &eqe, sizeof(eqe));
+        if (eqe.flags & QHCA_EQE_PHASE) {
+            break;
+        }
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(eqe.type, ==, QHCA_EVENT_CQ_ERR);
+    g_assert_cmpuint(eqe.handle, ==, n.scq);
+    qtest_memread(h->qts, n.cq_ring[0], &c, sizeof(c));
+    g_assert_cmphex(c.wr_id, ==, 0x50);     /* the first CQE was not overwritten */
+
+    /* A reset in the middle of traffic, then a well-behaved user gets a working device. */
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)(n.sq_pi + 2) << 32 | n.qpn);
+    wr(h, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)(n.sq_pi + 3) << 32 | n.qpn);
+    g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, 0);
+    node_setup(&n, h, 7);
+    node_connect(&n, &n);
+    w.wr_id = 0x66;
+    w.opcode = QHCA_WR_RDMA_WRITE;
+    w.remote_addr = n.buf_va + 4096;
+    w.rkey = n.mrkey;
+    sge = (struct qhca_sge){ .addr = n.buf_va, .length = 64, .lkey = n.mrkey };
+    qtest_memwrite(h->qts, n.sq, &w, sizeof(w));
+    qtest_memwrite(h->qts, n.sq + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)++n.sq_pi << 32 | n.qpn);
+    c = node_cqe(&n, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x66);
+    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_SUCCESS);
+    qhca_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -651,5 +794,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
+    qtest_add_func("/qhca/hostile-objects", test_hostile_objects);
     return g_test_run();
 }
