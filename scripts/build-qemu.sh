@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Build qemu-system-x86_64 with the qhca device, and the qhca qtest.
+#   build-qemu.sh [sanitize]   sanitize: a second build with ASan and UBSan, for the qtests
 #   QEMU_SRC=<dir>  use this QEMU 10.0 tree instead of Debian's source package
 # Everything is cached under $QHCA_CACHE; a second run rebuilds only what changed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+flavour=${1:-plain}
 bash "$QHCA_ROOT/scripts/setup-apt.sh"
 # gcc-multilib: QEMU's configure builds the x86 option ROMs (linuxboot_dma.bin for -kernel)
 # only when the host compiler can emit 32-bit code; Debian's +ds source ships no ROM images.
@@ -28,6 +30,7 @@ if [ -n "${QEMU_SRC:-}" ]; then
         patch -d "$src" -p1 -s -f < "$p" || die "$(basename "$p") does not apply to $src"
     done
     build="$QHCA_CACHE/qemu-build-$(echo "$src" | sha256sum | cut -c1-8)"
+    [ "$flavour" = sanitize ] && build="$build-sanitize"
 else
     dl="$QHCA_CACHE/dl/qemu"
     mkdir -p "$dl"
@@ -57,6 +60,7 @@ else
         done
     fi
     build="$QHCA_CACHE/qemu-build"
+    [ "$flavour" = sanitize ] && build="$QHCA_CACHE/qemu-build-sanitize"
 fi
 
 # Copy the device model into the tree; unchanged files keep their time stamps.
@@ -84,6 +88,7 @@ export CCACHE_DIR=${CCACHE_DIR:-$QHCA_CACHE/ccache}
 config_args=(--target-list=x86_64-softmmu --python=/usr/bin/python3
     --without-default-features --enable-tcg --enable-kvm --enable-slirp
     --disable-docs --disable-download --disable-install-blobs --enable-trace-backends=log)
+[ "$flavour" = sanitize ] && config_args+=(--enable-asan --enable-ubsan)
 config_sum=$( (echo "$src"; command -v cc; echo optionrom; printf '%s\n' "${config_args[@]}") | sha256sum | cut -c1-12)
 if [ ! -f "$build/build.ninja" ] || [ "$(cat "$build/.qhca-config" 2>/dev/null)" != "$config_sum" ]; then
     step "qemu: configuring in $build"
@@ -93,10 +98,14 @@ if [ ! -f "$build/build.ninja" ] || [ "$(cat "$build/.qhca-config" 2>/dev/null)"
     echo "$config_sum" > "$build/.qhca-config"
 fi
 
-step "qemu: building qemu-system-x86_64 and the qhca qtest (cold build: 10-15 min on 2 cores)"
+step "qemu: building qemu-system-x86_64 and the qhca qtest ($flavour; cold build: 5-10 min on 2 cores)"
 ninja_progress "$build" qemu-system-x86_64 tests/qtest/qhca-test
 make -s -C "$build" pc-bios/optionrom/all > "$build/optionrom.log" 2>&1 ||
     { tail -n 20 "$build/optionrom.log"; die "building QEMU's option ROMs failed; log: $build/optionrom.log"; }
 [ -f "$build/pc-bios/optionrom/linuxboot_dma.bin" ] || die "linuxboot_dma.bin was not built; see $build/optionrom.log"
-ln -sfn "$build" "$QHCA_CACHE/qemu"
+if [ "$flavour" = sanitize ]; then
+    ln -sfn "$build" "$QHCA_CACHE/qemu-sanitize"
+else
+    ln -sfn "$build" "$QHCA_CACHE/qemu"
+fi
 echo "qemu: $build/qemu-system-x86_64"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run the test tiers, lowest first, and print one summary line:
-#   tests/check.sh [unit|sanitize|fuzz|qtest|vm ...]     (default: all of them)
+#   tests/check.sh [unit|sanitize|fuzz|qtest|qtest-sanitize|vm ...]     (default: all)
 # Expects the builds of 'make all' in $QHCA_CACHE.
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(unit sanitize fuzz qtest vm)
+[ ${#tiers[@]} -gt 0 ] || tiers=(unit sanitize fuzz qtest qtest-sanitize vm)
 total_pass=0 total_fail=0
 failed_tiers=()
 
@@ -44,16 +44,24 @@ unit_tests() {	# unit_tests plain|sanitize
     return $rc
 }
 
-qtests() {
-    local b="$QHCA_CACHE/qemu"
+qtests() {	# qtests [sanitize]
+    local b="$QHCA_CACHE/qemu" wrap="$QHCA_CACHE/qtest-wrap"
+    if [ "${1:-}" = sanitize ]; then
+        bash "$QHCA_ROOT/scripts/build-qemu.sh" sanitize > /dev/null ||
+            { echo "not ok - the ASan/UBSan QEMU did not build"; return 1; }
+        b="$QHCA_CACHE/qemu-sanitize" wrap="$QHCA_CACHE/qtest-wrap-sanitize"
+        # Any sanitizer report fails the run; QEMU's own exit-time leaks are not ours to judge.
+        export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+        export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    fi
     [ -x "$b/tests/qtest/qhca-test" ] || { echo "not ok - qhca-test is not built (make qemu)"; return 1; }
     # A wrapper so QEMU finds SeaBIOS and the option ROMs; named like the binary so that
     # libqtest derives the architecture from it.
-    mkdir -p "$QHCA_CACHE/qtest-wrap"
+    mkdir -p "$wrap"
     printf '#!/bin/sh\nexec %s -L /usr/share/seabios -L %s "$@"\n' \
-        "$b/qemu-system-x86_64" "$b/pc-bios/optionrom" > "$QHCA_CACHE/qtest-wrap/qemu-system-x86_64"
-    chmod +x "$QHCA_CACHE/qtest-wrap/qemu-system-x86_64"
-    QTEST_QEMU_BINARY="$QHCA_CACHE/qtest-wrap/qemu-system-x86_64" \
+        "$b/qemu-system-x86_64" "$b/pc-bios/optionrom" > "$wrap/qemu-system-x86_64"
+    chmod +x "$wrap/qemu-system-x86_64"
+    QTEST_QEMU_BINARY="$wrap/qemu-system-x86_64" \
         "$b/tests/qtest/qhca-test" --tap 2>&1 | grep -v '^# starting QEMU'
     return "${PIPESTATUS[0]}"
 }
@@ -65,11 +73,12 @@ for tier in "${tiers[@]}"; do
     fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-20} s each)" \
               bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-20}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
+    qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
     vm) need_pkgs tshark	# the wire test decodes captures with it
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done ;;
-    *) die "unknown test tier '$tier' (unit, sanitize, fuzz, qtest, vm)" ;;
+    *) die "unknown test tier '$tier' (unit, sanitize, fuzz, qtest, qtest-sanitize, vm)" ;;
     esac
 done
 
