@@ -19,7 +19,7 @@ for t in "${targets[@]}"; do
     log="$dir/fuzz_$t.log"
     step "fuzz: fuzz_$t for $secs s"
     (cd "$dir/crashes/$t" && "$dir/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
-        -max_len=16384 -timeout=10 -rss_limit_mb=2048 "$corpus" "$dir/seeds/$t" > "$log" 2>&1)
+        -max_len=65536 -timeout=10 -rss_limit_mb=2048 "$corpus" "$dir/seeds/$t" > "$log" 2>&1)
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n1 | cut -d' ' -f2)

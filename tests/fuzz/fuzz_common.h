@@ -138,7 +138,8 @@ static void fz_setup(struct fz_state *s, int deep)
 					    .sq_stride_log2 = 8, .rq_stride_log2 = 6,
 					    .max_inline = 64 };
 		struct qhca_qp_attr a;
-		uint64_t sq = FZ_RINGS + 0x2000 + i * 0x1000ull, rq = sq + 0x800;
+		/* Each QP: its SQ page, then its RQ page (page lists take whole pages). */
+		uint64_t sq = FZ_RINGS + 0x2000 + i * 0x2000ull, rq = sq + 0x1000;
 
 		q.sq_pbl = fz_pbl(3 + 2 * i, sq, 1);
 		q.rq_pbl = fz_pbl(4 + 2 * i, rq, 1);

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz_state s;
 	static uint8_t frame[9300];
-	struct qhca_cmd_eth_start eth = { .tx_ring = FZ_RINGS + 0x7000, .rx_ring = FZ_RINGS + 0x8000,
+	struct qhca_cmd_eth_start eth = { .tx_ring = FZ_RINGS + 0xc000, .rx_ring = FZ_RINGS + 0xd000,
 					  .tx_log2 = 2, .rx_log2 = 2, .vector = 1 };
 	unsigned i;
 
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(fz_mem + (eth.rx_ring - FZ_BASE) + i * 16, &d, sizeof(d));
 		for (q = 0; q < 4; q++) {
-			uint64_t rq = FZ_RINGS + 0x2000 + q * 0x1000ull + 0x800 + i * 64ull;
+			uint64_t rq = FZ_RINGS + 0x3000 + q * 0x2000ull + i * 64ull;
 
 			memcpy(fz_mem + (rq - FZ_BASE), &w, sizeof(w));
 			memcpy(fz_mem + (rq - FZ_BASE) + sizeof(w), &sge, sizeof(sge));

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz_state s;
-	size_t ring_bytes = 4 * 0x1000;
+	size_t ring_bytes = 8 * 0x1000;	/* four QPs: an SQ page and an RQ page each */
 	unsigned i;
 
 	if (size < 8)

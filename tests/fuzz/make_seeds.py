@@ -37,7 +37,7 @@ def wqe_seeds():
         sge = struct.pack("<QII", 0x10000, 64 if op < 5 else 8, 1 << 8 | 0)
         ring = (w + sge).ljust(256, b"\0") * 8
         rq = (struct.pack("<QII", 9, 1, 0) + struct.pack("<QII", 0x10000, 4096, 1 << 8)).ljust(64, b"\0") * 8
-        qp = (ring[:2048] + rq[:2048]).ljust(4096, b"\0")
+        qp = ring[:2048].ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
         yield bytes([0x04, 0x44, 0x05, 0x45, 0x84, 0x85, 0x06, 0x46]) + qp * 4
 
 
