@@ -83,6 +83,7 @@ install -m 644 "$so" "$layer/usr/lib/x86_64-linux-gnu/libibverbs/libqhca-rdmav34
 echo "driver qhca" > "$layer/etc/libibverbs.d/qhca.driver"
 gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-smoke" "$QHCA_ROOT/tests/vm/qhca_smoke.c" -libverbs
 gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-exverbs" "$QHCA_ROOT/tests/vm/qhca_exverbs.c" -libverbs
+gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-isolation" "$QHCA_ROOT/tests/vm/qhca_isolation.c" -libverbs
 install -m 755 "$QHCA_ROOT/tests/vm/qhca_tcp.py" "$layer/usr/local/bin/qhca-tcp"
 install -m 600 "$keydir/id_ed25519.pub" "$layer/root/.ssh/authorized_keys"
 chmod 700 "$layer/root" "$layer/root/.ssh"

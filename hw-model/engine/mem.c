@@ -115,6 +115,16 @@ struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key)
 	return mr && mr->key == key ? mr : NULL;
 }
 
+/*
+ * A key is the region's slot (24 bits) and a tag (8 bits): the slot's generation plus an
+ * offset derived from the device's secret, so a reused slot never takes the key it had
+ * last, and a peer cannot derive the keys of regions from their slot numbers alone.
+ */
+static uint8_t mr_key_tag(const struct qhca_engine *e, uint64_t idx, uint32_t generation)
+{
+	return (uint8_t)((e->cfg.key_secret * (2 * idx + 1)) >> 56) + (uint8_t)generation;
+}
+
 uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key)
 {
 	int64_t pd = qhca_obj_lookup(&e->pd, c->pd);
@@ -160,7 +170,7 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	}
 	idx = qhca_obj_lookup(&e->mr_table, h);
 	mr->handle = h;
-	mr->key = (uint32_t)(idx + 1) << 8 | ((h >> 20) & 0xff);
+	mr->key = (uint32_t)(idx + 1) << 8 | mr_key_tag(e, (uint64_t)idx, h >> 20);
 	mr->pd = c->pd;
 	mr->access = c->access;
 	mr->flags = c->flags;

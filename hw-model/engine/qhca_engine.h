@@ -57,6 +57,7 @@ struct qhca_engine_config {
 	uint32_t max_inline;
 	uint32_t mtu;		/* largest path MTU in bytes: 256, 512, 1024, 2048 or 4096 */
 	uint8_t mac[6];
+	uint64_t key_secret;	/* mixed into MR keys (see mem.c); 0 in tests */
 };
 
 /* Bounds for the configuration; qhca_engine_config_check() enforces them. */
@@ -227,7 +228,7 @@ struct qhca_counters {
 	uint64_t roce_tx_pkts, roce_tx_bytes, roce_rx_pkts, roce_rx_bytes;
 	uint64_t roce_rx_bad[ROCE_PARSE_MAX];	/* dropped by the parser, by reason */
 	uint64_t roce_rx_no_qp, roce_rx_bad_state, roce_rx_bad_pkey, roce_rx_bad_qkey;
-	uint64_t roce_rx_out_of_seq, roce_rx_dup, roce_rx_no_wqe;
+	uint64_t roce_rx_out_of_seq, roce_rx_dup, roce_rx_no_wqe, remote_access_errors;
 	uint64_t retransmits, timeouts, naks_sent, naks_received, rnr_naks_sent;
 	uint64_t rnr_naks_received, cq_overflows, loopback_pkts;
 };

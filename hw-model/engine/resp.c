@@ -62,6 +62,8 @@ static void resp_error(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 {
 	qhca_log_guest(e, "QP 0x%x: request PSN 0x%x (%s) refused: %s", qp->qpn, p->psn,
 		       roce_opcode_info(p->opcode)->name, why);
+	if (syndrome == AETH_NAK_REM_ACCESS)
+		e->cnt.remote_access_errors++;
 	if (qp->type == QHCA_QPT_RC)
 		send_aeth(e, qp, p->psn, syndrome);
 	qhca_qp_error(e, qp, event);
@@ -374,7 +376,12 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 								      QHCA_ACCESS_REMOTE_WRITE,
 								      &why)))) {
 			if (qp->type == QHCA_QPT_UC) {
+				/* UC: the message is dropped silently (IBA 9.9.3), the QP lives. */
+				qhca_log_guest(e, "QP 0x%x: UC WRITE PSN 0x%x dropped: %s",
+					       qp->qpn, p->psn, why);
+				e->cnt.remote_access_errors++;
 				qp->drop_msg = true;
+				qp->epsn = (p->psn + 1) & 0xffffff;
 				return;
 			}
 			resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);

@@ -8,6 +8,7 @@
  * and doorbell access to the engine. See docs/system/devices/qhca.rst in the qhca tree.
  */
 #include "qemu/osdep.h"
+#include "qemu/guest-random.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
@@ -271,6 +272,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
+    qemu_guest_getrandom_nofail(&s->cfg.key_secret, sizeof(s->cfg.key_secret));
     if (!qhca_engine_config_check(&s->cfg, why, sizeof(why))) {
         error_setg(errp, "qhca: %s", why);
         return;

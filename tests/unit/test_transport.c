@@ -651,6 +651,74 @@ static void test_remote_access_errors(void)
 	}
 }
 
+/* Keys: a reused slot never repeats its last key; the device secret changes the tags. */
+static void test_mr_keys(void)
+{
+	uint32_t k[4], again;
+	uint64_t buf;
+	int i;
+
+	setup();
+	nodes[0].e.cfg.key_secret = 0x0123456789abcdefull;
+	nodes[1].e.cfg.key_secret = 0xfedcba9876543210ull;
+	for (i = 0; i < 4; i++)
+		k[i] = make_mr(&nodes[i & 1], 4096, QHCA_ACCESS_ALL, &buf);
+	CHECK_EQ(k[0] >> 8, k[1] >> 8);			/* same slot on both devices, */
+	CHECK(k[0] != k[1]);				/* other tags */
+	CHECK((k[0] & 0xff) - (k[2] & 0xff) != (k[1] & 0xff) - (k[3] & 0xff));
+	for (i = 0; i < 300; i++) {
+		CHECK_EQ(qhca_mr_destroy(&nodes[0].e, k[0]), QHCA_ST_OK);
+		CHECK(qhca_mr_find(&nodes[0].e, k[0]) == NULL);
+		again = make_mr(&nodes[0], 4096, QHCA_ACCESS_ALL, &buf);
+		CHECK_EQ(again >> 8, k[0] >> 8);	/* the slot is reused, */
+		CHECK(again != k[0]);			/* the key is not */
+		CHECK(qhca_mr_find(&nodes[0].e, again) != NULL);
+		k[0] = again;
+	}
+	teardown();
+}
+
+/* UC (IBA 9.9.3): a refused WRITE is dropped and counted; the QP lives on. */
+static void test_uc_access_drop(void)
+{
+	struct qp a, b;
+	uint64_t lbuf, rbuf, robuf;
+	uint32_t lkey, rkey, rokey;
+	struct qhca_sq_wqe *w;
+	int c;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_UC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_UC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 8192, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &rbuf);
+	rokey = make_mr(&nodes[1], 4096, QHCA_ACCESS_REMOTE_READ, &robuf);
+	fill(&nodes[0], lbuf, 8192, 3);
+	/* Read-only region, forged key, one byte too many (three MTUs long). */
+	for (c = 0; c < 3; c++) {
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, c, lbuf, c == 2 ? 4097 : 3000, lkey);
+		w->remote_addr = c == 0 ? robuf : rbuf;
+		w->rkey = c == 0 ? rokey : c == 1 ? rkey ^ 0x5a : rkey;
+		post_send(&a);
+	}
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf + 100, 2500, lkey);
+	w->remote_addr = rbuf + 8;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	for (c = 0; c < 4; c++)
+		expect_cqe(&nodes[0], &a.scq, c, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	CHECK_EQ(nodes[1].e.cnt.remote_access_errors, 3);
+	CHECK_EQ(nodes[1].e.qp[b.qpn - 2]->state, QHCA_QPS_RTS);
+	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(robuf)), 0);
+	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf) + 7), 0);
+	CHECK(same(&nodes[0], lbuf + 100, &nodes[1], rbuf + 8, 2500));
+	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf) + 2508), 0);
+	expect_empty(&nodes[1], &b.rcq);
+	teardown();
+}
+
 static void test_local_errors(void)
 {
 	struct qp a, b;
@@ -1086,6 +1154,8 @@ static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
 	{ "remote_access_errors", test_remote_access_errors },
+	{ "uc_access_drop", test_uc_access_drop },
+	{ "mr_keys", test_mr_keys },
 	{ "local_errors", test_local_errors },
 	{ "rnr", test_rnr },
 	{ "lossy_link_recovers", test_lossy_link_recovers },

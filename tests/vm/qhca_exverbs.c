@@ -11,9 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "vm_verbs.h"
 
 #define SZ 8192
+#define ALL_REMOTE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static int fails;
 
@@ -46,41 +47,6 @@ static struct ibv_qp *make_qp(struct ibv_cq_ex *cq)
 	return ibv_create_qp_ex(ctx, &a);
 }
 
-static int connect(struct ibv_qp *qp, uint32_t dest, int gid_index, union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 /* Poll @n completions from @cq with the extended API; records wr_id, status, opcode. */
 static int poll_ex(struct ibv_cq_ex *cq, int n, uint64_t *ids, int *st, int *op, uint32_t *len)
 {
@@ -107,7 +73,6 @@ static int poll_ex(struct ibv_cq_ex *cq, int n, uint64_t *ids, int *st, int *op,
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS };
 	int gid_index = argc > 1 ? atoi(argv[1]) : 1;
 	struct ibv_cq_ex *cq;
@@ -120,11 +85,7 @@ int main(int argc, char **argv)
 	uint32_t len[8];
 	char *buf;
 
-	if (!list || !list[0])
-		return 2;
-	for (i = 0; list[i] && strcmp(ibv_get_device_name(list[i]), "qhca_0"); i++)
-		;
-	ctx = list[i] ? ibv_open_device(list[i]) : NULL;
+	ctx = vm_open("qhca_0");
 	if (!ctx || ibv_query_gid(ctx, 1, gid_index, &gid))
 		return 2;
 	pd = ibv_alloc_pd(ctx);
@@ -141,8 +102,8 @@ int main(int argc, char **argv)
 	EXPECT(a && b);
 	if (!a || !b)
 		return 1;
-	EXPECT(connect(a, b->qp_num, gid_index, &gid) == 0);
-	EXPECT(connect(b, a->qp_num, gid_index, &gid) == 0);
+	EXPECT(vm_connect(a, ALL_REMOTE, b->qp_num, gid_index, &gid) == 0);
+	EXPECT(vm_connect(b, ALL_REMOTE, a->qp_num, gid_index, &gid) == 0);
 	ax = ibv_qp_to_qp_ex(a);
 	EXPECT(ax != NULL);
 

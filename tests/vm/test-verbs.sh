@@ -77,6 +77,10 @@ check "rping (RDMA CM over the kernel's GSI QP, RDMA READ and WRITE)" \
     pair "modprobe rdma_ucm; rping -s -a 192.168.77.2 -C 20 -V" \
          "modprobe rdma_ucm; rping -c -a 192.168.77.2 -C 20 -V"
 check "ib_send_bw -R (connection through rdma_cm)" perf ib_send_bw -R -s 4096 -n 100
+check "remote isolation: refused keys, ranges and rights leave every byte (qhca-isolation)" \
+    pair "qhca-isolation server" "qhca-isolation client 192.168.77.2"
+check "refused requests counted in remote_access_errors" "$qhca" exec 2 -- \
+    'rdma statistic show link qhca_0/1 | grep -E "remote_access_errors ([2-9]|[1-9][0-9])"'
 check "hw_counters through rdma statistic" "$qhca" exec 1 -- \
     'rdma statistic show link qhca_0/1 | grep -E "tx_pkts [1-9][0-9]* .*rx_pkts [1-9]"'
 check "no kernel oops" "$qhca" exec 1 -- '! dmesg | grep -E "BUG:|Oops|WARNING:"'
