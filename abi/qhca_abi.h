@@ -35,7 +35,7 @@
 
 /* Interface version: major changes are incompatible, minor ones add features. */
 #define QHCA_ABI_VERSION_MAJOR		1
-#define QHCA_ABI_VERSION_MINOR		0
+#define QHCA_ABI_VERSION_MINOR		1	/* 1: send CQEs carry their WQE index */
 #define QHCA_ABI_VERSION		((QHCA_ABI_VERSION_MAJOR << 16) | QHCA_ABI_VERSION_MINOR)
 
 /* ---------------------------------------------------------------- BAR0 registers */
@@ -363,6 +363,7 @@ enum qhca_wc_opcode {
 #define QHCA_CQE_QPN_MASK		0x00ffffffu	/* qpn_status: bits 0-23 */
 #define QHCA_CQE_STATUS_SHIFT		24		/* qpn_status: bits 24-31 */
 #define QHCA_CQE_SRC_QP_MASK		0x00ffffffu	/* src_qp_flags: bits 0-23 */
+#define QHCA_CQE_WQE_INDEX_MASK		0x00ffffffu	/* the same bits in send completions */
 #define QHCA_CQE_FLAGS_SHIFT		24		/* src_qp_flags: bits 24-31 */
 
 struct qhca_cqe {
@@ -370,7 +371,9 @@ struct qhca_cqe {
 	uint32_t byte_len;
 	uint32_t imm;			/* immediate data (as on the wire) or invalidated rkey */
 	uint32_t qpn_status;		/* qpn, enum qhca_wc_status */
-	uint32_t src_qp_flags;		/* source QP (UD), QHCA_CQE_FLAG_* */
+	uint32_t src_qp_flags;		/* source QP (UD receives) or, in send completions,
+					 * the WQE's SQ index (free running, mod 2^24); and
+					 * QHCA_CQE_FLAG_* */
 	uint8_t smac[6];		/* UD */
 	uint8_t opcode;			/* enum qhca_wc_opcode */
 	uint8_t owner;			/* bit 0: phase, written last */

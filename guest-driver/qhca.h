@@ -117,11 +117,18 @@ struct qhca_cq {
 struct qhca_ring {
 	u32 log2, stride_log2;
 	u32 pi;				/* kernel: producer index */
+	atomic_t ci;			/* kernel: slots before it are free (polling) */
 	struct ib_umem *umem;		/* user rings */
 	void *buf;			/* kernel rings */
 	dma_addr_t dma;
 	size_t size;
 };
+
+/* Room for one more WQE? */
+static inline bool qhca_ring_full(const struct qhca_ring *r)
+{
+	return r->pi - (u32)atomic_read(&r->ci) >= 1u << r->log2;
+}
 
 struct qhca_qp {
 	struct ib_qp ibqp;

@@ -210,6 +210,27 @@ static enum ib_wc_opcode qhca_wc_opcode(u8 op)
 	}
 }
 
+/*
+ * A polled CQE frees ring slots (abi/qhca_abi.h): a send completion every SQ slot up to its
+ * WQE, a receive completion one slot of the RQ or SRQ. One that would free more than is
+ * outstanding (left from before a reset) frees nothing.
+ */
+static void qhca_cqe_retire(struct qhca_qp *qp, const struct qhca_cqe *cqe)
+{
+	struct qhca_ring *r;
+	u32 ci, n;
+
+	if (cqe->opcode < QHCA_WC_RECV)
+		r = &qp->sq;
+	else
+		r = qp->ibqp.srq ? &to_qsrq(qp->ibqp.srq)->rq : &qp->rq;
+	ci = atomic_read(&r->ci);
+	n = r == &qp->sq ? ((cqe->src_qp_flags & QHCA_CQE_WQE_INDEX_MASK) + 1 - ci) &
+			   QHCA_CQE_WQE_INDEX_MASK : 1;
+	if (n <= READ_ONCE(r->pi) - ci)
+		atomic_add(n, &r->ci);
+}
+
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct qhca_dev *dev = to_qdev(ibcq->device);
@@ -234,7 +255,10 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		wc[n].opcode = qhca_wc_opcode(cqe->opcode);
 		wc[n].byte_len = cqe->byte_len;
 		wc[n].qp = qp ? &qp->ibqp : NULL;
-		wc[n].src_qp = cqe->src_qp_flags & QHCA_CQE_SRC_QP_MASK;
+		if (cqe->opcode >= QHCA_WC_RECV)
+			wc[n].src_qp = cqe->src_qp_flags & QHCA_CQE_SRC_QP_MASK;
+		if (qp)
+			qhca_cqe_retire(qp, cqe);
 		wc[n].port_num = 1;
 		cflags = cqe->src_qp_flags >> QHCA_CQE_FLAGS_SHIFT;
 		if (cflags & QHCA_CQE_FLAG_IMM) {

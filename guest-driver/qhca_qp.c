@@ -254,6 +254,19 @@ int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		return err;
 	if (mask & IB_QP_STATE)
 		qp->state = attr->qp_state;
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET) {
+		unsigned long flags;
+
+		/* The device starts both rings over at index 0. */
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		qp->sq.pi = 0;
+		atomic_set(&qp->sq.ci, 0);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		qp->rq.pi = 0;
+		atomic_set(&qp->rq.ci, 0);
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
 	if (mask & IB_QP_AV)
 		qp->ah_attr = attr->ah_attr;
 	return 0;
@@ -421,8 +434,8 @@ int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	for (; wr; wr = wr->next) {
-		/* The device's consumer index is not visible: bound by what completed. */
-		err = qhca_build_send(qp, wr, qhca_wqe(&qp->sq, qp->sq.pi));
+		err = qhca_ring_full(&qp->sq) ? -ENOMEM :
+		      qhca_build_send(qp, wr, qhca_wqe(&qp->sq, qp->sq.pi));
 		if (err) {
 			*bad_wr = wr;
 			break;
@@ -441,6 +454,8 @@ static int qhca_build_recv(struct qhca_ring *r, const struct ib_recv_wr *wr)
 	struct qhca_sge *s = (void *)(h + 1);
 	int i;
 
+	if (qhca_ring_full(r))
+		return -ENOMEM;
 	if (sizeof(*h) + wr->num_sge * sizeof(*s) > (1u << r->stride_log2))
 		return -EINVAL;
 	h->wr_id = wr->wr_id;

@@ -150,6 +150,7 @@ static void qhca_free_context(struct ibv_context *ibctx)
 
 	if (ctx->db_page)
 		munmap(ctx->db_page, QHCA_DB_PAGE_SIZE);
+	pthread_mutex_destroy(&ctx->qp_lock);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
@@ -197,6 +198,13 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cm
 	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp)))
 		goto err;
+	/* Minor 1: send completions carry their WQE index (the provider frees slots by it). */
+	if (resp.drv.abi_minor < 1) {
+		verbs_err(&ctx->ibv_ctx, "qhca: driver ABI 1.%u too old, need 1.1: update qhca.ko\n",
+			  resp.drv.abi_minor);
+		errno = EPROTONOSUPPORT;
+		goto err;
+	}
 	if (resp.drv.db_page_size != QHCA_DB_PAGE_SIZE) {
 		verbs_err(&ctx->ibv_ctx, "qhca: doorbell page size %u unsupported\n",
 			  resp.drv.db_page_size);
@@ -211,6 +219,7 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cm
 	}
 	ctx->db_page_index = resp.drv.db_page;
 	ctx->max_inline_data = resp.drv.max_inline_data;
+	pthread_mutex_init(&ctx->qp_lock, NULL);
 	verbs_set_ops(&ctx->ibv_ctx, &qhca_ctx_ops);
 	return &ctx->ibv_ctx;
 

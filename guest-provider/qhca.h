@@ -13,6 +13,8 @@
 
 #include "qhca_uabi.h"
 
+#define QHCA_QP_HASH	256
+
 struct qhca_device {
 	struct verbs_device ibv_dev;
 };
@@ -22,6 +24,9 @@ struct qhca_context {
 	void *db_page;			/* this context's doorbell page, mapped write-only */
 	uint32_t db_page_index;
 	uint32_t max_inline_data;
+	/* QPs by number, for the poller to free ring slots (see cqe_retire) */
+	pthread_mutex_t qp_lock;
+	struct qhca_qp *qp_hash[QHCA_QP_HASH];
 };
 
 struct qhca_pd {
@@ -45,6 +50,7 @@ struct qhca_ring {
 	void *buf;
 	uint32_t log2, stride_log2;
 	uint32_t pi;			/* producer index, free running */
+	uint32_t ci;			/* slots before it are free again: set by polling */
 };
 
 struct qhca_qp {
@@ -54,6 +60,9 @@ struct qhca_qp {
 	uint32_t max_inline;
 	struct qhca_ring sq, rq;
 	pthread_spinlock_t sq_lock, rq_lock;
+	struct qhca_srq *srq;
+	struct qhca_qp *hash_next;
+	uint8_t *wr_scratch;		/* ibv_wr_* on a full SQ builds here, then fails */
 	/* ibv_wr_*: the WQE being built, the producer index at wr_start, an error so far */
 	uint8_t *wr_cur;
 	uint32_t wr_start_pi;

@@ -44,6 +44,39 @@ static void ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num, 
 	mmio_write64_le((uint8_t *)ctx->db_page + off, htole64((uint64_t)idx << 32 | num));
 }
 
+/*
+ * A polled CQE frees ring slots (abi/qhca_abi.h): a send completion every SQ slot up to its
+ * WQE, a receive completion one slot of the RQ or SRQ (the device takes receive WQEs in
+ * ring order and copies them). A CQE that would free more than is outstanding (left from
+ * before a reset to RESET) frees nothing.
+ */
+static void cqe_retire(struct qhca_context *ctx, const struct qhca_cqe *cqe)
+{
+	uint32_t qpn = le32toh(cqe->qpn_status) & QHCA_CQE_QPN_MASK;
+	uint32_t idx = le32toh(cqe->src_qp_flags) & QHCA_CQE_WQE_INDEX_MASK;
+	struct qhca_ring *r;
+	struct qhca_qp *qp;
+	uint32_t ci, n;
+
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (qp = ctx->qp_hash[qpn % QHCA_QP_HASH]; qp && qp->qpn != qpn; qp = qp->hash_next)
+		;
+	if (qp) {
+		r = cqe->opcode < QHCA_WC_RECV ? &qp->sq : qp->srq ? &qp->srq->rq : &qp->rq;
+		ci = __atomic_load_n(&r->ci, __ATOMIC_RELAXED);
+		n = r == &qp->sq ? (idx + 1 - ci) & QHCA_CQE_WQE_INDEX_MASK : 1;
+		if (n <= __atomic_load_n(&r->pi, __ATOMIC_RELAXED) - ci)
+			__atomic_fetch_add(&r->ci, n, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ctx->qp_lock);
+}
+
+/* Room for one more WQE? */
+static bool ring_full(struct qhca_ring *r)
+{
+	return r->pi - __atomic_load_n(&r->ci, __ATOMIC_ACQUIRE) >= 1u << r->log2;
+}
+
 /* ---------------------------------------------------------------- completion queues */
 /* A CQ with its ring for @cqe entries; the caller creates it in the kernel. */
 static struct qhca_cq *cq_alloc(int cqe, struct qhca_create_cq_cmd *drv)
@@ -117,6 +150,7 @@ static int cq_ex_take(struct qhca_cq *cq)
 	udma_from_device_barrier();
 	cq->cur = cqe;
 	cq->ci++;
+	cqe_retire(to_qctx(cq->vcq.cq.context), cqe);
 	cq->vcq.cq_ex.wr_id = le64toh(cqe->wr_id);
 	cq->vcq.cq_ex.status = le32toh(cqe->qpn_status) >> QHCA_CQE_STATUS_SHIFT;
 	return 0;
@@ -176,7 +210,9 @@ static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *ex)
 
 static uint32_t cq_ex_read_src_qp(struct ibv_cq_ex *ex)
 {
-	return le32toh(to_qcq_ex(ex)->cur->src_qp_flags) & QHCA_CQE_SRC_QP_MASK;
+	const struct qhca_cqe *cqe = to_qcq_ex(ex)->cur;
+
+	return cqe->opcode >= QHCA_WC_RECV ? le32toh(cqe->src_qp_flags) & QHCA_CQE_SRC_QP_MASK : 0;
 }
 
 static unsigned int cq_ex_read_wc_flags(struct ibv_cq_ex *ex)
@@ -292,7 +328,8 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		wc[n].opcode = wc_opcode(cqe->opcode);
 		wc[n].byte_len = le32toh(cqe->byte_len);
 		wc[n].qp_num = le32toh(cqe->qpn_status) & QHCA_CQE_QPN_MASK;
-		wc[n].src_qp = le32toh(cqe->src_qp_flags) & QHCA_CQE_SRC_QP_MASK;
+		if (cqe->opcode >= QHCA_WC_RECV)
+			wc[n].src_qp = le32toh(cqe->src_qp_flags) & QHCA_CQE_SRC_QP_MASK;
 		flags = le32toh(cqe->src_qp_flags) >> QHCA_CQE_FLAGS_SHIFT;
 		if (flags & QHCA_CQE_FLAG_IMM) {
 			wc[n].imm_data = htobe32(le32toh(cqe->imm));
@@ -303,6 +340,7 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		}
 		if (flags & QHCA_CQE_FLAG_GRH)
 			wc[n].wc_flags |= IBV_WC_GRH;
+		cqe_retire(to_qctx(ibcq->context), cqe);
 		cq->ci++;
 		n++;
 	}
@@ -338,6 +376,14 @@ static uint8_t rq_stride_log2(uint32_t max_sge)
 			 sizeof(struct qhca_sge));
 }
 
+static void qp_free(struct qhca_qp *qp)
+{
+	free(qp->wr_scratch);
+	free(qp->sq.buf);
+	free(qp->rq.buf);
+	free(qp);
+}
+
 /* Size and allocate the rings of a new QP; fills the driver part of the command. */
 static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
 				struct ibv_qp_cap *cap, bool srq, struct qhca_create_qp_cmd *drv)
@@ -362,7 +408,8 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
 	qp->sq.log2 = log2_ceil(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->sq.stride_log2 = sq_stride_log2(cap, ud);
 	qp->sq.buf = ring_alloc((size_t)1 << (qp->sq.log2 + qp->sq.stride_log2));
-	if (!qp->sq.buf)
+	qp->wr_scratch = malloc((size_t)1 << qp->sq.stride_log2);
+	if (!qp->sq.buf || !qp->wr_scratch)
 		goto err;
 	if (!srq) {
 		qp->rq.log2 = log2_ceil(cap->max_recv_wr ? cap->max_recv_wr : 1);
@@ -380,25 +427,23 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
 	drv->rq_stride_log2 = qp->rq.stride_log2;
 	return qp;
 err:
-	free(qp->sq.buf);
-	free(qp->rq.buf);
-	free(qp);
+	qp_free(qp);
 	return NULL;
 }
 
-static void qp_free(struct qhca_qp *qp)
-{
-	free(qp->sq.buf);
-	free(qp->rq.buf);
-	free(qp);
-}
-
-static void qp_created(struct qhca_qp *qp, const struct qhca_ucreate_qp_resp *resp,
-		       struct ibv_qp_cap *cap, bool srq)
+/* The kernel made the QP: report its capacities, let the poller find it by number. */
+static void qp_created(struct qhca_context *ctx, struct qhca_qp *qp,
+		       const struct qhca_ucreate_qp_resp *resp, struct ibv_qp_cap *cap,
+		       struct ibv_srq *srq)
 {
 	qp->qpn = resp->drv.qpn;
+	qp->srq = srq ? to_qsrq(srq) : NULL;
 	cap->max_send_wr = 1u << qp->sq.log2;
 	cap->max_recv_wr = srq ? 0 : 1u << qp->rq.log2;
+	pthread_mutex_lock(&ctx->qp_lock);
+	qp->hash_next = ctx->qp_hash[qp->qpn % QHCA_QP_HASH];
+	ctx->qp_hash[qp->qpn % QHCA_QP_HASH] = qp;
+	pthread_mutex_unlock(&ctx->qp_lock);
 }
 
 struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -415,7 +460,7 @@ struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		qp_free(qp);
 		return NULL;
 	}
-	qp_created(qp, &resp, &attr->cap, attr->srq);
+	qp_created(to_qctx(pd->context), qp, &resp, &attr->cap, attr->srq);
 	return &qp->vqp.qp;
 }
 
@@ -429,19 +474,40 @@ int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
+	struct qhca_qp *qp = to_qqp(ibqp);
 	struct ibv_modify_qp cmd;
+	int ret;
 
-	return ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
+	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		/* The device starts both rings over at index 0. */
+		pthread_spin_lock(&qp->sq_lock);
+		pthread_spin_lock(&qp->rq_lock);
+		qp->sq.pi = qp->rq.pi = 0;
+		__atomic_store_n(&qp->sq.ci, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&qp->rq.ci, 0, __ATOMIC_RELEASE);
+		pthread_spin_unlock(&qp->rq_lock);
+		pthread_spin_unlock(&qp->sq_lock);
+	}
+	return ret;
 }
 
 int qhca_destroy_qp(struct ibv_qp *ibqp)
 {
-	struct qhca_qp *qp = to_qqp(ibqp);
+	struct qhca_context *ctx = to_qctx(ibqp->context);
+	struct qhca_qp *qp = to_qqp(ibqp), **pp;
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&ctx->qp_lock);
+	for (pp = &ctx->qp_hash[qp->qpn % QHCA_QP_HASH]; *pp; pp = &(*pp)->hash_next)
+		if (*pp == qp) {
+			*pp = qp->hash_next;
+			break;
+		}
+	pthread_mutex_unlock(&ctx->qp_lock);
 	qp_free(qp);
 	return 0;
 }
@@ -564,7 +630,7 @@ int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 
 	pthread_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
-		ret = build_send(qp, wr, wqe_at(&qp->sq, qp->sq.pi));
+		ret = ring_full(&qp->sq) ? ENOMEM : build_send(qp, wr, wqe_at(&qp->sq, qp->sq.pi));
 		if (ret) {
 			*bad_wr = wr;
 			break;
@@ -582,6 +648,8 @@ static int build_recv(struct qhca_ring *r, const struct ibv_recv_wr *wr)
 	struct qhca_sge *s = (struct qhca_sge *)(h + 1);
 	int i;
 
+	if (ring_full(r))
+		return ENOMEM;
 	if (wr->num_sge < 0 ||
 	    sizeof(*h) + (size_t)wr->num_sge * sizeof(*s) > (1u << r->stride_log2))
 		return EINVAL;
@@ -658,8 +726,14 @@ static void wr_abort(struct ibv_qp_ex *ex)
 static struct qhca_sq_wqe *wr_begin(struct ibv_qp_ex *ex, uint8_t op)
 {
 	struct qhca_qp *qp = to_qqp_ex(ex);
-	struct qhca_sq_wqe *h = wqe_at(&qp->sq, qp->sq.pi++);
+	struct qhca_sq_wqe *h;
 
+	if (ring_full(&qp->sq)) {
+		qp->wr_err = ENOMEM;	/* the batch fails at wr_complete */
+		h = (struct qhca_sq_wqe *)qp->wr_scratch;
+	} else {
+		h = wqe_at(&qp->sq, qp->sq.pi++);
+	}
 	memset(h, 0, (size_t)1 << qp->sq.stride_log2);
 	h->wr_id = htole64(ex->wr_id);
 	h->opcode = op;
@@ -835,7 +909,7 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		qp_free(qp);
 		return NULL;
 	}
-	qp_created(qp, &resp, &attr->cap, attr->srq);
+	qp_created(to_qctx(context), qp, &resp, &attr->cap, attr->srq);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ex = &qp->vqp.qp_ex;
 		ex->wr_start = wr_start;

@@ -334,8 +334,9 @@ static uint8_t wc_opcode(uint8_t wr)
 	}
 }
 
-static void post_send_cqe(struct qhca_engine *e, struct qhca_qp *qp, uint64_t wr_id,
-			  uint8_t opcode, uint8_t status, uint32_t len)
+/* A send completion names its WQE's SQ index, so the guest knows which slots are free. */
+static void post_send_cqe(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
+			  uint64_t wr_id, uint8_t opcode, uint8_t status, uint32_t len)
 {
 	struct qhca_cqe cqe;
 
@@ -344,6 +345,7 @@ static void post_send_cqe(struct qhca_engine *e, struct qhca_qp *qp, uint64_t wr
 	cqe.byte_len = len;
 	cqe.qpn_status = qp->qpn | (uint32_t)status << QHCA_CQE_STATUS_SHIFT;
 	cqe.opcode = wc_opcode(opcode);
+	cqe.src_qp_flags = idx & QHCA_CQE_WQE_INDEX_MASK;
 	qhca_cq_post(e, qp->send_cq, &cqe, false);
 }
 
@@ -357,7 +359,7 @@ static void complete_ready(struct qhca_engine *e, struct qhca_qp *qp)
 			qp->rd_atomic_out--;
 		if (sw->status != QHCA_WC_SUCCESS || qp->sig_all ||
 		    (sw->hdr.flags & QHCA_WQE_SIGNALED))
-			post_send_cqe(e, qp, sw->hdr.wr_id, sw->hdr.opcode, sw->status,
+			post_send_cqe(e, qp, qp->sq.ci, sw->hdr.wr_id, sw->hdr.opcode, sw->status,
 				      (uint32_t)sw->length);
 		qp->sq.ci++;
 		if (sw->status != QHCA_WC_SUCCESS) {
@@ -659,16 +661,17 @@ void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	/* Started WQEs from their snapshots, the rest from the ring: all complete flushed. */
 	while (qp->sq.ci != qp->sq_next) {
-		struct qhca_send_wqe *sw = slot(qp, qp->sq.ci++);
+		struct qhca_send_wqe *sw = slot(qp, qp->sq.ci);
 
-		post_send_cqe(e, qp, sw->hdr.wr_id, sw->hdr.opcode, QHCA_WC_WR_FLUSH_ERR, 0);
+		post_send_cqe(e, qp, qp->sq.ci++, sw->hdr.wr_id, sw->hdr.opcode,
+			      QHCA_WC_WR_FLUSH_ERR, 0);
 	}
 	while (qp->sq.ci != qp->sq.pi) {
 		struct qhca_sq_wqe w;
 
 		memset(&w, 0, sizeof(w));
 		qhca_wq_read(e, &qp->sq, qp->sq.ci, 0, &w, sizeof(w));
-		post_send_cqe(e, qp, w.wr_id, w.opcode, QHCA_WC_WR_FLUSH_ERR, 0);
+		post_send_cqe(e, qp, qp->sq.ci, w.wr_id, w.opcode, QHCA_WC_WR_FLUSH_ERR, 0);
 		qp->sq.ci++;
 	}
 	qp->sq_next = qp->sq.ci;

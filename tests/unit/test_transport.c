@@ -651,6 +651,50 @@ static void test_remote_access_errors(void)
 	}
 }
 
+/* Send completions name their WQE's SQ index, also unsignaled runs and flushes. */
+static void test_send_cqe_index(void)
+{
+	static const struct { uint64_t wr_id; uint8_t status; } want[] = {
+		{ 2, QHCA_WC_SUCCESS }, { 3, QHCA_WC_REM_ACCESS_ERR },
+		{ 4, QHCA_WC_WR_FLUSH_ERR }, { 5, QHCA_WC_WR_FLUSH_ERR },
+	};
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe c;
+	struct qp a, b;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	unsigned i;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &rbuf);
+	for (i = 0; i < 6; i++) {
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, i, lbuf, 8, lkey);
+		w->remote_addr = rbuf;
+		w->rkey = i == 3 ? rkey ^ 0x5a : rkey;	/* the fourth fails */
+		if (i < 2)
+			w->flags = 0;			/* unsignaled */
+		post_send(&a);
+		if (i == 2)
+			pump();
+	}
+	pump();
+	for (i = 0; i < 4; i++) {
+		if (!poll_cq(&nodes[0], &a.scq, &c)) {
+			CHECK(!"expected a completion");
+			break;
+		}
+		CHECK_EQ(c.wr_id, want[i].wr_id);
+		CHECK_EQ(cqe_status(&c), want[i].status);
+		CHECK_EQ(c.src_qp_flags & QHCA_CQE_WQE_INDEX_MASK, want[i].wr_id);
+	}
+	expect_empty(&nodes[0], &a.scq);
+	teardown();
+}
+
 /* Keys: a reused slot never repeats its last key; the device secret changes the tags. */
 static void test_mr_keys(void)
 {
@@ -1156,6 +1200,7 @@ static const struct unit_test tests[] = {
 	{ "remote_access_errors", test_remote_access_errors },
 	{ "uc_access_drop", test_uc_access_drop },
 	{ "mr_keys", test_mr_keys },
+	{ "send_cqe_index", test_send_cqe_index },
 	{ "local_errors", test_local_errors },
 	{ "rnr", test_rnr },
 	{ "lossy_link_recovers", test_lossy_link_recovers },

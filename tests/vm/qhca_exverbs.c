@@ -3,7 +3,9 @@
  * qhca-exverbs: the extended verbs interfaces on two RC QPs of one port (loopback):
  * ibv_create_cq_ex with ibv_start_poll/next_poll/end_poll, and ibv_create_qp_ex with the
  * ibv_wr_* API for SEND, SEND with immediate, RDMA WRITE, RDMA READ and FETCH_AND_ADD,
- * including an aborted batch. Checks every completion and every byte; exit 0 if all hold.
+ * including an aborted batch. Checks every completion and every byte. Then queue depth:
+ * a full SQ or RQ refuses posts (ibv_post_send, ibv_post_recv, ibv_wr_complete) with
+ * ENOMEM until completions are polled, signaled or not. Exit 0 if all hold.
  */
 #include <endian.h>
 #include <stdio.h>
@@ -29,13 +31,13 @@ static int fails;
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 
-static struct ibv_qp *make_qp(struct ibv_cq_ex *cq)
+static struct ibv_qp *make_qp(struct ibv_cq_ex *cq, uint32_t depth)
 {
 	struct ibv_qp_init_attr_ex a = {
 		.qp_type = IBV_QPT_RC,
 		.send_cq = ibv_cq_ex_to_cq(cq),
 		.recv_cq = ibv_cq_ex_to_cq(cq),
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 2,
 			 .max_recv_sge = 2, .max_inline_data = 64 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
@@ -71,6 +73,82 @@ static int poll_ex(struct ibv_cq_ex *cq, int n, uint64_t *ids, int *st, int *op,
 	return got;
 }
 
+/* Post @n RDMA WRITEs of 8 bytes to @qp, signaled every @signal_every-th; the post's result. */
+static int post_writes(struct ibv_qp *qp, struct ibv_mr *mr, char *buf, int n, int signal_every)
+{
+	struct ibv_send_wr w[8], *bad = NULL;
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey };
+	int i;
+
+	for (i = 0; i < n; i++) {
+		w[i] = (struct ibv_send_wr){
+			.wr_id = 1000 + i, .sg_list = &s, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = (i + 1) % signal_every ? 0 : IBV_SEND_SIGNALED,
+			.next = i + 1 < n ? &w[i + 1] : NULL,
+		};
+		w[i].wr.rdma.remote_addr = (uintptr_t)buf + 64;
+		w[i].wr.rdma.rkey = mr->rkey;
+	}
+	i = ibv_post_send(qp, w, &bad);
+	if (i == ENOMEM && bad != &w[n - 1])
+		return -1;	/* only the last one may be refused here */
+	return i;
+}
+
+static void queue_depth(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
+			union ibv_gid *gid)
+{
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_recv_wr r[5], *rbad;
+	struct ibv_qp *a = make_qp(cq, 4), *b = make_qp(cq, 4);
+	struct ibv_qp_ex *ax;
+	uint64_t ids[8];
+	int st[8], op[8], i;
+	uint32_t len[8];
+
+	EXPECT(a && b);
+	if (!a || !b)
+		return;
+	EXPECT(vm_connect(a, ALL_REMOTE, b->qp_num, gid_index, gid) == 0);
+	EXPECT(vm_connect(b, ALL_REMOTE, a->qp_num, gid_index, gid) == 0);
+	/* Four fit, the fifth is refused; completions make room again. */
+	EXPECT(post_writes(a, mr, buf, 5, 1) == ENOMEM);
+	EXPECT(poll_ex(cq, 4, ids, st, op, len) == 4);
+	EXPECT(ids[0] == 1000 && ids[3] == 1003 && st[3] == IBV_WC_SUCCESS);
+	/* An unsignaled WQE's slot is free once a later signaled one is polled. */
+	EXPECT(post_writes(a, mr, buf, 5, 4) == ENOMEM);
+	EXPECT(post_writes(a, mr, buf, 1, 1) == ENOMEM);
+	EXPECT(poll_ex(cq, 1, ids, st, op, len) == 1);
+	EXPECT(ids[0] == 1003);
+	EXPECT(post_writes(a, mr, buf, 4, 4) == 0);
+	/* ibv_wr_*: a batch that does not fit posts nothing. */
+	ax = ibv_qp_to_qp_ex(a);
+	ibv_wr_start(ax);
+	ax->wr_id = 7;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(ax, mr->rkey, (uintptr_t)buf + 64);
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)buf, 8);
+	EXPECT(ibv_wr_complete(ax) == ENOMEM);
+	EXPECT(poll_ex(cq, 1, ids, st, op, len) == 1);
+	EXPECT(ids[0] == 1003);
+	ibv_wr_start(ax);
+	ax->wr_id = 7;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(ax, mr->rkey, (uintptr_t)buf + 64);
+	ibv_wr_set_sge(ax, mr->lkey, (uintptr_t)buf, 8);
+	EXPECT(ibv_wr_complete(ax) == 0);
+	EXPECT(poll_ex(cq, 1, ids, st, op, len) == 1);
+	EXPECT(ids[0] == 7 && st[0] == IBV_WC_SUCCESS);
+	/* Receive queue: four fit, the fifth is refused. */
+	for (i = 0; i < 5; i++)
+		r[i] = (struct ibv_recv_wr){ .wr_id = 2000 + i, .sg_list = &s, .num_sge = 1,
+					     .next = i < 4 ? &r[i + 1] : NULL };
+	EXPECT(ibv_post_recv(b, r, &rbad) == ENOMEM && rbad == &r[4]);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS };
@@ -97,8 +175,8 @@ int main(int argc, char **argv)
 	EXPECT(pd && mr && cq);
 	if (!pd || !mr || !cq)
 		return 1;
-	a = make_qp(cq);
-	b = make_qp(cq);
+	a = make_qp(cq, 16);
+	b = make_qp(cq, 16);
 	EXPECT(a && b);
 	if (!a || !b)
 		return 1;
@@ -173,6 +251,7 @@ int main(int argc, char **argv)
 	}
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
+	queue_depth(cq, mr, buf, gid_index, &gid);
 	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);

@@ -40,9 +40,9 @@ no_syscalls_on_datapath() {	# 20 or 2000 iterations make the same number of syst
     local few many
     "$qhca" exec 2 -- 'setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 1 -n 20; ibv_rc_pingpong -d qhca_0 -g 1 -n 2000" < /dev/null > /dev/null 2>&1 &'
     sleep 1.5
-    few=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s1 ibv_rc_pingpong -d qhca_0 -g 1 -n 20 192.168.77.2 > /dev/null && tail -n 1 /tmp/s1' | awk '{print $3}')
+    few=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s1 ibv_rc_pingpong -d qhca_0 -g 1 -n 20 192.168.77.2 > /dev/null && tail -n 1 /tmp/s1' | awk '{print $4}')
     sleep 1.5
-    many=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s2 ibv_rc_pingpong -d qhca_0 -g 1 -n 2000 192.168.77.2 > /dev/null && tail -n 1 /tmp/s2' | awk '{print $3}')
+    many=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s2 ibv_rc_pingpong -d qhca_0 -g 1 -n 2000 192.168.77.2 > /dev/null && tail -n 1 /tmp/s2' | awk '{print $4}')
     echo "system calls: $few for 20 round trips, $many for 2000"
     [ -n "$few" ] && [ -n "$many" ] && [ $((many - few)) -lt 20 ]
 }
