@@ -145,6 +145,19 @@ static void queue_depth(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int 
 		r[i] = (struct ibv_recv_wr){ .wr_id = 2000 + i, .sg_list = &s, .num_sge = 1,
 					     .next = i < 4 ? &r[i + 1] : NULL };
 	EXPECT(ibv_post_recv(b, r, &rbad) == ENOMEM && rbad == &r[4]);
+	/* Through RESET both QPs start over with empty rings, and work again. */
+	{
+		struct ibv_qp_attr at = { .qp_state = IBV_QPS_RESET };
+
+		EXPECT(ibv_modify_qp(a, &at, IBV_QP_STATE) == 0);
+		EXPECT(ibv_modify_qp(b, &at, IBV_QP_STATE) == 0);
+		EXPECT(vm_connect(a, ALL_REMOTE, b->qp_num, gid_index, gid) == 0);
+		EXPECT(vm_connect(b, ALL_REMOTE, a->qp_num, gid_index, gid) == 0);
+		EXPECT(ibv_post_recv(b, r, &rbad) == ENOMEM && rbad == &r[4]);
+		EXPECT(post_writes(a, mr, buf, 4, 1) == 0);
+		EXPECT(poll_ex(cq, 4, ids, st, op, len) == 4);
+		EXPECT(ids[3] == 1003 && st[3] == IBV_WC_SUCCESS);
+	}
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 }
