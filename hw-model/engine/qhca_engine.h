@@ -30,7 +30,8 @@ struct qhca_engine_ops {
 	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
 	/* Signal MSI-X vector @vector. */
 	void (*notify)(void *opaque, unsigned vector);
-	/* Send one Ethernet frame on the port's netdev. */
+	/* Send one Ethernet frame on the port's netdev. The platform may call
+	 * qhca_engine_tx_block() when its queue fills, then qhca_engine_tx_resume(). */
 	void (*xmit)(void *opaque, const void *frame, size_t len);
 	/* Monotonic time in nanoseconds, and the one engine timer: call
 	 * qhca_engine_timer() at or after @deadline_ns (UINT64_MAX: cancel). */
@@ -138,6 +139,7 @@ struct qhca_send_wqe {
 	uint32_t last_psn;
 	uint32_t npkts;
 	uint32_t read_next;	/* READ: next response PSN expected */
+	uint32_t tx_next;	/* next packet to send (a READ: response to ask from) */
 	bool done;		/* acknowledged or answered; completes in order */
 	uint8_t status;		/* enum qhca_wc_status when done */
 };
@@ -183,6 +185,7 @@ struct qhca_qp {
 	/* requester */
 	struct qhca_send_wqe *win;	/* QHCA_SQ_WINDOW snapshots, by SQ index */
 	uint32_t sq_next;	/* next SQ index to start */
+	uint32_t tx_idx;	/* first started WQE that may still owe packets */
 	uint32_t psn;		/* next PSN to send */
 	uint32_t retries, rnr_retries;
 	uint64_t deadline;	/* retransmission or RNR timer; UINT64_MAX: none */
@@ -274,6 +277,8 @@ struct qhca_engine {
 	size_t *loop_len;
 	unsigned loop_head, loop_count;
 	bool in_loop;
+	bool tx_blocked;	/* the platform's transmit queue is full */
+	uint32_t tx_rr;		/* where tx_resume starts, round robin */
 	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
 
 	/* port and Ethernet function */
@@ -310,6 +315,14 @@ void qhca_engine_set_link(struct qhca_engine *e, bool up);
 
 /* The engine timer armed through ops->timer_arm expired. */
 void qhca_engine_timer(struct qhca_engine *e);
+
+/*
+ * Back-pressure from the platform's transmit path: after tx_block the requesters send no
+ * new packet (frames already due, such as ACKs and READ responses, still go to xmit);
+ * tx_resume lets them continue where they stopped.
+ */
+void qhca_engine_tx_block(struct qhca_engine *e);
+void qhca_engine_tx_resume(struct qhca_engine *e);
 
 /* --- internal to the engine ---------------------------------------------------------- */
 

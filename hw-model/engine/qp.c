@@ -308,7 +308,7 @@ static void qp_to_reset(struct qhca_engine *e, struct qhca_qp *qp)
 
 	qp->state = QHCA_QPS_RESET;
 	qp->sq.pi = qp->sq.ci = qp->rq.pi = qp->rq.ci = 0;
-	qp->sq_next = 0;
+	qp->sq_next = qp->tx_idx = 0;
 	qp->deadline = UINT64_MAX;
 	qp->rd_atomic_out = 0;
 	for (i = 0; i < QHCA_SQ_WINDOW; i++)

@@ -389,17 +389,46 @@ static void arm_timer(struct qhca_engine *e, struct qhca_qp *qp)
 }
 
 /* ---------------------------------------------------------------- requester */
-void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
+/* Send what @sw still owes from its cursor; false when the platform pushed back. */
+static bool tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+{
+	while (sw->tx_next < sw->npkts) {
+		if (e->tx_blocked)
+			return false;
+		send_packet(e, qp, sw, sw->tx_next);
+		/* A READ request asks for all responses from its cursor at once. */
+		sw->tx_next = is_rd_atomic(sw->hdr.opcode) ? sw->npkts : sw->tx_next + 1;
+	}
+	/* UC and UD complete once sent; RC when acknowledged. */
+	if (qp->type != QHCA_QPT_RC)
+		sw->done = true;
+	return true;
+}
+
+/* Send, in PSN order, every packet that started WQEs still owe; false if pushed back. */
+static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	if ((int32_t)(qp->tx_idx - qp->sq.ci) < 0)
+		qp->tx_idx = qp->sq.ci;
+	for (; qp->tx_idx != qp->sq_next; qp->tx_idx++) {
+		struct qhca_send_wqe *sw = slot(qp, qp->tx_idx);
+
+		if (!sw->done && !tx_wqe(e, qp, sw))
+			return false;
+	}
+	return true;
+}
+
+/* Start the WQEs posted, up to the window, and send them; true if any started. */
+static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	bool sent = false;
 
-	if (qp->state != QHCA_QPS_RTS)
-		return;
-	while (qp->sq_next != qp->sq.pi && qp->sq_next - qp->sq.ci < QHCA_SQ_WINDOW &&
-	       qp->state == QHCA_QPS_RTS) {
+	/* Started messages go out whole before the next one starts, also in SQD. */
+	while (tx_pump(e, qp) && qp->sq_next != qp->sq.pi &&
+	       qp->sq_next - qp->sq.ci < QHCA_SQ_WINDOW && qp->state == QHCA_QPS_RTS) {
 		struct qhca_send_wqe *sw = slot(qp, qp->sq_next);
 		uint8_t status;
-		uint32_t k;
 
 		status = wqe_load(e, qp, qp->sq_next, sw);
 		if (status == QHCA_WC_SUCCESS && qp->type == QHCA_QPT_RC) {
@@ -422,50 +451,65 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 		sw->first_psn = qp->psn;
 		sw->last_psn = (qp->psn + sw->npkts - 1) & 0xffffff;
 		sw->read_next = sw->first_psn;
+		sw->tx_next = 0;
 		qp->psn = (qp->psn + sw->npkts) & 0xffffff;
-		if (is_rd_atomic(sw->hdr.opcode)) {
+		if (is_rd_atomic(sw->hdr.opcode))
 			qp->rd_atomic_out++;
-			send_packet(e, qp, sw, 0);
-		} else {
-			for (k = 0; k < sw->npkts; k++)
-				send_packet(e, qp, sw, k);
-		}
-		/* UC and UD complete once sent; RC when acknowledged. */
-		if (qp->type != QHCA_QPT_RC)
-			sw->done = true;
-		sent = true;
+		sent = true;	/* tx_pump sends it */
 	}
-	complete_ready(e, qp);
+	return sent;
+}
+
+void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	bool sent = false;
+	uint32_t ci;
+
+	if (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD)
+		return;
+	/* UC and UD complete once sent: that opens the window for more at once. */
+	do {
+		ci = qp->sq.ci;
+		sent |= start_wqes(e, qp);
+		complete_ready(e, qp);
+	} while (qp->sq.ci != ci && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS &&
+		 !e->tx_blocked);
 	if (sent && qp->deadline == UINT64_MAX)
 		arm_timer(e, qp);
 	qhca_loopback_drain(e);
 }
 
-/* Send again everything not acknowledged from @psn on (go back N). */
+/*
+ * Send again everything not acknowledged from @psn on (go back N): move the cursors of the
+ * WQEs concerned back, then send. READs ask again for the responses not yet received.
+ */
 static void retransmit_from(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn)
 {
-	uint32_t i;
+	bool first = true;
+	uint32_t i, k;
 
 	for (i = qp->sq.ci; i != qp->sq_next; i++) {
 		struct qhca_send_wqe *sw = slot(qp, i);
-		uint32_t k;
 
 		if (sw->done)
 			continue;
-		if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
-			/* Ask again for the responses not yet received. */
+		if (sw->hdr.opcode == QHCA_WR_RDMA_READ)
 			k = (uint32_t)qhca_psn_diff(sw->read_next, sw->first_psn);
-			e->cnt.retransmits++;
-			send_packet(e, qp, sw, k);
+		else if (qhca_psn_diff(sw->last_psn, psn) < 0)
 			continue;
-		}
-		for (k = 0; k < sw->npkts; k++) {
-			if (qhca_psn_diff((sw->first_psn + k) & 0xffffff, psn) < 0)
-				continue;
-			e->cnt.retransmits++;
-			send_packet(e, qp, sw, is_rd_atomic(sw->hdr.opcode) ? 0 : k);
-		}
+		else if (qhca_psn_diff(psn, sw->first_psn) <= 0 || is_rd_atomic(sw->hdr.opcode))
+			k = 0;
+		else
+			k = (uint32_t)qhca_psn_diff(psn, sw->first_psn);
+		if (k >= sw->tx_next)
+			continue;	/* not sent yet anyway */
+		e->cnt.retransmits += is_rd_atomic(sw->hdr.opcode) ? 1 : sw->tx_next - k;
+		sw->tx_next = k;
+		if (first && (int32_t)(i - qp->tx_idx) < 0)
+			qp->tx_idx = i;
+		first = false;
 	}
+	tx_pump(e, qp);
 }
 
 /* The first WQE not yet done, or NULL. */
@@ -641,6 +685,9 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 		return;
 	if (qp->rnr_wait) {
 		qp->rnr_wait = false;
+	} else if (e->tx_blocked && qp->tx_idx != qp->sq_next) {
+		arm_timer(e, qp);	/* waiting for the platform to send, nothing lost */
+		return;
 	} else {
 		e->cnt.timeouts++;
 		if (qp->retries++ >= qp->retry_cnt) {
@@ -674,7 +721,7 @@ void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)
 		post_send_cqe(e, qp, qp->sq.ci, w.wr_id, w.opcode, QHCA_WC_WR_FLUSH_ERR, 0);
 		qp->sq.ci++;
 	}
-	qp->sq_next = qp->sq.ci;
+	qp->sq_next = qp->tx_idx = qp->sq.ci;
 	qp->rd_atomic_out = 0;
 	qp->deadline = UINT64_MAX;
 	qp->rnr_wait = false;
@@ -691,6 +738,26 @@ void qhca_timer_update(struct qhca_engine *e)
 			next = e->qp[i]->deadline;
 	if (e->ops->timer_arm)
 		e->ops->timer_arm(e->opaque, next);
+}
+
+void qhca_engine_tx_block(struct qhca_engine *e)
+{
+	e->tx_blocked = true;
+}
+
+void qhca_engine_tx_resume(struct qhca_engine *e)
+{
+	uint32_t i, n;
+
+	e->tx_blocked = false;
+	/* Round robin, so that one busy QP cannot starve the others. */
+	for (n = 0; n < e->cfg.max_qp && !e->tx_blocked; n++) {
+		i = (e->tx_rr + n) % e->cfg.max_qp;
+		if (e->qp[i])
+			qhca_req_run(e, e->qp[i]);
+	}
+	e->tx_rr = (e->tx_rr + 1) % e->cfg.max_qp;
+	qhca_loopback_drain(e);
 }
 
 void qhca_engine_timer(struct qhca_engine *e)

@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "qemu/guest-random.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
@@ -25,6 +26,9 @@
 #include "qhca_engine.h"
 
 #define TYPE_QHCA "qhca"
+
+/* Frames held back, in order, while the netdev layer holds one of ours (~36 MiB at most). */
+#define QHCA_TX_BACKLOG 4096
 OBJECT_DECLARE_SIMPLE_TYPE(QhcaState, QHCA)
 
 struct QhcaState {
@@ -35,6 +39,17 @@ struct QhcaState {
     NICState *nic;
     NICConf conf;
     QEMUTimer *timer;           /* the engine's retransmission and RNR timer */
+
+    /*
+     * Transmit back-pressure: when the netdev cannot take a frame it queues it and calls
+     * qhca_tx_sent later. Until then the engine's requesters are blocked and other frames
+     * (ACKs, READ responses, Ethernet) wait here in order; beyond the backlog they drop.
+     */
+    QEMUBH *tx_bh;
+    unsigned tx_inflight;       /* frames of ours queued in the netdev layer */
+    uint8_t *tx_frame[QHCA_TX_BACKLOG];
+    size_t tx_len[QHCA_TX_BACKLOG];
+    unsigned tx_head, tx_count;
 
     struct qhca_engine_config cfg;
     struct qhca_engine engine;
@@ -94,12 +109,77 @@ static void qhca_ops_notify(void *opaque, unsigned vector)
     }
 }
 
-static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
+static void qhca_tx_sent(NetClientState *nc, ssize_t ret)
+{
+    QhcaState *s = qemu_get_nic_opaque(nc);
+
+    if (s->tx_inflight && !--s->tx_inflight) {
+        qemu_bh_schedule(s->tx_bh);
+    }
+}
+
+/* Hand a frame to the netdev; false if it queued it (qhca_tx_sent follows). */
+static bool qhca_tx_send(QhcaState *s, const void *frame, size_t len)
+{
+    trace_qhca_tx(len);
+    if (qemu_send_packet_async(qemu_get_queue(s->nic), frame, len, qhca_tx_sent) == 0) {
+        s->tx_inflight++;
+        return false;
+    }
+    return true;
+}
+
+/* The netdev took our frames: send the backlog, then let the requesters go on. */
+static void qhca_tx_bh(void *opaque)
 {
     QhcaState *s = opaque;
 
-    trace_qhca_tx(len);
-    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+    while (s->tx_count && !s->tx_inflight) {
+        unsigned i = s->tx_head;
+
+        s->tx_head = (i + 1) % QHCA_TX_BACKLOG;
+        s->tx_count--;
+        qhca_tx_send(s, s->tx_frame[i], s->tx_len[i]);
+        g_free(s->tx_frame[i]);
+        s->tx_frame[i] = NULL;
+    }
+    if (!s->tx_count && !s->tx_inflight && s->engine.tx_blocked) {
+        trace_qhca_tx_resume();
+        qhca_engine_tx_resume(&s->engine);
+    }
+}
+
+static void qhca_tx_backlog_clear(QhcaState *s)
+{
+    while (s->tx_count) {
+        g_free(s->tx_frame[s->tx_head]);
+        s->tx_frame[s->tx_head] = NULL;
+        s->tx_head = (s->tx_head + 1) % QHCA_TX_BACKLOG;
+        s->tx_count--;
+    }
+}
+
+static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
+{
+    QhcaState *s = opaque;
+    unsigned i;
+
+    if (!s->tx_inflight && !s->tx_count) {
+        if (!qhca_tx_send(s, frame, len)) {
+            trace_qhca_tx_block(len);
+            qhca_engine_tx_block(&s->engine);
+        }
+        return;
+    }
+    /* A frame of ours waits in the netdev layer: keep the order, hold this one back. */
+    qhca_engine_tx_block(&s->engine);
+    if (s->tx_count == QHCA_TX_BACKLOG) {
+        trace_qhca_tx_backlog_full(len);
+        return;
+    }
+    i = (s->tx_head + s->tx_count++) % QHCA_TX_BACKLOG;
+    s->tx_frame[i] = g_memdup2(frame, len);
+    s->tx_len[i] = len;
 }
 
 static uint64_t qhca_ops_now_ns(void *opaque)
@@ -298,6 +378,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         timer_free(s->timer);
         return;
     }
+    s->tx_bh = qemu_bh_new_guarded(qhca_tx_bh, s, &DEVICE(s)->mem_reentrancy_guard);
     for (i = 0; i < s->cfg.msix_vectors; i++) {
         msix_vector_use(pci, i);
     }
@@ -314,6 +395,8 @@ static void qhca_exit(PCIDevice *pci)
     QhcaState *s = QHCA(pci);
 
     qemu_del_nic(s->nic);
+    qemu_bh_delete(s->tx_bh);
+    qhca_tx_backlog_clear(s);
     msix_uninit_exclusive_bar(pci);
     qhca_engine_fini(&s->engine);
     timer_free(s->timer);
@@ -323,6 +406,7 @@ static void qhca_reset_hold(Object *obj, ResetType type)
 {
     QhcaState *s = QHCA(obj);
 
+    qhca_tx_backlog_clear(s);
     qhca_engine_reset(&s->engine);
 }
 

@@ -39,6 +39,8 @@ static unsigned link_n;
 static uint64_t now;
 static unsigned drop_pct, dup_pct, reorder_pct;
 static unsigned long frames_sent, frames_dropped;
+static unsigned link_cap;		/* > 0: push back when this many frames wait */
+static unsigned long tx_blocks;
 
 /* ---------------------------------------------------------------- fake platform */
 static int mem_rw(struct node *n, uint64_t addr, void *buf, size_t len, bool write)
@@ -96,6 +98,10 @@ static void op_xmit(void *o, const void *f, size_t len)
 	enqueue(1 - n->id, f, len);
 	if ((unsigned)rand() % 100 < dup_pct)
 		enqueue(1 - n->id, f, len);
+	if (link_cap && link_n >= link_cap && !n->e.tx_blocked) {
+		tx_blocks++;
+		qhca_engine_tx_block(&n->e);
+	}
 }
 
 static uint64_t op_now(void *o)
@@ -133,6 +139,14 @@ static void pump(void)
 			memmove(&link_q[i], &link_q[i + 1], (link_n - i - 1) * sizeof(f));
 			link_n--;
 			qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
+			continue;
+		}
+		if (nodes[0].e.tx_blocked || nodes[1].e.tx_blocked) {
+			/* The link drained: let blocked senders go on. */
+			if (nodes[0].e.tx_blocked)
+				qhca_engine_tx_resume(&nodes[0].e);
+			if (nodes[1].e.tx_blocked)
+				qhca_engine_tx_resume(&nodes[1].e);
 			continue;
 		}
 		{
@@ -234,7 +248,8 @@ static void setup(void)
 	link_n = 0;
 	frames_sent = frames_dropped = 0;
 	now = 1000;
-	drop_pct = dup_pct = reorder_pct = 0;
+	drop_pct = dup_pct = reorder_pct = link_cap = 0;
+	tx_blocks = 0;
 	node_init(&nodes[0], 0);
 	node_init(&nodes[1], 1);
 }
@@ -293,11 +308,12 @@ struct qp {
 
 #define SQ_STRIDE_LOG2	8	/* 256: header, UD segment, 8 SGEs */
 #define RQ_STRIDE_LOG2	6
+#define SQ_SIZE		128	/* more than the device's window of WQEs in flight */
 
 static struct qp make_qp(struct node *n, uint8_t type, uint32_t srq)
 {
 	struct qp q = { .n = n, .log2 = 6 };
-	struct qhca_qp_create c = { .pd = n->pd, .type = type, .sq_log2 = 6, .rq_log2 = 6,
+	struct qhca_qp_create c = { .pd = n->pd, .type = type, .sq_log2 = 7, .rq_log2 = 6,
 				    .sq_stride_log2 = SQ_STRIDE_LOG2,
 				    .rq_stride_log2 = RQ_STRIDE_LOG2, .max_inline = 128,
 				    .srq = srq };
@@ -306,9 +322,9 @@ static struct qp make_qp(struct node *n, uint8_t type, uint32_t srq)
 	q.rcq = make_cq(n, 8);
 	c.send_cq = q.scq.cqn;
 	c.recv_cq = q.rcq.cqn;
-	q.sq = galloc(n, 64u << SQ_STRIDE_LOG2);
+	q.sq = galloc(n, SQ_SIZE << SQ_STRIDE_LOG2);
 	q.rq = galloc(n, 64u << RQ_STRIDE_LOG2);
-	c.sq_pbl = pbl_for(n, q.sq, 64u << SQ_STRIDE_LOG2);
+	c.sq_pbl = pbl_for(n, q.sq, SQ_SIZE << SQ_STRIDE_LOG2);
 	c.rq_pbl = pbl_for(n, q.rq, 64u << RQ_STRIDE_LOG2);
 	CHECK_EQ(qhca_qp_create(&n->e, &c, &q.qpn), QHCA_ST_OK);
 	return q;
@@ -401,7 +417,7 @@ static void post_recv(struct qp *q, uint64_t wr_id, uint64_t va, uint32_t len, u
 static struct qhca_sq_wqe *sq_wqe(struct qp *q, uint8_t op, uint64_t wr_id, uint64_t va,
 				   uint32_t len, uint32_t lkey)
 {
-	uint64_t w = q->sq + ((uint64_t)(q->sq_pi & 63) << SQ_STRIDE_LOG2);
+	uint64_t w = q->sq + ((uint64_t)(q->sq_pi & (SQ_SIZE - 1)) << SQ_STRIDE_LOG2);
 	struct qhca_sq_wqe *h = gptr(q->n, w);
 	struct qhca_sge *s = gptr(q->n, w + sizeof(*h));
 
@@ -649,6 +665,92 @@ static void test_remote_access_errors(void)
 			teardown();
 		}
 	}
+}
+
+/*
+ * A link that pushes back after 6 frames: long RC and UC messages go out in pieces as the
+ * platform resumes the engine, in order, without loss, retransmission or timer expiry.
+ */
+static void test_backpressure(void)
+{
+	uint64_t lbuf, rbuf, ubuf;
+	uint32_t lkey, rkey, ukey;
+	struct qhca_sq_wqe *w;
+	struct qp a, b, c, d;
+	int i;
+
+	setup();
+	link_cap = 6;
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	c = make_qp(&nodes[0], QHCA_QPT_UC, 0);
+	d = make_qp(&nodes[1], QHCA_QPT_UC, 0);
+	connect_pair(&a, &b);
+	connect_pair(&c, &d);
+	lkey = make_mr(&nodes[0], 1 << 20, QHCA_ACCESS_ALL, &lbuf);
+	rkey = make_mr(&nodes[1], 1 << 20, QHCA_ACCESS_ALL, &rbuf);
+	ukey = make_mr(&nodes[1], 1 << 18, QHCA_ACCESS_ALL, &ubuf);
+	fill(&nodes[0], lbuf, 1 << 20, 9);
+	for (i = 0; i < 4; i++) {	/* 4 x 256 KiB WRITEs, then a READ of them back */
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, i, lbuf + i * (1ull << 18), 1 << 18, lkey);
+		w->remote_addr = rbuf + i * (1ull << 18);
+		w->rkey = rkey;
+		post_send(&a);
+	}
+	w = sq_wqe(&c, QHCA_WR_RDMA_WRITE, 10, lbuf, 1 << 18, lkey);
+	w->remote_addr = ubuf;
+	w->rkey = ukey;
+	post_send(&c);
+	pump();
+	for (i = 0; i < 4; i++)
+		expect_cqe(&nodes[0], &a.scq, i, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 1 << 18);
+	expect_cqe(&nodes[0], &c.scq, 10, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 1 << 18);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 1 << 20));
+	CHECK(same(&nodes[0], lbuf, &nodes[1], ubuf, 1 << 18));
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 20, lbuf, 1 << 20, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	memset(gptr(&nodes[0], va_to_gpa(lbuf)), 0, 1 << 20);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 20, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 1 << 20);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 1 << 20));
+	CHECK(tx_blocks > 50);
+	CHECK_EQ(nodes[0].e.cnt.retransmits, 0);
+	CHECK_EQ(nodes[0].e.cnt.timeouts, 0);
+	CHECK_EQ(nodes[1].e.cnt.roce_rx_out_of_seq, 0);
+	teardown();
+}
+
+/* UC completes on sending: more WQEs than the window, rung at once, all go out. */
+static void test_uc_past_window(void)
+{
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_sq_wqe *w;
+	struct qp c, d;
+	int i;
+
+	setup();
+	c = make_qp(&nodes[0], QHCA_QPT_UC, 0);
+	d = make_qp(&nodes[1], QHCA_QPT_UC, 0);
+	connect_pair(&c, &d);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], SQ_SIZE * 16, QHCA_ACCESS_ALL, &rbuf);
+	fill(&nodes[0], lbuf, 4096, 5);
+	for (i = 0; i < SQ_SIZE; i++) {
+		w = sq_wqe(&c, QHCA_WR_RDMA_WRITE, i, lbuf + i * 16ull, 16, lkey);
+		w->remote_addr = rbuf + i * 16ull;
+		w->rkey = rkey;
+		if (i < SQ_SIZE - 1)
+			w->flags = 0;
+		c.sq_pi++;
+	}
+	ring(c.n, QHCA_DB_SQ, c.qpn, c.sq_pi);	/* one doorbell for all */
+	pump();
+	expect_cqe(&nodes[0], &c.scq, SQ_SIZE - 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 16);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, SQ_SIZE * 16));
+	teardown();
 }
 
 /* Send completions name their WQE's SQ index, also unsignaled runs and flushes. */
@@ -1201,6 +1303,8 @@ static const struct unit_test tests[] = {
 	{ "uc_access_drop", test_uc_access_drop },
 	{ "mr_keys", test_mr_keys },
 	{ "send_cqe_index", test_send_cqe_index },
+	{ "backpressure", test_backpressure },
+	{ "uc_past_window", test_uc_past_window },
 	{ "local_errors", test_local_errors },
 	{ "rnr", test_rnr },
 	{ "lossy_link_recovers", test_lossy_link_recovers },
