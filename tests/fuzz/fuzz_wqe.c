@@ -2,7 +2,8 @@
 /*
  * Fuzz target: send and receive WQE parsing on post. The input fills the send and receive
  * rings of QPs of every type (connected to themselves, so requests loop back to the
- * responder) and chooses the doorbells rung.
+ * responder) and chooses the doorbells rung; bytes 0xfe and 0xff among them block and
+ * resume the transmit path, so messages go out in pieces.
  */
 #include "fuzz_common.h"
 
@@ -27,11 +28,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		unsigned q = data[i] & 3, pi = (data[i] >> 2) & 15;
 		uint32_t reg = (data[i] & 0x40) ? QHCA_DB_RQ : QHCA_DB_SQ;
 
+		if (data[i] >= 0xfe) {
+			if (data[i] == 0xfe)
+				qhca_engine_tx_block(&s.e);
+			else
+				qhca_engine_tx_resume(&s.e);
+			continue;
+		}
 		if (data[i] & 0x80)
 			reg = QHCA_DB_CQ_ARM;
 		qhca_engine_db_write(&s.e, reg, (uint64_t)pi << 32 |
 				     (reg == QHCA_DB_CQ_ARM ? s.cq[q & 1] : s.qpn[q]), 8);
 	}
+	fz_drain_timers(&s);
+	qhca_engine_tx_resume(&s.e);
 	fz_drain_timers(&s);
 	qhca_engine_fini(&s.e);
 	return 0;
