@@ -277,7 +277,7 @@ void qhca_engine_reset(struct qhca_engine *e)
 	qhca_mr_reset(e);
 	e->gsi_qpn = 0;
 	e->loop_count = 0;
-	e->tx_blocked = false;
+	e->tx_blocked = e->loop_blocked = false;
 	qhca_obj_table_clear(&e->uctx);
 	qhca_obj_table_clear(&e->pd);
 	qhca_eq_reset(e);

@@ -278,6 +278,7 @@ struct qhca_engine {
 	unsigned loop_head, loop_count;
 	bool in_loop;
 	bool tx_blocked;	/* the platform's transmit queue is full */
+	bool loop_blocked;	/* the loopback queue is half full */
 	uint32_t tx_rr;		/* where tx_resume starts, round robin */
 	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
 

@@ -79,7 +79,13 @@ void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p
 }
 
 /* ---------------------------------------------------------------- loopback */
-#define LOOP_QUEUE	256
+/* Requesters stop at half: the rest is room for ACKs and READ responses. */
+#define LOOP_QUEUE	1024
+
+static bool tx_stopped(const struct qhca_engine *e)
+{
+	return e->tx_blocked || e->loop_blocked;
+}
 
 static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
@@ -92,7 +98,11 @@ static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t
 	slot_i = (e->loop_head + e->loop_count++) % LOOP_QUEUE;
 	memcpy(e->loop_q[slot_i], frame, len);
 	e->loop_len[slot_i] = len;
+	if (e->loop_count >= LOOP_QUEUE / 2)
+		e->loop_blocked = true;
 }
+
+static void run_requesters(struct qhca_engine *e);
 
 /* Deliver looped-back frames; called when the outermost piece of work is done. */
 void qhca_loopback_drain(struct qhca_engine *e)
@@ -100,13 +110,20 @@ void qhca_loopback_drain(struct qhca_engine *e)
 	if (e->in_loop)
 		return;
 	e->in_loop = true;
-	while (e->loop_count) {
-		unsigned i = e->loop_head;
+	do {
+		while (e->loop_count) {
+			unsigned i = e->loop_head;
 
-		e->loop_head = (e->loop_head + 1) % LOOP_QUEUE;
-		e->loop_count--;
-		qhca_roce_receive(e, e->loop_q[i], e->loop_len[i]);
-	}
+			e->loop_head = (e->loop_head + 1) % LOOP_QUEUE;
+			e->loop_count--;
+			qhca_roce_receive(e, e->loop_q[i], e->loop_len[i]);
+		}
+		if (e->loop_blocked) {
+			/* Drained: the requesters that stopped for the queue go on. */
+			e->loop_blocked = false;
+			run_requesters(e);
+		}
+	} while (e->loop_count);
 	e->in_loop = false;
 }
 
@@ -393,7 +410,7 @@ static void arm_timer(struct qhca_engine *e, struct qhca_qp *qp)
 static bool tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
 {
 	while (sw->tx_next < sw->npkts) {
-		if (e->tx_blocked)
+		if (tx_stopped(e))
 			return false;
 		send_packet(e, qp, sw, sw->tx_next);
 		/* A READ request asks for all responses from its cursor at once. */
@@ -473,7 +490,7 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 		sent |= start_wqes(e, qp);
 		complete_ready(e, qp);
 	} while (qp->sq.ci != ci && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS &&
-		 !e->tx_blocked);
+		 !tx_stopped(e));
 	if (sent && qp->deadline == UINT64_MAX)
 		arm_timer(e, qp);
 	qhca_loopback_drain(e);
@@ -685,7 +702,7 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 		return;
 	if (qp->rnr_wait) {
 		qp->rnr_wait = false;
-	} else if (e->tx_blocked && qp->tx_idx != qp->sq_next) {
+	} else if (tx_stopped(e) && qp->tx_idx != qp->sq_next) {
 		arm_timer(e, qp);	/* waiting for the platform to send, nothing lost */
 		return;
 	} else {
@@ -745,18 +762,23 @@ void qhca_engine_tx_block(struct qhca_engine *e)
 	e->tx_blocked = true;
 }
 
-void qhca_engine_tx_resume(struct qhca_engine *e)
+/* Let every QP send what it can; round robin, so one busy QP cannot starve the others. */
+static void run_requesters(struct qhca_engine *e)
 {
 	uint32_t i, n;
 
-	e->tx_blocked = false;
-	/* Round robin, so that one busy QP cannot starve the others. */
-	for (n = 0; n < e->cfg.max_qp && !e->tx_blocked; n++) {
+	for (n = 0; n < e->cfg.max_qp && !tx_stopped(e); n++) {
 		i = (e->tx_rr + n) % e->cfg.max_qp;
 		if (e->qp[i])
 			qhca_req_run(e, e->qp[i]);
 	}
 	e->tx_rr = (e->tx_rr + 1) % e->cfg.max_qp;
+}
+
+void qhca_engine_tx_resume(struct qhca_engine *e)
+{
+	e->tx_blocked = false;
+	run_requesters(e);
 	qhca_loopback_drain(e);
 }
 

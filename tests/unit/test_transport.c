@@ -1099,6 +1099,7 @@ static void test_loopback(void)
 	uint64_t lbuf, rbuf;
 	uint32_t lkey, rkey;
 	struct qhca_sq_wqe *w;
+	int i;
 
 	/* Two QPs of one device: frames to its own MAC never touch the link. */
 	setup();
@@ -1123,6 +1124,33 @@ static void test_loopback(void)
 	CHECK(same(&nodes[0], lbuf, &nodes[0], rbuf, 20000));
 	CHECK(same(&nodes[0], lbuf + 30000, &nodes[0], rbuf, 20000));
 	CHECK(nodes[0].e.cnt.loopback_pkts > 0);
+	teardown();
+
+	/* Long messages through the loopback queue: the requesters wait for it, no loss. */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 3 << 20, QHCA_ACCESS_ALL, &lbuf);
+	rkey = make_mr(&nodes[0], 1 << 20, QHCA_ACCESS_ALL, &rbuf);
+	fill(&nodes[0], lbuf, 1 << 20, 7);
+	for (i = 0; i < 5; i++) {	/* five 1 MiB WRITEs and a READ, one doorbell */
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, i, lbuf, 1 << 20, lkey);
+		w->remote_addr = rbuf;
+		w->rkey = rkey;
+		a.sq_pi++;
+	}
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 5, lbuf + (1 << 20), 1 << 20, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	for (i = 0; i < 5; i++)
+		expect_cqe(&nodes[0], &a.scq, i, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 1 << 20);
+	expect_cqe(&nodes[0], &a.scq, 5, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 1 << 20);
+	CHECK(same(&nodes[0], lbuf, &nodes[0], rbuf, 1 << 20));
+	CHECK(same(&nodes[0], lbuf, &nodes[0], lbuf + (1 << 20), 1 << 20));
+	CHECK_EQ(nodes[0].e.cnt.retransmits, 0);
+	CHECK_EQ(nodes[0].e.cnt.roce_rx_out_of_seq, 0);
 	teardown();
 }
 

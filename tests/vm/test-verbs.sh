@@ -36,6 +36,14 @@ loopback() {	# client and server on one guest: two QPs of one port
     "$qhca" exec 1 -- 'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c 127.0.0.1 && sleep 1 && grep -q iters /tmp/lo.log'
 }
 
+loopback_bw() {	# 1 MiB WRITEs between two processes of one guest, through the loopback queue
+    "$qhca" exec 1 -- 'rm -f /tmp/lo.log; setsid ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100 > /tmp/lo.log 2>&1 < /dev/null &'
+    sleep 1.5
+    "$qhca" exec 1 -- 'ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100 127.0.0.1 | tail -n 2 | head -n 1' || return 1
+    sleep 1
+    "$qhca" exec 1 -- 'grep -q 1048576 /tmp/lo.log'
+}
+
 no_syscalls_on_datapath() {	# 20 or 2000 iterations make the same number of system calls
     local few many
     "$qhca" exec 2 -- 'setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 1 -n 20; ibv_rc_pingpong -d qhca_0 -g 1 -n 2000" < /dev/null > /dev/null 2>&1 &'
@@ -62,6 +70,7 @@ check "ibv_srq_pingpong -s 4096 -c" pingpong ibv_srq_pingpong -s 4096 -n 100 -c
 check "ibv_srq_pingpong -q 4 -s 100 -c" pingpong ibv_srq_pingpong -q 4 -s 100 -n 100 -c
 check "ibv_rc_pingpong -e (completion events)" pingpong ibv_rc_pingpong -s 4096 -n 100 -e
 check "loopback: two QPs on one port" loopback
+check "loopback: ib_write_bw 1 MiB within one guest" loopback_bw
 check "extended verbs: ibv_create_cq_ex, ibv_create_qp_ex and ibv_wr_* (qhca-exverbs)" \
     "$qhca" exec 1 -- qhca-exverbs
 check "ib_send_bw RC" perf ib_send_bw -s 65536 -n 200
