@@ -622,6 +622,7 @@ enum qhca_counter {
 	QHCA_CNT_ETH_RX_DROPS,		/* no buffer, too long, or stopped */
 	QHCA_CNT_DROP_NO_WQE,		/* UD datagrams without a posted receive */
 	QHCA_CNT_REMOTE_ACCESS_ERRORS,	/* requests refused for key, PD, range or rights */
+	QHCA_CNT_DROP_BUSY,		/* requests dropped while READ responses waited */
 	QHCA_CNT_MAX
 };
 

@@ -256,6 +256,7 @@ static const struct rdma_stat_desc qhca_counter_names[QHCA_CNT_MAX] = {
 	[QHCA_CNT_ETH_RX_DROPS].name = "eth_rx_drops",
 	[QHCA_CNT_DROP_NO_WQE].name = "drop_no_wqe",
 	[QHCA_CNT_REMOTE_ACCESS_ERRORS].name = "remote_access_errors",
+	[QHCA_CNT_DROP_BUSY].name = "drop_busy",
 };
 
 static struct rdma_hw_stats *qhca_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)

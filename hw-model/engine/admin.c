@@ -394,6 +394,7 @@ static uint16_t cmd_query_counters(struct qhca_engine *e, const struct qhca_cmd 
 	b.value[QHCA_CNT_ETH_RX_FRAMES] = c->eth_rx_frames;
 	b.value[QHCA_CNT_DROP_NO_WQE] = c->roce_rx_no_wqe;
 	b.value[QHCA_CNT_REMOTE_ACCESS_ERRORS] = c->remote_access_errors;
+	b.value[QHCA_CNT_DROP_BUSY] = c->roce_rx_busy;
 	b.value[QHCA_CNT_ETH_RX_DROPS] = c->eth_rx_no_buffer + c->eth_rx_too_long +
 					 c->eth_rx_stopped;
 	return qhca_dma_write(e, cmd->obj.out_addr, &b, sizeof(b)) ? QHCA_ST_DMA_ERROR :

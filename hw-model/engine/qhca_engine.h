@@ -202,6 +202,13 @@ struct qhca_qp {
 	bool drop_msg;			/* UC: dropping the rest of a broken message */
 	struct qhca_rd_atomic rd[QHCA_MAX_RD_ATOMIC];
 	uint32_t rd_next;
+	/* READ responses still to send when the transmit path pushed back. Until they are
+	 * out, requests to this QP are dropped; a sequence NAK then asks for them again. */
+	struct {
+		bool active, dropped;
+		uint32_t rkey, len, psn, k, n;
+		uint64_t va;
+	} rr;
 };
 
 struct qhca_eq {
@@ -232,6 +239,7 @@ struct qhca_counters {
 	uint64_t roce_rx_bad[ROCE_PARSE_MAX];	/* dropped by the parser, by reason */
 	uint64_t roce_rx_no_qp, roce_rx_bad_state, roce_rx_bad_pkey, roce_rx_bad_qkey;
 	uint64_t roce_rx_out_of_seq, roce_rx_dup, roce_rx_no_wqe, remote_access_errors;
+	uint64_t roce_rx_busy;	/* requests dropped while READ responses waited */
 	uint64_t retransmits, timeouts, naks_sent, naks_received, rnr_naks_sent;
 	uint64_t rnr_naks_received, cq_overflows, loopback_pkts;
 };
@@ -418,6 +426,7 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
 /* resp.c: responder */
 void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
 void qhca_resp_reset(struct qhca_qp *qp);
+bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp);
 
 /* 24-bit PSN arithmetic: a - b as a signed distance. */
 static inline int32_t qhca_psn_diff(uint32_t a, uint32_t b)

@@ -769,7 +769,7 @@ static void run_requesters(struct qhca_engine *e)
 
 	for (n = 0; n < e->cfg.max_qp && !tx_stopped(e); n++) {
 		i = (e->tx_rr + n) % e->cfg.max_qp;
-		if (e->qp[i])
+		if (e->qp[i] && qhca_resp_pump(e, e->qp[i]))
 			qhca_req_run(e, e->qp[i]);
 	}
 	e->tx_rr = (e->tx_rr + 1) % e->cfg.max_qp;

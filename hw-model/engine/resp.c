@@ -29,6 +29,7 @@ void qhca_resp_reset(struct qhca_qp *qp)
 	qp->drop_msg = false;
 	memset(qp->rd, 0, sizeof(qp->rd));
 	qp->rd_next = 0;
+	memset(&qp->rr, 0, sizeof(qp->rr));
 }
 
 static void resp_pkt(struct qhca_qp *qp, struct roce_pkt *r, uint8_t opcode, uint32_t psn)
@@ -138,28 +139,68 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
 }
 
 /* ---------------------------------------------------------------- READ and ATOMIC */
-static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_mr *mr,
-				uint64_t va, uint32_t len, uint32_t psn)
+/*
+ * Send the READ responses due, while the transmit path takes them; true when all are out.
+ * The region is checked again on every call (it may have been deregistered meanwhile).
+ * Requests that came in while responses waited were dropped: a sequence NAK for the
+ * expected PSN makes the requester send them again (IBA 9.7.5.2.1).
+ */
+bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	uint8_t *data = e->payload;
-	uint32_t n = len ? (len + qp->mtu - 1) / qp->mtu : 1, k;
+	struct qhca_mr *mr = NULL;
+	const char *why;
 	struct roce_pkt r;
 
-	for (k = 0; k < n; k++) {
-		uint32_t chunk = len - k * qp->mtu < qp->mtu ? len - k * qp->mtu : qp->mtu;
+	if (!qp->rr.active)
+		return true;
+	if (qp->state < QHCA_QPS_RTR || qp->state == QHCA_QPS_ERR ||
+	    (qp->rr.len && !(mr = qhca_mr_check(e, qp->rr.rkey, qp->pd, qp->rr.va, qp->rr.len,
+						 QHCA_ACCESS_REMOTE_READ, &why)))) {
+		qp->rr.active = false;
+		return true;
+	}
+	while (qp->rr.k < qp->rr.n) {
+		uint32_t k = qp->rr.k, n = qp->rr.n;
+		uint64_t off = (uint64_t)k * qp->mtu;
+		uint32_t chunk = qp->rr.len - off < qp->mtu ? (uint32_t)(qp->rr.len - off) : qp->mtu;
 		uint8_t op = n == 1 ? ROCE_OP_READ_RESPONSE_ONLY :
 			     k == 0 ? ROCE_OP_READ_RESPONSE_FIRST :
 			     k == n - 1 ? ROCE_OP_READ_RESPONSE_LAST : ROCE_OP_READ_RESPONSE_MIDDLE;
 
-		if (chunk && qhca_mr_xfer(e, mr, va + (uint64_t)k * qp->mtu, data, chunk, false)) {
+		if (e->tx_blocked || e->loop_blocked)
+			return false;
+		if (chunk && qhca_mr_xfer(e, mr, qp->rr.va + off, data, chunk, false)) {
 			qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: READ source unreadable", qp->qpn);
-			return;
+			break;
 		}
-		resp_pkt(qp, &r, ROCE_TS_RC | op, psn + k);
+		resp_pkt(qp, &r, ROCE_TS_RC | op, qp->rr.psn + k);
 		r.payload = data;
 		r.payload_len = chunk;
 		qhca_xmit_pkt(e, qp, &r);
+		qp->rr.k++;
 	}
+	qp->rr.active = false;
+	if (qp->rr.dropped) {
+		qp->rr.dropped = false;
+		qp->nak_sent = true;
+		send_aeth(e, qp, qp->epsn, AETH_NAK_SEQ);
+	}
+	return true;
+}
+
+/* Answer a READ of [va, va + len) from response PSN @psn on. */
+static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, uint32_t rkey,
+				uint64_t va, uint32_t len, uint32_t psn)
+{
+	qp->rr.active = true;
+	qp->rr.rkey = rkey;
+	qp->rr.va = va;
+	qp->rr.len = len;
+	qp->rr.psn = psn;
+	qp->rr.k = 0;
+	qp->rr.n = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	qhca_resp_pump(e, qp);
 }
 
 static uint32_t read_npkts(struct qhca_qp *qp, uint32_t len)
@@ -206,7 +247,7 @@ static void resp_read(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 	rd->len = p->reth_len;
 	qp->epsn = (p->psn + n) & 0xffffff;
 	qp->msn++;
-	send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
+	send_read_responses(e, qp, p->reth_rkey, p->reth_va, p->reth_len, p->psn);
 }
 
 static void send_atomic_ack(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn,
@@ -280,7 +321,8 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 
 				if (p->reth_len && !mr)
 					return;
-				send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
+				send_read_responses(e, qp, p->reth_rkey, p->reth_va, p->reth_len,
+						    p->psn);
 			} else if (rd->psn == p->psn && (oi->flags & ROCE_F_ATOMIC)) {
 				send_atomic_ack(e, qp, p->psn, rd->orig);	/* never redone */
 			}
@@ -440,6 +482,12 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	    (qp->type == QHCA_QPT_UC && ts != ROCE_TS_UC) ||
 	    memcmp(p->sgid, qp->av.dgid, 16)) {
 		e->cnt.roce_rx_bad_state++;	/* not from this QP's peer */
+		return;
+	}
+	if (qp->rr.active && !qhca_resp_pump(e, qp)) {
+		/* Still answering a READ: this request waits for the sequence NAK. */
+		qp->rr.dropped = true;
+		e->cnt.roce_rx_busy++;
 		return;
 	}
 	d = qhca_psn_diff(p->psn, qp->epsn);

@@ -707,18 +707,32 @@ static void test_backpressure(void)
 	expect_cqe(&nodes[0], &c.scq, 10, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 1 << 18);
 	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 1 << 20));
 	CHECK(same(&nodes[0], lbuf, &nodes[1], ubuf, 1 << 18));
-	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 20, lbuf, 1 << 20, lkey);
-	w->remote_addr = rbuf;
-	w->rkey = rkey;
-	memset(gptr(&nodes[0], va_to_gpa(lbuf)), 0, 1 << 20);
-	post_send(&a);
-	pump();
-	expect_cqe(&nodes[0], &a.scq, 20, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 1 << 20);
-	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 1 << 20));
 	CHECK(tx_blocks > 50);
 	CHECK_EQ(nodes[0].e.cnt.retransmits, 0);
 	CHECK_EQ(nodes[0].e.cnt.timeouts, 0);
 	CHECK_EQ(nodes[1].e.cnt.roce_rx_out_of_seq, 0);
+	/* READs read back in four, with a WRITE behind them: the responder sends its
+	 * responses in pieces too, and asks again for requests it had to drop meanwhile. */
+	nodes[0].e.cnt.retransmits = 0;
+	memset(gptr(&nodes[0], va_to_gpa(lbuf)), 0, 1 << 20);
+	for (i = 0; i < 4; i++) {
+		w = sq_wqe(&a, QHCA_WR_RDMA_READ, 20 + i, lbuf + i * (1ull << 18), 1 << 18, lkey);
+		w->remote_addr = rbuf + i * (1ull << 18);
+		w->rkey = rkey;
+		post_send(&a);
+	}
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 24, lbuf, 4096, lkey);
+	w->remote_addr = ubuf;
+	w->rkey = ukey;
+	post_send(&a);
+	pump();
+	for (i = 0; i < 4; i++)
+		expect_cqe(&nodes[0], &a.scq, 20 + i, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 1 << 18);
+	expect_cqe(&nodes[0], &a.scq, 24, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 4096);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 1 << 20));
+	CHECK(same(&nodes[0], lbuf, &nodes[1], ubuf, 4096));
+	CHECK(nodes[1].e.cnt.roce_rx_busy > 0);
+	CHECK_EQ(nodes[0].e.cnt.timeouts, 0);
 	teardown();
 }
 
