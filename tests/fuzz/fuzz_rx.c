@@ -3,7 +3,8 @@
  * Fuzz target: the receive path for RoCEv2 and Ethernet frames. The input is a series of
  * frames (2-byte length, then the frame) delivered to a device with QPs of every type in
  * RTS, receive WQEs posted and the Ethernet function started. To get past the ICRC, a
- * frame whose first byte is odd gets its ICRC recomputed before delivery.
+ * frame whose first byte is odd gets its ICRC recomputed before delivery. Lengths 0xfffe
+ * and 0xffff block and resume the transmit path (READ responses then wait).
  */
 #include "fuzz_common.h"
 #include "roce.h"
@@ -39,10 +40,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 4; i++)
 		qhca_engine_db_write(&s.e, QHCA_DB_RQ, 4ull << 32 | s.qpn[i], 8);
 	while (size >= 2) {
-		size_t len = (size_t)(data[0] | data[1] << 8) % sizeof(frame);
+		unsigned raw = data[0] | data[1] << 8;
+		size_t len = raw % sizeof(frame);
 
 		data += 2;
 		size -= 2;
+		if (raw >= 0xfffe) {
+			if (raw == 0xfffe)
+				qhca_engine_tx_block(&s.e);
+			else
+				qhca_engine_tx_resume(&s.e);
+			continue;
+		}
 		if (len > size)
 			len = size;
 		memcpy(frame, data, len);
@@ -55,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += len;
 		size -= len;
 	}
+	qhca_engine_tx_resume(&s.e);
 	fz_drain_timers(&s);
 	qhca_engine_fini(&s.e);
 	return 0;

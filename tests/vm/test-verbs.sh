@@ -76,6 +76,7 @@ check "extended verbs: ibv_create_cq_ex, ibv_create_qp_ex and ibv_wr_* (qhca-exv
 check "ib_send_bw RC" perf ib_send_bw -s 65536 -n 200
 check "ib_write_bw RC" perf ib_write_bw -s 65536 -n 200
 check "ib_read_bw RC" perf ib_read_bw -s 65536 -n 200
+check "ib_read_bw RC 8 MiB (READ responses paced)" perf ib_read_bw -s 8388608 -n 20
 check "ib_atomic_bw RC" perf ib_atomic_bw -n 200
 check "ib_send_lat RC" perf ib_send_lat -s 8 -n 200
 check "ib_write_lat RC" perf ib_write_lat -s 8 -n 200
