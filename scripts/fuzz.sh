@@ -16,18 +16,18 @@ fail=0
 for t in "${targets[@]}"; do
     corpus="$dir/corpus/$t"
     mkdir -p "$corpus" "$dir/crashes/$t"
-    log="$dir/fuzz_$t.log"
+    log="$dir/fuzz_${t}_${secs}s.log"
     step "fuzz: fuzz_$t for $secs s"
     (cd "$dir/crashes/$t" && "$dir/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
         -max_len=65536 -timeout=10 -rss_limit_mb=2048 "$corpus" "$dir/seeds/$t" > "$log" 2>&1)
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n1 | cut -d' ' -f2)
+    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -n1 | cut -d' ' -f2)
     if [ $rc = 0 ]; then
         echo "ok - fuzz_$t: ${execs:-?} executions, coverage ${cov:-?} edges"
     else
         echo "not ok - fuzz_$t: exit $rc; reproducer in $dir/crashes/$t; log $log"
-        grep -E 'ERROR|SUMMARY|runtime error' "$log" | head -n 5 | sed 's/^/#   /'
+        grep -aE 'ERROR|SUMMARY|runtime error' "$log" | head -n 5 | sed 's/^/#   /'
         fail=1
     fi
 done
