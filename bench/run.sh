@@ -37,13 +37,17 @@ trap '"$qhca" down > /dev/null 2>&1' EXIT
 "$qhca" up -n 2 --rxe || die "VMs did not boot"
 tests=("ib_write_bw 65536 MB/s" "ib_write_bw 1048576 MB/s" "ib_send_lat 8 us" "ib_write_lat 8 us")
 declare -A res
-gq=$(gid_index qhca_0)
-[ -n "$gq" ] || die "no RoCE v2 GID on qhca_0"
-for t in "${tests[@]}"; do
-    set -- $t
-    step "bench: qhca: $1 -s $2"
-    res[qhca $1 $2]=$(perf qhca_0 "$1" "$2" "$gq")
-done
+run_all() {	# run_all NAME DEVICE: every test on DEVICE, results under NAME
+    local name=$1 dev=$2 gid t
+    gid=$(gid_index "$dev")
+    [ -n "$gid" ] || die "no RoCE v2 GID on $dev"
+    for t in "${tests[@]}"; do
+        set -- $t
+        step "bench: $name: $1 -s $2"
+        res[$name $1 $2]=$(perf "$dev" "$1" "$2" "$gid")
+    done
+}
+run_all qhca qhca_0
 # Then Linux rxe on the virtio-net NICs of the same VMs.
 for i in 1 2; do
     "$qhca" exec $i -- 'modprobe crc32_generic; modprobe rdma_rxe &&
@@ -51,13 +55,7 @@ for i in 1 2; do
         die "cannot create rxe0 in guest $i"
 done
 sleep 2
-gr=$(gid_index rxe0)
-[ -n "$gr" ] || die "no RoCE v2 GID on rxe0"
-for t in "${tests[@]}"; do
-    set -- $t
-    step "bench: rxe: $1 -s $2"
-    res[rxe $1 $2]=$(perf rxe0 "$1" "$2" "$gr")
-done
+run_all rxe rxe0
 
 : > "$out"
 printf '%-30s %14s %18s\n' "" "qhca" "rxe (virtio-net)"

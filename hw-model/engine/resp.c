@@ -313,14 +313,8 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 			    qhca_psn_diff(p->psn, rd->last_psn) > 0)
 				continue;
 			if (rd->opcode == ROCE_OP_READ_REQUEST && (oi->flags & ROCE_F_READ)) {
-				/* Re-read from the PSN asked for: the request may be a restart. */
-				const char *why;
-				struct qhca_mr *mr = p->reth_len ?
-					qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va, p->reth_len,
-						      QHCA_ACCESS_REMOTE_READ, &why) : NULL;
-
-				if (p->reth_len && !mr)
-					return;
+				/* Re-read from the PSN asked for: the request may be a restart.
+				 * qhca_resp_pump checks the region and sends nothing if it fails. */
 				send_read_responses(e, qp, p->reth_rkey, p->reth_va, p->reth_len,
 						    p->psn);
 			} else if (rd->psn == p->psn && (oi->flags & ROCE_F_ATOMIC)) {
