@@ -35,7 +35,8 @@
 
 /* Interface version: major changes are incompatible, minor ones add features. */
 #define QHCA_ABI_VERSION_MAJOR		1
-#define QHCA_ABI_VERSION_MINOR		1	/* 1: send CQEs carry their WQE index */
+#define QHCA_ABI_VERSION_MINOR		2	/* 1: send CQEs carry their WQE index;
+						 * 2: SET_MAC */
 #define QHCA_ABI_VERSION		((QHCA_ABI_VERSION_MAJOR << 16) | QHCA_ABI_VERSION_MINOR)
 
 /* ---------------------------------------------------------------- BAR0 registers */
@@ -106,6 +107,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DESTROY_EQ = 0x21,
 	QHCA_CMD_ETH_START = 0x30,	/* start the Ethernet function's rings */
 	QHCA_CMD_ETH_STOP = 0x31,
+	QHCA_CMD_SET_MAC = 0x32,	/* in: qhca_cmd_set_mac; the port's MAC from now on */
 	/* Verbs objects: body struct qhca_cmd_obj, arguments in guest memory at in_addr. */
 	QHCA_CMD_CREATE_CQ = 0x40,	/* in: qhca_cq_create; result0: cqn */
 	QHCA_CMD_DESTROY_CQ = 0x41,	/* handle: cqn */
@@ -196,6 +198,16 @@ struct qhca_cmd_eth_start {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_eth_start, 32);
 
+/*
+ * SET_MAC: the port's unicast MAC address for RoCE and the Ethernet function from now on
+ * (the netdev's address changed). A reset restores the MAC of the device's property.
+ */
+struct qhca_cmd_set_mac {
+	uint8_t mac[6];
+	uint16_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_set_mac, 8);
+
 /* Commands on verbs objects take their arguments from guest memory. in_len and out_len
  * must equal the size of the opcode's structure (0 where it has none). */
 struct qhca_cmd_obj {
@@ -218,6 +230,7 @@ struct qhca_cmd {
 		struct qhca_cmd_handle handle;
 		struct qhca_cmd_create_eq create_eq;
 		struct qhca_cmd_eth_start eth_start;
+		struct qhca_cmd_set_mac set_mac;
 		struct qhca_cmd_obj obj;
 		uint8_t raw[QHCA_CMD_BODY_SIZE];
 	};

@@ -81,9 +81,12 @@ rm -rf "$layer" && mkdir -p "$layer"/{proc,sys,run,tmp,mnt,var/log,etc/libibverb
 install -m 755 "$QHCA_ROOT/images/init" "$layer/init"
 install -m 644 "$so" "$layer/usr/lib/x86_64-linux-gnu/libibverbs/libqhca-rdmav34.so"
 echo "driver qhca" > "$layer/etc/libibverbs.d/qhca.driver"
-gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-smoke" "$QHCA_ROOT/tests/vm/qhca_smoke.c" -libverbs
-gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-exverbs" "$QHCA_ROOT/tests/vm/qhca_exverbs.c" -libverbs
-gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-isolation" "$QHCA_ROOT/tests/vm/qhca_isolation.c" -libverbs
+# Every tests/vm/qhca_NAME.c becomes the guest program qhca-NAME.
+for src in "$QHCA_ROOT"/tests/vm/qhca_*.c; do
+    prog=$(basename "$src" .c)
+    gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/${prog//_/-}" "$src" -libverbs ||
+        die "test program $src does not build"
+done
 install -m 755 "$QHCA_ROOT/tests/vm/qhca_tcp.py" "$layer/usr/local/bin/qhca-tcp"
 install -m 600 "$keydir/id_ed25519.pub" "$layer/root/.ssh/authorized_keys"
 chmod 700 "$layer/root" "$layer/root/.ssh"

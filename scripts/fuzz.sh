@@ -10,7 +10,7 @@ set -uo pipefail
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx)
+[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx mixed)
 dir=$(bash "$QHCA_ROOT/scripts/build-fuzz.sh") || exit 1
 fail=0
 for t in "${targets[@]}"; do

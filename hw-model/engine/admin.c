@@ -20,6 +20,7 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_EQ] = "DESTROY_EQ",
 	[QHCA_CMD_ETH_START] = "ETH_START",
 	[QHCA_CMD_ETH_STOP] = "ETH_STOP",
+	[QHCA_CMD_SET_MAC] = "SET_MAC",
 	[QHCA_CMD_CREATE_CQ] = "CREATE_CQ",
 	[QHCA_CMD_DESTROY_CQ] = "DESTROY_CQ",
 	[QHCA_CMD_CREATE_MR] = "CREATE_MR",
@@ -139,7 +140,7 @@ static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd
 	a.active_mtu = a.max_mtu;
 	a.active_width = 1;	/* 1X */
 	a.active_speed = 1;	/* SDR */
-	memcpy(a.mac, e->cfg.mac, sizeof(a.mac));
+	memcpy(a.mac, e->mac, sizeof(a.mac));
 	a.gid_tbl_len = 16;
 	a.max_msg_sz = 0x80000000u;
 	a.port_cap_flags = 0;
@@ -167,9 +168,8 @@ static uint16_t cmd_destroy_uctx(struct qhca_engine *e, const struct qhca_cmd *c
 
 	if (qhca_obj_lookup(&e->uctx, h) < 0)
 		return QHCA_ST_BAD_HANDLE;
-	if (qhca_obj_owned_by(&e->pd, h) || qhca_obj_owned_by(&e->cq_table, h) ||
-	    qhca_obj_owned_by(&e->qp_table, h) || qhca_obj_owned_by(&e->srq_table, h))
-		return QHCA_ST_BUSY;
+	if (qhca_obj_users(&e->uctx, h))
+		return QHCA_ST_BUSY;	/* PDs, CQs, QPs or SRQs still live in it */
 	qhca_obj_free(&e->uctx, h);
 	return QHCA_ST_OK;
 }
@@ -185,6 +185,7 @@ static uint16_t cmd_create_pd(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	h = qhca_obj_alloc(&e->pd, uctx);
 	if (!h)
 		return QHCA_ST_NO_RESOURCES;
+	qhca_obj_hold(&e->uctx, uctx);
 	res->result0 = h;
 	return QHCA_ST_OK;
 }
@@ -193,19 +194,13 @@ static uint16_t cmd_destroy_pd(struct qhca_engine *e, const struct qhca_cmd *cmd
 			       struct admin_result *res)
 {
 	uint32_t h = cmd->handle.handle;
+	int64_t idx = qhca_obj_lookup(&e->pd, h);
 
-	uint32_t i;
-
-	if (qhca_obj_lookup(&e->pd, h) < 0)
+	if (idx < 0)
 		return QHCA_ST_BAD_HANDLE;
-	if (qhca_pd_has_mr(e, h))
-		return QHCA_ST_BUSY;
-	for (i = 0; i < e->cfg.max_qp; i++)
-		if (e->qp[i] && e->qp[i]->pd == h)
-			return QHCA_ST_BUSY;
-	for (i = 0; i < e->cfg.max_srq; i++)
-		if (e->srq[i] && e->srq[i]->pd == h)
-			return QHCA_ST_BUSY;
+	if (qhca_obj_users(&e->pd, h))
+		return QHCA_ST_BUSY;	/* MRs, QPs or SRQs still use it */
+	qhca_obj_unhold(&e->uctx, e->pd.owner[idx]);
 	qhca_obj_free(&e->pd, h);
 	return QHCA_ST_OK;
 }
@@ -226,6 +221,21 @@ static uint16_t cmd_eth_start(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
 	return qhca_eth_start(e, &cmd->eth_start);
+}
+
+/* The netdev's address changed: RoCE sends from it and takes frames to it from now on. */
+static uint16_t cmd_set_mac(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			    struct admin_result *res)
+{
+	const struct qhca_cmd_set_mac *m = &cmd->set_mac;
+	static const uint8_t zero[6];
+
+	if (m->rsvd || (m->mac[0] & 1) || !memcmp(m->mac, zero, 6))
+		return QHCA_ST_BAD_FIELD;
+	memcpy(e->mac, m->mac, 6);
+	qhca_log(e, QHCA_LOG_EVENT, "MAC %02x:%02x:%02x:%02x:%02x:%02x", m->mac[0], m->mac[1],
+		 m->mac[2], m->mac[3], m->mac[4], m->mac[5]);
+	return QHCA_ST_OK;
 }
 
 static uint16_t cmd_eth_stop(struct qhca_engine *e, const struct qhca_cmd *cmd,
@@ -416,6 +426,7 @@ static const struct {
 	[QHCA_CMD_DESTROY_EQ] = { cmd_destroy_eq, sizeof(struct qhca_cmd_handle) },
 	[QHCA_CMD_ETH_START] = { cmd_eth_start, sizeof(struct qhca_cmd_eth_start) },
 	[QHCA_CMD_ETH_STOP] = { cmd_eth_stop, 0 },
+	[QHCA_CMD_SET_MAC] = { cmd_set_mac, sizeof(struct qhca_cmd_set_mac) },
 	[QHCA_CMD_CREATE_CQ] = { cmd_create_cq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_DESTROY_CQ] = { cmd_destroy_cq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_CREATE_MR] = { cmd_create_mr, sizeof(struct qhca_cmd_obj) },

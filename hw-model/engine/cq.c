@@ -52,6 +52,7 @@ uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, u
 		free(cq);
 		return QHCA_ST_NO_RESOURCES;
 	}
+	qhca_obj_hold(&e->uctx, c->uctx);
 	cq->handle = h;
 	cq->uctx = c->uctx;
 	cq->eq = c->eq;
@@ -66,6 +67,7 @@ static void cq_free(struct qhca_engine *e, struct qhca_cq *cq)
 {
 	e->cq[qhca_obj_lookup(&e->cq_table, cq->handle)] = NULL;
 	qhca_obj_free(&e->cq_table, cq->handle);
+	qhca_obj_unhold(&e->uctx, cq->uctx);
 	free(cq->pages);
 	free(cq);
 }

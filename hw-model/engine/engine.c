@@ -108,18 +108,37 @@ int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t
 #define OBJ_GEN_MASK	0x7ffu		/* 11 bits of generation fit above the index */
 #define OBJ_USED	0x8000u
 
+/*
+ * Free slots wait in a FIFO, so a freed slot is reused as late as possible: together with
+ * the generation this keeps stale handles and keys from naming a new object for long.
+ * Allocation and freeing take constant time whatever the table's size.
+ */
+static void free_q_reset(struct qhca_obj_table *t)
+{
+	uint32_t i;
+
+	t->free_head = 0;
+	for (i = 0; i < t->capacity; i++)
+		t->free_q[i] = i;
+}
+
 int qhca_obj_table_init(struct qhca_obj_table *t, uint32_t capacity)
 {
+	size_t n = capacity ? capacity : 1;
+
 	memset(t, 0, sizeof(*t));
 	if (capacity > QHCA_MAX_OBJECTS)
 		return -1;
-	t->gen = calloc(capacity ? capacity : 1, sizeof(*t->gen));
-	t->owner = calloc(capacity ? capacity : 1, sizeof(*t->owner));
-	if (!t->gen || !t->owner) {
+	t->gen = calloc(n, sizeof(*t->gen));
+	t->owner = calloc(n, sizeof(*t->owner));
+	t->users = calloc(n, sizeof(*t->users));
+	t->free_q = calloc(n, sizeof(*t->free_q));
+	if (!t->gen || !t->owner || !t->users || !t->free_q) {
 		qhca_obj_table_fini(t);
 		return -1;
 	}
 	t->capacity = capacity;
+	free_q_reset(t);
 	return 0;
 }
 
@@ -127,6 +146,8 @@ void qhca_obj_table_fini(struct qhca_obj_table *t)
 {
 	free(t->gen);
 	free(t->owner);
+	free(t->users);
+	free(t->free_q);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -139,8 +160,10 @@ void qhca_obj_table_clear(struct qhca_obj_table *t)
 		if (t->gen[i] & OBJ_USED)
 			t->gen[i] = ((t->gen[i] + 1) & OBJ_GEN_MASK);
 		t->owner[i] = 0;
+		t->users[i] = 0;
 	}
 	t->count = 0;
+	free_q_reset(t);
 }
 
 uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner)
@@ -149,15 +172,13 @@ uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner)
 
 	if (t->count >= t->capacity)
 		return 0;
-	for (i = 0; i < t->capacity; i++) {
-		if (!(t->gen[i] & OBJ_USED)) {
-			t->gen[i] |= OBJ_USED;
-			t->owner[i] = owner;
-			t->count++;
-			return ((uint32_t)(t->gen[i] & OBJ_GEN_MASK) << OBJ_INDEX_BITS) | (i + 1);
-		}
-	}
-	return 0;
+	i = t->free_q[t->free_head];
+	t->free_head = (t->free_head + 1) % t->capacity;
+	t->gen[i] |= OBJ_USED;
+	t->owner[i] = owner;
+	t->users[i] = 0;
+	t->count++;
+	return ((uint32_t)(t->gen[i] & OBJ_GEN_MASK) << OBJ_INDEX_BITS) | (i + 1);
 }
 
 int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle)
@@ -173,14 +194,32 @@ int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle)
 	return idx;
 }
 
-bool qhca_obj_owned_by(const struct qhca_obj_table *t, uint32_t owner)
+uint32_t qhca_obj_generation(uint32_t handle)
 {
-	uint32_t i;
+	return handle >> OBJ_INDEX_BITS;
+}
 
-	for (i = 0; i < t->capacity && t->count; i++)
-		if ((t->gen[i] & OBJ_USED) && t->owner[i] == owner)
-			return true;
-	return false;
+void qhca_obj_hold(struct qhca_obj_table *t, uint32_t handle)
+{
+	int64_t idx = qhca_obj_lookup(t, handle);
+
+	if (idx >= 0)
+		t->users[idx]++;
+}
+
+void qhca_obj_unhold(struct qhca_obj_table *t, uint32_t handle)
+{
+	int64_t idx = qhca_obj_lookup(t, handle);
+
+	if (idx >= 0 && t->users[idx])
+		t->users[idx]--;
+}
+
+uint32_t qhca_obj_users(const struct qhca_obj_table *t, uint32_t handle)
+{
+	int64_t idx = qhca_obj_lookup(t, handle);
+
+	return idx < 0 ? 0 : t->users[idx];
 }
 
 void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle)
@@ -191,6 +230,8 @@ void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle)
 		return;
 	t->gen[idx] = (t->gen[idx] + 1) & OBJ_GEN_MASK;
 	t->owner[idx] = 0;
+	t->users[idx] = 0;
+	t->free_q[(t->free_head + t->capacity - t->count) % t->capacity] = (uint32_t)idx;
 	t->count--;
 }
 
@@ -203,6 +244,8 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->opaque = opaque;
 	e->cfg = *cfg;
 	e->async_eq = -1;
+	qhca_list_init(&e->timed_qps);
+	qhca_list_init(&e->tx_waiters);
 	if (qhca_obj_table_init(&e->uctx, cfg->db_pages - 1) ||
 	    qhca_obj_table_init(&e->pd, cfg->max_pd) ||
 	    qhca_obj_table_init(&e->eq_table, QHCA_MAX_EQ) ||
@@ -276,6 +319,7 @@ void qhca_engine_reset(struct qhca_engine *e)
 	qhca_cq_reset(e);
 	qhca_mr_reset(e);
 	e->gsi_qpn = 0;
+	memcpy(e->mac, e->cfg.mac, 6);	/* the property's address until SET_MAC */
 	e->loop_count = 0;
 	e->tx_blocked = e->loop_blocked = false;
 	qhca_obj_table_clear(&e->uctx);
@@ -498,7 +542,7 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 		qhca_eth_receive(e, frame, len);
 		return;
 	}
-	if (memcmp(frame, e->cfg.mac, 6))
+	if (memcmp(frame, e->mac, 6))
 		return;		/* flooded by the switch, not for us */
 	if (r != ROCE_OK) {
 		e->cnt.roce_rx_bad[r]++;

@@ -169,6 +169,7 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 		return QHCA_ST_NO_RESOURCES;
 	}
 	idx = qhca_obj_lookup(&e->mr_table, h);
+	qhca_obj_hold(&e->pd, c->pd);
 	mr->handle = h;
 	mr->key = (uint32_t)(idx + 1) << 8 | mr_key_tag(e, (uint64_t)idx, h >> 20);
 	mr->pd = c->pd;
@@ -186,12 +187,41 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	return QHCA_ST_OK;
 }
 
-static void mr_free(struct qhca_engine *e, struct qhca_mr *mr)
+static void mr_free(struct qhca_mr *mr)
+{
+	free(mr->pages);
+	free(mr);
+}
+
+/* Take the region out of the key table; free it now or with its last reference. */
+static void mr_unlink(struct qhca_engine *e, struct qhca_mr *mr)
 {
 	e->mr[(mr->key >> 8) - 1] = NULL;
 	qhca_obj_free(&e->mr_table, mr->handle);
-	free(mr->pages);
-	free(mr);
+	qhca_obj_unhold(&e->pd, mr->pd);
+	if (mr->refs) {
+		mr->dead = true;	/* messages in flight fail on their next use of it */
+		return;
+	}
+	mr_free(mr);
+}
+
+/*
+ * Lifetimes: a message in flight (a started send WQE, a receive WQE being filled, an RDMA
+ * WRITE or READ response in progress) holds a reference on each region it moves bytes
+ * through. Deregistration unlinks the key at once; the memory of the region's record
+ * lives until the last reference is dropped, and every use checks qhca_mr_usable().
+ */
+struct qhca_mr *qhca_mr_get(struct qhca_mr *mr)
+{
+	mr->refs++;
+	return mr;
+}
+
+void qhca_mr_put(struct qhca_mr *mr)
+{
+	if (--mr->refs == 0 && mr->dead)
+		mr_free(mr);
 }
 
 uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
@@ -200,7 +230,7 @@ uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
 
 	if (!mr)
 		return QHCA_ST_BAD_HANDLE;
-	mr_free(e, mr);
+	mr_unlink(e, mr);
 	return QHCA_ST_OK;
 }
 
@@ -210,13 +240,8 @@ void qhca_mr_reset(struct qhca_engine *e)
 
 	for (i = 0; i < e->cfg.max_mr; i++)
 		if (e->mr[i])
-			mr_free(e, e->mr[i]);
+			mr_unlink(e, e->mr[i]);
 	qhca_obj_table_clear(&e->mr_table);
-}
-
-bool qhca_pd_has_mr(struct qhca_engine *e, uint32_t pd)
-{
-	return qhca_obj_owned_by(&e->mr_table, pd);
 }
 
 /*
@@ -264,19 +289,65 @@ int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, v
 			       to_guest);
 }
 
+/* ---------------------------------------------------------------- SGE lists */
 /*
- * Move message bytes [off, off + len) between @buf and the buffers an SGE list describes
- * (the SGEs were checked when the WQE was taken). Returns -2 if the list is too short for
- * the range, -1 if a region vanished or guest memory failed.
+ * Check the SGEs of a WQE against @pd and @access and take a reference on the region of
+ * each; on failure nothing is held and *bad names the SGE. Later packets of the message
+ * move bytes through these references only: no key is looked up again, so a key that
+ * was deregistered and reused meanwhile can never redirect the message.
  */
-int qhca_sge_xfer(struct qhca_engine *e, const struct qhca_sge *sge, uint32_t num_sge,
-		  uint64_t off, uint8_t *buf, uint32_t len, bool to_guest)
+int qhca_sgl_load(struct qhca_engine *e, struct qhca_sgl *sgl, uint32_t pd, uint32_t access,
+		  uint32_t *bad, const char **why)
 {
 	uint32_t i;
 
-	for (i = 0; i < num_sge && len; i++) {
-		const struct qhca_sge *s = &sge[i];
-		struct qhca_mr *mr;
+	sgl->length = 0;
+	for (i = 0; i < sgl->num; i++) {
+		const struct qhca_sge *s = &sgl->sge[i];
+		struct qhca_mr *mr = NULL;
+
+		if (s->length) {
+			mr = qhca_mr_check(e, s->lkey, pd, s->addr, s->length, access, why);
+			if (!mr) {
+				sgl->num = i;
+				qhca_sgl_release(sgl);
+				*bad = i;
+				return -1;
+			}
+			qhca_mr_get(mr);
+		}
+		sgl->mr[i] = mr;
+		sgl->length += s->length;
+	}
+	return 0;
+}
+
+void qhca_sgl_release(struct qhca_sgl *sgl)
+{
+	uint32_t i;
+
+	for (i = 0; i < sgl->num; i++) {
+		if (sgl->mr[i])
+			qhca_mr_put(sgl->mr[i]);
+		sgl->mr[i] = NULL;
+	}
+	sgl->num = 0;
+	sgl->length = 0;
+}
+
+/*
+ * Move message bytes [off, off + len) between @buf and the buffers of a loaded SGE list.
+ * Returns -2 if the list is too short for the range, -1 if a region was deregistered or
+ * invalidated since the list was loaded, or guest memory failed.
+ */
+int qhca_sgl_xfer(struct qhca_engine *e, const struct qhca_sgl *sgl, uint64_t off, uint8_t *buf,
+		  uint32_t len, bool to_guest)
+{
+	uint32_t i;
+
+	for (i = 0; i < sgl->num && len; i++) {
+		const struct qhca_sge *s = &sgl->sge[i];
+		const struct qhca_mr *mr = sgl->mr[i];
 		uint32_t n;
 
 		if (off >= s->length) {
@@ -284,8 +355,11 @@ int qhca_sge_xfer(struct qhca_engine *e, const struct qhca_sge *sge, uint32_t nu
 			continue;
 		}
 		n = s->length - (uint32_t)off < len ? s->length - (uint32_t)off : len;
-		mr = qhca_mr_find(e, s->lkey);
-		if (!mr || qhca_mr_xfer(e, mr, s->addr + off, buf, n, to_guest))
+		if (!qhca_mr_usable(mr)) {
+			qhca_log_guest(e, "lkey 0x%x went away while a message used it", s->lkey);
+			return -1;
+		}
+		if (qhca_mr_xfer(e, mr, s->addr + off, buf, n, to_guest))
 			return -1;
 		buf += n;
 		len -= n;

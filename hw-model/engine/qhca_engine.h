@@ -79,6 +79,9 @@ struct qhca_obj_table {
 	uint32_t count;
 	uint16_t *gen;		/* generation of each slot; bit 15 marks a slot in use */
 	uint32_t *owner;	/* parent handle (user context), kept per slot */
+	uint32_t *users;	/* objects that hold this one (qhca_obj_hold) */
+	uint32_t *free_q;	/* free slots, oldest first: capacity - count from free_head */
+	uint32_t free_head;
 };
 
 #define QHCA_MAX_EQ		64
@@ -96,6 +99,22 @@ struct qhca_mr {
 	uint64_t iova, length;
 	uint64_t *pages;
 	bool invalid;		/* invalidated by SEND_WITH_INV (IBA 10.6.7) */
+	bool dead;		/* deregistered; freed with its last reference */
+	uint32_t refs;		/* messages in flight moving bytes through it (mem.c) */
+};
+
+/* May a message in flight still move bytes through @mr? */
+static inline bool qhca_mr_usable(const struct qhca_mr *mr)
+{
+	return !mr->dead && !mr->invalid;
+}
+
+/* The SGEs of a WQE, each with a reference on its region (qhca_sgl_load). */
+struct qhca_sgl {
+	uint32_t num;
+	uint64_t length;	/* sum of the SGE lengths */
+	struct qhca_sge sge[QHCA_MAX_SGE];
+	struct qhca_mr *mr[QHCA_MAX_SGE];	/* NULL for an SGE of no bytes */
 };
 
 struct qhca_cq {
@@ -109,6 +128,39 @@ struct qhca_cq {
 	bool armed, armed_solicited, overflowed;
 	uint32_t refs;		/* queue pairs using it */
 };
+
+/* An intrusive doubly linked list (a head links to itself when empty). */
+struct qhca_list {
+	struct qhca_list *prev, *next;
+};
+
+static inline void qhca_list_init(struct qhca_list *l)
+{
+	l->prev = l->next = l;
+}
+
+static inline bool qhca_list_empty(const struct qhca_list *l)
+{
+	return l->next == l;
+}
+
+static inline void qhca_list_add_tail(struct qhca_list *head, struct qhca_list *l)
+{
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
+}
+
+static inline void qhca_list_del(struct qhca_list *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	qhca_list_init(l);
+}
+
+#define qhca_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* A work queue in guest pages (SQ, RQ or SRQ). */
 struct qhca_wq {
@@ -132,7 +184,7 @@ struct qhca_srq {
 struct qhca_send_wqe {
 	struct qhca_sq_wqe hdr;
 	struct qhca_ud_seg ud;
-	struct qhca_sge sge[QHCA_MAX_SGE];
+	struct qhca_sgl sgl;	/* held from start to completion */
 	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
 	uint64_t length;	/* message length */
 	uint32_t first_psn;	/* 24-bit PSNs of its first and last packet */
@@ -159,8 +211,7 @@ struct qhca_rd_atomic {
 struct qhca_recv_ctx {
 	bool active;
 	uint64_t wr_id;
-	uint32_t num_sge;
-	struct qhca_sge sge[QHCA_MAX_SGE];
+	struct qhca_sgl sgl;	/* held until the receive completes */
 	uint64_t offset;
 	bool from_srq;
 };
@@ -189,6 +240,8 @@ struct qhca_qp {
 	uint32_t psn;		/* next PSN to send */
 	uint32_t retries, rnr_retries;
 	uint64_t deadline;	/* retransmission or RNR timer; UINT64_MAX: none */
+	struct qhca_list timer_link;	/* on e->timed_qps while a deadline is set */
+	struct qhca_list tx_link;	/* on e->tx_waiters while blocked by the platform */
 	bool rnr_wait;
 	uint32_t rd_atomic_out;	/* READ/ATOMIC requests in flight */
 	/* responder */
@@ -196,7 +249,7 @@ struct qhca_qp {
 	uint32_t msn;
 	bool nak_sent;
 	struct qhca_recv_ctx recv;
-	struct qhca_mr *write_mr;	/* the RDMA WRITE in progress */
+	struct qhca_mr *write_mr;	/* the RDMA WRITE in progress, with a reference */
 	uint64_t write_va, write_left, write_total;
 	bool write_active;
 	bool drop_msg;			/* UC: dropping the rest of a broken message */
@@ -206,8 +259,9 @@ struct qhca_qp {
 	 * out, requests to this QP are dropped; a sequence NAK then asks for them again. */
 	struct {
 		bool active, dropped;
-		uint32_t rkey, len, psn, k, n;
+		uint32_t len, psn, k, n;
 		uint64_t va;
+		struct qhca_mr *mr;	/* with a reference while active; NULL for 0 bytes */
 	} rr;
 };
 
@@ -287,11 +341,14 @@ struct qhca_engine {
 	bool in_loop;
 	bool tx_blocked;	/* the platform's transmit queue is full */
 	bool loop_blocked;	/* the loopback queue is half full */
-	uint32_t tx_rr;		/* where tx_resume starts, round robin */
+	/* Work that is proportional to the QPs that need attention, never to max_qp: */
+	struct qhca_list timed_qps;	/* QPs with a deadline */
+	struct qhca_list tx_waiters;	/* QPs with packets to send when tx resumes, FIFO */
 	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
 
 	/* port and Ethernet function */
 	bool link_up;
+	uint8_t mac[6];		/* the port's address now: cfg.mac until SET_MAC */
 	struct qhca_eth eth;
 	struct qhca_counters cnt;
 
@@ -353,8 +410,12 @@ uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner);
 /* Slot index of a live handle, or -1. */
 int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle);
 void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle);
-/* Is any live object of @t owned by @owner? */
-bool qhca_obj_owned_by(const struct qhca_obj_table *t, uint32_t owner);
+uint32_t qhca_obj_generation(uint32_t handle);
+/* Objects that name another (a QP its PD, a PD its user context) hold it while they live:
+ * the held one cannot be destroyed (QHCA_ST_BUSY). Handle 0 (the kernel) is never held. */
+void qhca_obj_hold(struct qhca_obj_table *t, uint32_t handle);
+void qhca_obj_unhold(struct qhca_obj_table *t, uint32_t handle);
+uint32_t qhca_obj_users(const struct qhca_obj_table *t, uint32_t handle);
 
 /* mem.c */
 int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
@@ -365,13 +426,17 @@ struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);
 uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key);
 uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key);
 void qhca_mr_reset(struct qhca_engine *e);
-bool qhca_pd_has_mr(struct qhca_engine *e, uint32_t pd);
 struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
 			      uint64_t len, uint32_t access, const char **why);
 int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
 		 size_t len, bool to_guest);
-int qhca_sge_xfer(struct qhca_engine *e, const struct qhca_sge *sge, uint32_t num_sge,
-		  uint64_t off, uint8_t *buf, uint32_t len, bool to_guest);
+struct qhca_mr *qhca_mr_get(struct qhca_mr *mr);
+void qhca_mr_put(struct qhca_mr *mr);
+int qhca_sgl_load(struct qhca_engine *e, struct qhca_sgl *sgl, uint32_t pd, uint32_t access,
+		  uint32_t *bad, const char **why);
+void qhca_sgl_release(struct qhca_sgl *sgl);
+int qhca_sgl_xfer(struct qhca_engine *e, const struct qhca_sgl *sgl, uint64_t off, uint8_t *buf,
+		  uint32_t len, bool to_guest);
 
 /* cq.c */
 uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn);
@@ -413,9 +478,14 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
 void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now);
 void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_req_release(struct qhca_qp *qp);
 /* Send @p built from the QP's address vector; loops back frames to our own MAC. */
 void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p);
 void qhca_timer_update(struct qhca_engine *e);
+void qhca_tx_wait(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_qp_set_deadline(struct qhca_engine *e, struct qhca_qp *qp, uint64_t deadline);
+/* Take @qp off the engine's lists (reset or destroy). */
+void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp);
 int qhca_loopback_init(struct qhca_engine *e);
 void qhca_loopback_fini(struct qhca_engine *e);
 void qhca_loopback_drain(struct qhca_engine *e);
@@ -425,7 +495,7 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
 
 /* resp.c: responder */
 void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
-void qhca_resp_reset(struct qhca_qp *qp);
+void qhca_resp_reset(struct qhca_engine *e, struct qhca_qp *qp);
 bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp);
 
 /* 24-bit PSN arithmetic: a - b as a signed distance. */

@@ -15,11 +15,26 @@ static const char *const state_names[] = {
 	[QHCA_QPS_ERR] = "ERR",
 };
 
+/*
+ * A QPN is the QP's table slot + 2 in its low 21 bits and three bits of the slot's
+ * generation above them, so a stale QPN (a doorbell, a command or a packet for a QP that
+ * was destroyed) does not reach the QP that took its slot next.
+ */
+#define QPN_INDEX_BITS	21
+
+static uint32_t qpn_slot(uint32_t qpn)
+{
+	return (qpn & ((1u << QPN_INDEX_BITS) - 1)) - 2;
+}
+
 struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn)
 {
-	if (qpn < 2 || qpn - 2 >= e->cfg.max_qp)
+	struct qhca_qp *qp;
+
+	if ((qpn & ((1u << QPN_INDEX_BITS) - 1)) < 2 || qpn_slot(qpn) >= e->cfg.max_qp)
 		return NULL;
-	return e->qp[qpn - 2];
+	qp = e->qp[qpn_slot(qpn)];
+	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
 /* ---------------------------------------------------------------- work queues */
@@ -31,11 +46,14 @@ static uint64_t wqe_addr_off(const struct qhca_wq *wq, uint32_t idx)
 static int wq_load(struct qhca_engine *e, struct qhca_wq *wq, const struct qhca_pbl *pbl,
 		   uint32_t log2, uint32_t stride_log2, uint32_t min_stride_log2)
 {
-	uint64_t bytes = (uint64_t)1 << (log2 + stride_log2);
+	uint64_t bytes;
 
 	memset(wq, 0, sizeof(*wq));
-	if (log2 > 15 || (1u << log2) > e->cfg.max_qp_wr || stride_log2 < min_stride_log2 ||
-	    stride_log2 > 12 || (uint64_t)pbl->npages << QHCA_PAGE_SHIFT < bytes)
+	/* Both exponents come from the guest: range-check them before any shift. */
+	if (log2 > 15 || stride_log2 < min_stride_log2 || stride_log2 > 12)
+		return -1;
+	bytes = (uint64_t)1 << (log2 + stride_log2);
+	if ((1u << log2) > e->cfg.max_qp_wr || (uint64_t)pbl->npages << QHCA_PAGE_SHIFT < bytes)
 		return -1;
 	wq->log2 = log2;
 	wq->stride_log2 = stride_log2;
@@ -59,25 +77,23 @@ static int recv_fetch(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t 
 		      struct qhca_recv_ctx *rc)
 {
 	struct qhca_rq_wqe w;
-	uint32_t i;
+	const char *why;
+	uint32_t bad;
 
-	memset(rc, 0, sizeof(*rc));
+	rc->active = false;
+	rc->wr_id = 0;
+	rc->offset = 0;
+	rc->sgl.num = 0;
 	if (qhca_wq_read(e, wq, idx, 0, &w, sizeof(w)))
 		return -1;
 	rc->wr_id = w.wr_id;
 	if (w.num_sge > QHCA_MAX_SGE || w.num_sge > e->cfg.max_sge ||
-	    qhca_wq_read(e, wq, idx, sizeof(w), rc->sge, w.num_sge * sizeof(struct qhca_sge)))
+	    qhca_wq_read(e, wq, idx, sizeof(w), rc->sgl.sge, w.num_sge * sizeof(struct qhca_sge)))
 		return -2;
-	rc->num_sge = w.num_sge;
-	for (i = 0; i < rc->num_sge; i++) {
-		const char *why;
-
-		if (rc->sge[i].length &&
-		    !qhca_mr_check(e, rc->sge[i].lkey, pd, rc->sge[i].addr, rc->sge[i].length,
-				   QHCA_ACCESS_LOCAL_WRITE, &why)) {
-			qhca_log_guest(e, "receive WQE sge %u lkey 0x%x: %s", i, rc->sge[i].lkey, why);
-			return -2;
-		}
+	rc->sgl.num = w.num_sge;
+	if (qhca_sgl_load(e, &rc->sgl, pd, QHCA_ACCESS_LOCAL_WRITE, &bad, &why)) {
+		qhca_log_guest(e, "receive WQE sge %u lkey 0x%x: %s", bad, rc->sgl.sge[bad].lkey, why);
+		return -2;
 	}
 	rc->active = true;
 	return 0;
@@ -121,6 +137,7 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 	}
 	cqe.src_qp_flags |= (uint32_t)flags << QHCA_CQE_FLAGS_SHIFT;
 	rc->active = false;
+	qhca_sgl_release(&rc->sgl);
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: receive wr_id 0x%llx status %u len %u", qp->qpn,
 		 (unsigned long long)rc->wr_id, status, byte_len);
 	if (qhca_cq_post(e, qp->recv_cq, &cqe, solicited) && status == QHCA_WC_SUCCESS)
@@ -157,7 +174,7 @@ void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event)
 		return;
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: %s -> ERR", qp->qpn, state_names[qp->state]);
 	qp->state = QHCA_QPS_ERR;
-	qp->deadline = UINT64_MAX;
+	qhca_qp_set_deadline(e, qp, UINT64_MAX);
 	if (event)
 		qhca_event_async(e, event, qp->qpn, 0);
 	qhca_qp_flush(e, qp);
@@ -199,7 +216,8 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	if (!h)
 		goto err;
 	qp->handle = h;
-	qp->qpn = (uint32_t)qhca_obj_lookup(&e->qp_table, h) + 2;
+	qp->qpn = (qhca_obj_generation(h) & 7) << QPN_INDEX_BITS |
+		  ((uint32_t)qhca_obj_lookup(&e->qp_table, h) + 2);
 	qp->type = c->type;
 	qp->state = QHCA_QPS_RESET;
 	qp->sig_all = c->sq_sig_all;
@@ -212,11 +230,15 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	/* Connected QPs get their path MTU in RTR; datagrams may use the port's. */
 	qp->mtu = (c->type == QHCA_QPT_UD || c->type == QHCA_QPT_GSI) ? e->cfg.mtu : 1024;
 	qp->deadline = UINT64_MAX;
+	qhca_list_init(&qp->timer_link);
+	qhca_list_init(&qp->tx_link);
 	scq->refs++;
 	rcq->refs++;
 	if (srq)
 		srq->refs++;
-	e->qp[qp->qpn - 2] = qp;
+	qhca_obj_hold(&e->pd, qp->pd);
+	qhca_obj_hold(&e->uctx, qp->uctx);
+	e->qp[qpn_slot(qp->qpn)] = qp;
 	*qpn = qp->qpn;
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x type %u created", qp->qpn, qp->type);
 	return QHCA_ST_OK;
@@ -243,11 +265,16 @@ static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	uint32_t i;
 
+	qhca_req_release(qp);
+	qhca_resp_reset(e, qp);
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;
 	if (qp->srq)
 		qp->srq->refs--;
-	e->qp[qp->qpn - 2] = NULL;
+	qhca_obj_unhold(&e->pd, qp->pd);
+	qhca_obj_unhold(&e->uctx, qp->uctx);
+	qhca_qp_unlink(e, qp);
+	e->qp[qpn_slot(qp->qpn)] = NULL;
 	qhca_obj_free(&e->qp_table, qp->handle);
 	for (i = 0; i < QHCA_SQ_WINDOW; i++)
 		free(qp->win[i].inline_data);
@@ -309,11 +336,12 @@ static void qp_to_reset(struct qhca_engine *e, struct qhca_qp *qp)
 	qp->state = QHCA_QPS_RESET;
 	qp->sq.pi = qp->sq.ci = qp->rq.pi = qp->rq.ci = 0;
 	qp->sq_next = qp->tx_idx = 0;
-	qp->deadline = UINT64_MAX;
+	qhca_qp_unlink(e, qp);
 	qp->rd_atomic_out = 0;
+	qhca_req_release(qp);
 	for (i = 0; i < QHCA_SQ_WINDOW; i++)
 		qp->win[i].done = false;
-	qhca_resp_reset(qp);
+	qhca_resp_reset(e, qp);
 }
 
 uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a)
@@ -487,7 +515,7 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 	if (qhca_obj_lookup(&e->pd, c->pd) < 0 ||
 	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
 		return QHCA_ST_BAD_HANDLE;
-	if (c->rsvd0 || c->limit > (1u << c->log2))
+	if (c->rsvd0 || c->log2 > 15 || c->limit > (1u << c->log2))
 		return QHCA_ST_BAD_FIELD;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
@@ -503,6 +531,8 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 		free(srq);
 		return QHCA_ST_NO_RESOURCES;
 	}
+	qhca_obj_hold(&e->pd, c->pd);
+	qhca_obj_hold(&e->uctx, c->uctx);
 	srq->handle = h;
 	srq->pd = c->pd;
 	srq->uctx = c->uctx;
@@ -528,6 +558,8 @@ static void srq_free(struct qhca_engine *e, struct qhca_srq *srq)
 {
 	e->srq[qhca_obj_lookup(&e->srq_table, srq->handle)] = NULL;
 	qhca_obj_free(&e->srq_table, srq->handle);
+	qhca_obj_unhold(&e->pd, srq->pd);
+	qhca_obj_unhold(&e->uctx, srq->uctx);
 	free(srq->wq.pages);
 	free(srq);
 }

@@ -43,7 +43,7 @@ static bool op_allowed(uint8_t type, uint8_t op)
 /* ---------------------------------------------------------------- transmit */
 static const uint8_t *own_mac(struct qhca_engine *e)
 {
-	return e->cfg.mac;
+	return e->mac;
 }
 
 static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len);
@@ -164,6 +164,7 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 	uint8_t *inl = sw->inline_data;
 	uint64_t total = 0;
 
+	qhca_sgl_release(&sw->sgl);	/* what the slot's last WQE held */
 	memset(sw, 0, offsetof(struct qhca_send_wqe, inline_data));
 	sw->inline_data = inl;
 	sw->done = false;
@@ -185,25 +186,20 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		total = sw->hdr.inline_len;
 	} else {
 		uint32_t need = is_rd_atomic(sw->hdr.opcode) ? QHCA_ACCESS_LOCAL_WRITE : 0;
+		const char *why;
 
 		if (sw->hdr.num_sge > e->cfg.max_sge ||
 		    off + sw->hdr.num_sge * sizeof(struct qhca_sge) > stride ||
-		    qhca_wq_read(e, &qp->sq, idx, off, sw->sge,
+		    qhca_wq_read(e, &qp->sq, idx, off, sw->sgl.sge,
 				 sw->hdr.num_sge * sizeof(struct qhca_sge)))
 			return QHCA_WC_LOC_QP_OP_ERR;
-		for (i = 0; i < sw->hdr.num_sge; i++) {
-			const char *why;
-
-			if (!sw->sge[i].length)
-				continue;
-			if (!qhca_mr_check(e, sw->sge[i].lkey, qp->pd, sw->sge[i].addr,
-					   sw->sge[i].length, need, &why)) {
-				qhca_log_guest(e, "QP 0x%x WQE %u sge %u lkey 0x%x: %s", qp->qpn, idx,
-					       i, sw->sge[i].lkey, why);
-				return QHCA_WC_LOC_PROT_ERR;
-			}
-			total += sw->sge[i].length;
+		sw->sgl.num = sw->hdr.num_sge;
+		if (qhca_sgl_load(e, &sw->sgl, qp->pd, need, &i, &why)) {
+			qhca_log_guest(e, "QP 0x%x WQE %u sge %u lkey 0x%x: %s", qp->qpn, idx, i,
+				       sw->sgl.sge[i].lkey, why);
+			return QHCA_WC_LOC_PROT_ERR;
 		}
+		total = sw->sgl.length;
 	}
 	if (total > 0x80000000ull)
 		return QHCA_WC_LOC_LEN_ERR;
@@ -226,7 +222,7 @@ static int wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t of
 		memcpy(buf, sw->inline_data + off, len);
 		return 0;
 	}
-	return qhca_sge_xfer(e, sw->sge, sw->hdr.num_sge, off, buf, len, to_guest) ? -1 : 0;
+	return qhca_sgl_xfer(e, &sw->sgl, off, buf, len, to_guest) ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- packets of a WQE */
@@ -271,8 +267,9 @@ static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, ui
 	return ts | op;
 }
 
-/* Send packet @k of @sw (a READ request restarts at response packet @k). */
-static void send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw,
+/* Send packet @k of @sw (a READ request restarts at response packet @k); -1 if its data
+ * cannot be gathered (a region went away under the message). */
+static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw,
 			uint32_t k)
 {
 	struct roce_pkt p;
@@ -299,8 +296,9 @@ static void send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_s
 	} else {
 		len = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
 		if (len && wqe_xfer(e, sw, off, e->payload, len, false)) {
-			qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: gather failed", qp->qpn);
-			return;
+			qhca_log_guest(e, "QP 0x%x: gather of PSN 0x%x failed", qp->qpn,
+				       (sw->first_psn + k) & 0xffffff);
+			return -1;
 		}
 		p.payload = e->payload;
 		p.payload_len = len;
@@ -326,11 +324,12 @@ static void send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_s
 			qhca_xmit_pkt(e, qp, &p);
 			qp->av = saved;
 		}
-		return;
+		return 0;
 	}
 	if (qp->type == QHCA_QPT_UC)
 		p.ackreq = false;
 	qhca_xmit_pkt(e, qp, &p);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- completion */
@@ -378,6 +377,7 @@ static void complete_ready(struct qhca_engine *e, struct qhca_qp *qp)
 		    (sw->hdr.flags & QHCA_WQE_SIGNALED))
 			post_send_cqe(e, qp, qp->sq.ci, sw->hdr.wr_id, sw->hdr.opcode, sw->status,
 				      (uint32_t)sw->length);
+		qhca_sgl_release(&sw->sgl);
 		qp->sq.ci++;
 		if (sw->status != QHCA_WC_SUCCESS) {
 			qhca_qp_error(e, qp, 0);
@@ -399,9 +399,9 @@ static void arm_timer(struct qhca_engine *e, struct qhca_qp *qp)
 	if (qp->type != QHCA_QPT_RC || qp->rnr_wait)
 		return;
 	if (qp->sq.ci == qp->sq_next || !timeout_ns(qp))
-		qp->deadline = UINT64_MAX;
+		qhca_qp_set_deadline(e, qp, UINT64_MAX);
 	else
-		qp->deadline = e->ops->now_ns(e->opaque) + timeout_ns(qp);
+		qhca_qp_set_deadline(e, qp, e->ops->now_ns(e->opaque) + timeout_ns(qp));
 	qhca_timer_update(e);
 }
 
@@ -412,7 +412,13 @@ static bool tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_w
 	while (sw->tx_next < sw->npkts) {
 		if (tx_stopped(e))
 			return false;
-		send_packet(e, qp, sw, sw->tx_next);
+		if (send_packet(e, qp, sw, sw->tx_next)) {
+			/* The WQE fails here; the QP goes to the error state when it completes. */
+			sw->tx_next = sw->npkts;
+			sw->done = true;
+			sw->status = QHCA_WC_LOC_PROT_ERR;
+			return true;
+		}
 		/* A READ request asks for all responses from its cursor at once. */
 		sw->tx_next = is_rd_atomic(sw->hdr.opcode) ? sw->npkts : sw->tx_next + 1;
 	}
@@ -430,8 +436,10 @@ static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	for (; qp->tx_idx != qp->sq_next; qp->tx_idx++) {
 		struct qhca_send_wqe *sw = slot(qp, qp->tx_idx);
 
-		if (!sw->done && !tx_wqe(e, qp, sw))
+		if (!sw->done && !tx_wqe(e, qp, sw)) {
+			qhca_tx_wait(e, qp);
 			return false;
+		}
 	}
 	return true;
 }
@@ -493,6 +501,8 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 		 !tx_stopped(e));
 	if (sent && qp->deadline == UINT64_MAX)
 		arm_timer(e, qp);
+	if (tx_stopped(e) && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS)
+		qhca_tx_wait(e, qp);	/* WQEs posted that did not start */
 	qhca_loopback_drain(e);
 }
 
@@ -621,8 +631,8 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 					327680, 491520 };
 
 				qp->rnr_wait = true;
-				qp->deadline = e->ops->now_ns(e->opaque) +
-					       (uint64_t)rnr_us[syn & 0x1f] * 1000;
+				qhca_qp_set_deadline(e, qp, e->ops->now_ns(e->opaque) +
+							    (uint64_t)rnr_us[syn & 0x1f] * 1000);
 				qhca_timer_update(e);
 			}
 			break;
@@ -654,10 +664,11 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 			uint32_t want = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) :
 				       qp->mtu;
 
-			if (p->payload_len != want ||
-			    (p->payload_len && wqe_xfer(e, sw, off, (uint8_t *)p->payload,
-							 p->payload_len, true))) {
+			if (p->payload_len != want) {
 				fail_at(qp, sw->first_psn, QHCA_WC_BAD_RESP_ERR);
+			} else if (p->payload_len && wqe_xfer(e, sw, off, (uint8_t *)p->payload,
+							      p->payload_len, true)) {
+				fail_at(qp, sw->first_psn, QHCA_WC_LOC_PROT_ERR);
 			} else {
 				sw->read_next = (sw->read_next + 1) & 0xffffff;
 				if (k == sw->npkts - 1) {
@@ -694,7 +705,7 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 
 	if (now < qp->deadline)
 		return;
-	qp->deadline = UINT64_MAX;
+	qhca_qp_set_deadline(e, qp, UINT64_MAX);
 	if (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD)
 		return;
 	sw = oldest(qp);
@@ -727,6 +738,7 @@ void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)
 	while (qp->sq.ci != qp->sq_next) {
 		struct qhca_send_wqe *sw = slot(qp, qp->sq.ci);
 
+		qhca_sgl_release(&sw->sgl);
 		post_send_cqe(e, qp, qp->sq.ci++, sw->hdr.wr_id, sw->hdr.opcode,
 			      QHCA_WC_WR_FLUSH_ERR, 0);
 	}
@@ -740,19 +752,48 @@ void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)
 	}
 	qp->sq_next = qp->tx_idx = qp->sq.ci;
 	qp->rd_atomic_out = 0;
-	qp->deadline = UINT64_MAX;
+	qhca_qp_set_deadline(e, qp, UINT64_MAX);
 	qp->rnr_wait = false;
 }
 
+/* Drop the region references of every WQE in the window (the QP is reset or destroyed). */
+void qhca_req_release(struct qhca_qp *qp)
+{
+	uint32_t i;
+
+	for (i = 0; i < QHCA_SQ_WINDOW; i++)
+		qhca_sgl_release(&qp->win[i].sgl);
+}
+
 /* ---------------------------------------------------------------- the engine's timer */
+void qhca_qp_set_deadline(struct qhca_engine *e, struct qhca_qp *qp, uint64_t deadline)
+{
+	qp->deadline = deadline;
+	if (deadline == UINT64_MAX)
+		qhca_list_del(&qp->timer_link);
+	else if (qhca_list_empty(&qp->timer_link))
+		qhca_list_add_tail(&e->timed_qps, &qp->timer_link);
+}
+
+void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	qp->deadline = UINT64_MAX;
+	qhca_list_del(&qp->timer_link);
+	qhca_list_del(&qp->tx_link);
+}
+
+/* Arm the platform's timer for the earliest deadline of the QPs that have one. */
 void qhca_timer_update(struct qhca_engine *e)
 {
 	uint64_t next = UINT64_MAX;
-	uint32_t i;
+	struct qhca_list *l;
 
-	for (i = 0; i < e->cfg.max_qp; i++)
-		if (e->qp[i] && e->qp[i]->deadline < next)
-			next = e->qp[i]->deadline;
+	for (l = e->timed_qps.next; l != &e->timed_qps; l = l->next) {
+		struct qhca_qp *qp = qhca_container_of(l, struct qhca_qp, timer_link);
+
+		if (qp->deadline < next)
+			next = qp->deadline;
+	}
 	if (e->ops->timer_arm)
 		e->ops->timer_arm(e->opaque, next);
 }
@@ -762,17 +803,27 @@ void qhca_engine_tx_block(struct qhca_engine *e)
 	e->tx_blocked = true;
 }
 
-/* Let every QP send what it can; round robin, so one busy QP cannot starve the others. */
+/* @qp has packets to send once the platform takes frames again. */
+void qhca_tx_wait(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	if (qhca_list_empty(&qp->tx_link))
+		qhca_list_add_tail(&e->tx_waiters, &qp->tx_link);
+}
+
+/*
+ * Let the QPs that were pushed back send, oldest first; one that is pushed back again
+ * goes to the end of the line, so one busy QP cannot starve the others.
+ */
 static void run_requesters(struct qhca_engine *e)
 {
-	uint32_t i, n;
+	while (!tx_stopped(e) && !qhca_list_empty(&e->tx_waiters)) {
+		struct qhca_qp *qp = qhca_container_of(e->tx_waiters.next, struct qhca_qp,
+						       tx_link);
 
-	for (n = 0; n < e->cfg.max_qp && !tx_stopped(e); n++) {
-		i = (e->tx_rr + n) % e->cfg.max_qp;
-		if (e->qp[i] && qhca_resp_pump(e, e->qp[i]))
-			qhca_req_run(e, e->qp[i]);
+		qhca_list_del(&qp->tx_link);
+		if (qhca_resp_pump(e, qp))
+			qhca_req_run(e, qp);
 	}
-	e->tx_rr = (e->tx_rr + 1) % e->cfg.max_qp;
 }
 
 void qhca_engine_tx_resume(struct qhca_engine *e)
@@ -782,14 +833,22 @@ void qhca_engine_tx_resume(struct qhca_engine *e)
 	qhca_loopback_drain(e);
 }
 
+/* Run the timers that expired. A QP's handler may change any QP's deadline, so the scan
+ * starts over after each; every handled QP leaves with a deadline in the future or none. */
 void qhca_engine_timer(struct qhca_engine *e)
 {
 	uint64_t now = e->ops->now_ns(e->opaque);
-	uint32_t i;
+	struct qhca_list *l;
 
-	for (i = 0; i < e->cfg.max_qp; i++)
-		if (e->qp[i] && e->qp[i]->deadline <= now)
-			qhca_req_timer(e, e->qp[i], now);
+again:
+	for (l = e->timed_qps.next; l != &e->timed_qps; l = l->next) {
+		struct qhca_qp *qp = qhca_container_of(l, struct qhca_qp, timer_link);
+
+		if (qp->deadline <= now) {
+			qhca_req_timer(e, qp, now);
+			goto again;
+		}
+	}
 	qhca_timer_update(e);
 	qhca_loopback_drain(e);
 }

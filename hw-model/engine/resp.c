@@ -20,15 +20,36 @@
 #define GRH_LEN			40
 #define GSI_QKEY		0x80010000u
 
-void qhca_resp_reset(struct qhca_qp *qp)
+/* The RDMA WRITE in progress ends: drop its region. */
+static void write_end(struct qhca_qp *qp)
+{
+	if (qp->write_mr)
+		qhca_mr_put(qp->write_mr);
+	qp->write_mr = NULL;
+	qp->write_active = false;
+}
+
+/* The READ responses in progress end: drop their region. */
+static void read_end(struct qhca_qp *qp)
+{
+	if (qp->rr.mr)
+		qhca_mr_put(qp->rr.mr);
+	qp->rr.mr = NULL;
+	qp->rr.active = false;
+}
+
+/* Forget every message in progress and drop what it held (RESET or destroy). */
+void qhca_resp_reset(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	qp->msn = 0;
 	qp->nak_sent = false;
 	qp->recv.active = false;
-	qp->write_active = false;
+	qhca_sgl_release(&qp->recv.sgl);
+	write_end(qp);
 	qp->drop_msg = false;
 	memset(qp->rd, 0, sizeof(qp->rd));
 	qp->rd_next = 0;
+	read_end(qp);
 	memset(&qp->rr, 0, sizeof(qp->rr));
 }
 
@@ -74,17 +95,7 @@ static void resp_error(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 static int recv_scatter(struct qhca_engine *e, const struct qhca_recv_ctx *rc, uint64_t off,
 			const uint8_t *data, uint32_t len)
 {
-	return qhca_sge_xfer(e, rc->sge, rc->num_sge, off, (uint8_t *)data, len, true);
-}
-
-static uint64_t recv_capacity(const struct qhca_recv_ctx *rc)
-{
-	uint64_t total = 0;
-	uint32_t i;
-
-	for (i = 0; i < rc->num_sge; i++)
-		total += rc->sge[i].length;
-	return total;
+	return qhca_sgl_xfer(e, &rc->sgl, off, (uint8_t *)data, len, true);
 }
 
 /* ---------------------------------------------------------------- UD */
@@ -126,7 +137,7 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
 		memcpy(grh, p->l3, GRH_LEN);
 	else
 		memcpy(grh + 20, p->l3, 20);
-	if (recv_capacity(&rc) < GRH_LEN + p->payload_len ||
+	if (rc.sgl.length < GRH_LEN + p->payload_len ||
 	    recv_scatter(e, &rc, 0, grh, GRH_LEN) ||
 	    recv_scatter(e, &rc, GRH_LEN, p->payload, p->payload_len)) {
 		qhca_recv_complete(e, qp, &rc, QHCA_WC_LOC_LEN_ERR, QHCA_WC_RECV, 0, 0, 0, p,
@@ -148,16 +159,15 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
 bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	uint8_t *data = e->payload;
-	struct qhca_mr *mr = NULL;
-	const char *why;
+	struct qhca_mr *mr = qp->rr.mr;
 	struct roce_pkt r;
 
 	if (!qp->rr.active)
 		return true;
 	if (qp->state < QHCA_QPS_RTR || qp->state == QHCA_QPS_ERR ||
-	    (qp->rr.len && !(mr = qhca_mr_check(e, qp->rr.rkey, qp->pd, qp->rr.va, qp->rr.len,
-						 QHCA_ACCESS_REMOTE_READ, &why)))) {
-		qp->rr.active = false;
+	    (mr && !qhca_mr_usable(mr))) {
+		/* The region went away under the READ: the requester times out and fails. */
+		read_end(qp);
 		return true;
 	}
 	while (qp->rr.k < qp->rr.n) {
@@ -168,10 +178,12 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 			     k == 0 ? ROCE_OP_READ_RESPONSE_FIRST :
 			     k == n - 1 ? ROCE_OP_READ_RESPONSE_LAST : ROCE_OP_READ_RESPONSE_MIDDLE;
 
-		if (e->tx_blocked || e->loop_blocked)
+		if (e->tx_blocked || e->loop_blocked) {
+			qhca_tx_wait(e, qp);
 			return false;
+		}
 		if (chunk && qhca_mr_xfer(e, mr, qp->rr.va + off, data, chunk, false)) {
-			qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: READ source unreadable", qp->qpn);
+			qhca_log_guest(e, "QP 0x%x: READ source unreadable", qp->qpn);
 			break;
 		}
 		resp_pkt(qp, &r, ROCE_TS_RC | op, qp->rr.psn + k);
@@ -180,7 +192,7 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 		qhca_xmit_pkt(e, qp, &r);
 		qp->rr.k++;
 	}
-	qp->rr.active = false;
+	read_end(qp);
 	if (qp->rr.dropped) {
 		qp->rr.dropped = false;
 		qp->nak_sent = true;
@@ -189,12 +201,14 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	return true;
 }
 
-/* Answer a READ of [va, va + len) from response PSN @psn on. */
-static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, uint32_t rkey,
+/* Answer a READ of [va, va + len) through @mr (checked; NULL for 0 bytes) from response
+ * PSN @psn on. */
+static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_mr *mr,
 				uint64_t va, uint32_t len, uint32_t psn)
 {
+	read_end(qp);
 	qp->rr.active = true;
-	qp->rr.rkey = rkey;
+	qp->rr.mr = mr ? qhca_mr_get(mr) : NULL;
 	qp->rr.va = va;
 	qp->rr.len = len;
 	qp->rr.psn = psn;
@@ -247,7 +261,7 @@ static void resp_read(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 	rd->len = p->reth_len;
 	qp->epsn = (p->psn + n) & 0xffffff;
 	qp->msn++;
-	send_read_responses(e, qp, p->reth_rkey, p->reth_va, p->reth_len, p->psn);
+	send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
 }
 
 static void send_atomic_ack(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn,
@@ -314,9 +328,19 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 				continue;
 			if (rd->opcode == ROCE_OP_READ_REQUEST && (oi->flags & ROCE_F_READ)) {
 				/* Re-read from the PSN asked for: the request may be a restart.
-				 * qhca_resp_pump checks the region and sends nothing if it fails. */
-				send_read_responses(e, qp, p->reth_rkey, p->reth_va, p->reth_len,
-						    p->psn);
+				 * Its range is checked again (the region may be gone). */
+				struct qhca_mr *mr = NULL;
+				const char *why;
+
+				if (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd,
+									p->reth_va, p->reth_len,
+									QHCA_ACCESS_REMOTE_READ,
+									&why))) {
+					resp_error(e, qp, p, AETH_NAK_REM_ACCESS,
+						   QHCA_EVENT_QP_ACCESS_ERR, why);
+					return;
+				}
+				send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
 			} else if (rd->psn == p->psn && (oi->flags & ROCE_F_ATOMIC)) {
 				send_atomic_ack(e, qp, p->psn, rd->orig);	/* never redone */
 			}
@@ -406,11 +430,13 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	const char *why = "QP without remote write";
 
 	if (f & ROCE_F_FIRST) {
+		struct qhca_mr *mr = NULL;
+
+		write_end(qp);
 		if (!(qp->access & QHCA_ACCESS_REMOTE_WRITE) ||
-		    (p->reth_len && !(qp->write_mr = qhca_mr_check(e, p->reth_rkey, qp->pd,
-								      p->reth_va, p->reth_len,
-								      QHCA_ACCESS_REMOTE_WRITE,
-								      &why)))) {
+		    (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va,
+							 p->reth_len, QHCA_ACCESS_REMOTE_WRITE,
+							 &why)))) {
 			if (qp->type == QHCA_QPT_UC) {
 				/* UC: the message is dropped silently (IBA 9.9.3), the QP lives. */
 				qhca_log_guest(e, "QP 0x%x: UC WRITE PSN 0x%x dropped: %s",
@@ -423,6 +449,7 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 			resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
 			return;
 		}
+		qp->write_mr = mr ? qhca_mr_get(mr) : NULL;
 		qp->write_va = p->reth_va;
 		qp->write_left = qp->write_total = p->reth_len;
 		qp->write_active = true;
@@ -437,6 +464,12 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	/* WRITE with immediate needs a receive WQE: check before touching memory. */
 	if ((f & ROCE_F_IMMDT) && !recv_ready(e, qp, p))
 		return;
+	if (p->payload_len && !qhca_mr_usable(qp->write_mr)) {
+		/* Deregistered or invalidated between the packets of the message. */
+		resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
+			   "write target went away");
+		return;
+	}
 	if (p->payload_len &&
 	    qhca_mr_xfer(e, qp->write_mr, qp->write_va, (void *)p->payload, p->payload_len, true)) {
 		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "write target unwritable");
@@ -446,7 +479,7 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	qp->write_left -= p->payload_len;
 	qp->epsn = (p->psn + 1) & 0xffffff;
 	if (f & ROCE_F_LAST) {
-		qp->write_active = false;
+		write_end(qp);
 		qp->msn++;
 		if (f & ROCE_F_IMMDT)
 			qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_SUCCESS,
@@ -498,7 +531,7 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 				return;
 			}
 			qp->drop_msg = false;
-			qp->write_active = false;
+			write_end(qp);
 			if (qp->recv.active)
 				qp->recv.offset = 0;	/* reuse the WQE for the next message */
 		}

@@ -39,6 +39,8 @@ struct QhcaState {
     NICState *nic;
     NICConf conf;
     QEMUTimer *timer;           /* the engine's retransmission and RNR timer */
+    int64_t err_window_ns;      /* rate limit of host-side error reports */
+    unsigned err_in_window, err_suppressed;
 
     /*
      * Transmit back-pressure: when the netdev cannot take a frame it queues it and calls
@@ -182,9 +184,13 @@ static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
     s->tx_len[i] = len;
 }
 
+/*
+ * Device time is the guest's: QEMU_CLOCK_VIRTUAL stops while the VM is stopped, so a
+ * paused or migrated guest's QPs do not time out, as with QEMU's NIC models.
+ */
 static uint64_t qhca_ops_now_ns(void *opaque)
 {
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
 static void qhca_ops_timer_arm(void *opaque, uint64_t deadline_ns)
@@ -203,6 +209,31 @@ static void qhca_timer_cb(void *opaque)
     QhcaState *s = opaque;
 
     qhca_engine_timer(&s->engine);
+}
+
+/*
+ * Conditions the host should hear of, at most QHCA_ERR_REPORTS_PER_S a second whatever
+ * the guest does; guest errors go to LOG_GUEST_ERROR and the _ub_ trace event only.
+ */
+#define QHCA_ERR_REPORTS_PER_S 5
+
+static void qhca_report_err(QhcaState *s, const char *func, const char *msg)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (now - s->err_window_ns >= NANOSECONDS_PER_SECOND) {
+        if (s->err_suppressed) {
+            warn_report("qhca: %u more errors in the last second not shown "
+                        "(trace event qhca_engine_err shows them all)", s->err_suppressed);
+        }
+        s->err_window_ns = now;
+        s->err_in_window = s->err_suppressed = 0;
+    }
+    if (s->err_in_window++ < QHCA_ERR_REPORTS_PER_S) {
+        error_report("qhca: %s: %s", func, msg);
+    } else {
+        s->err_suppressed++;
+    }
 }
 
 static bool qhca_ops_log_enabled(void *opaque, enum qhca_log_level level)
@@ -227,7 +258,7 @@ static void qhca_ops_log(void *opaque, enum qhca_log_level level, const char *fu
         break;
     case QHCA_LOG_ERR:
         trace_qhca_engine_err(func, msg);
-        error_report("qhca: %s: %s", func, msg);
+        qhca_report_err(opaque, func, msg);
         break;
     case QHCA_LOG_GUEST:
         trace_qhca_engine_ub(func, msg);
@@ -357,7 +388,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         error_setg(errp, "qhca: %s", why);
         return;
     }
-    s->timer = timer_new_ns(QEMU_CLOCK_REALTIME, qhca_timer_cb, s);
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
     if (qhca_engine_init(&s->engine, &s->cfg, &qhca_engine_ops, s)) {
         timer_free(s->timer);
         error_setg(errp, "qhca: cannot allocate the object tables");

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Write seed corpora for the fuzz targets: well-formed inputs that reach deep code.
 
-  make_seeds.py DIR     creates DIR/admin, DIR/wqe and DIR/rx
+  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx and DIR/mixed
 """
 import os
 import struct
@@ -81,10 +81,46 @@ def rx_seeds():
         yield b"".join(struct.pack("<H", len(f)) + f for f in frames)
 
 
+# fuzz_mixed operations (low nibble) and the object they act on (high nibble).
+OP_DOORBELL, OP_MEM, OP_FRAME, OP_REPLAY, OP_TIMER, OP_TX, OP_MR_DESTROY, OP_MR_CREATE, \
+    OP_QP_DESTROY, OP_QP_MODIFY, OP_QP_CREATE, OP_CQ_DESTROY, OP_SRQ, OP_ADMIN, OP_RESET = range(15)
+
+
+def mixed_seeds():
+    def mem(addr, data):	# write guest memory at a fuzz address (16-byte units)
+        off = (addr - 0x100000) // 16
+        return bytes([OP_MEM]) + struct.pack("<HB", off, len(data)) + data
+
+    def wqe(op, length, flags=1, remote=0x14000):
+        w = struct.pack("<QBBBBIIIQIIQQQ", 7, op, flags, 1, 0, 0x11223344, 0, 0, remote, 1 << 8,
+                        0, 1, 2, 0)
+        return w + struct.pack("<QII", 0x10000, length, 1 << 8)
+
+    rq = struct.pack("<QII", 9, 1, 0) + struct.pack("<QII", 0x14000, 0x4000, 1 << 8)
+    sq0, rq0 = 0x112000, 0x113000	# QP 0 (RC, connected to itself)
+    away = bytes([OP_QP_MODIFY]) + struct.pack("<BI", 0x80 | 3, 1 << 7)	# RTS, to "another host"
+    # A long WRITE held by back-pressure; its region goes away; the path resumes.
+    yield (mem(sq0, wqe(0, 8192)) + bytes([0x10 | OP_TX, OP_DOORBELL, 0, 1, OP_MR_DESTROY,
+                                          OP_TX, OP_TIMER, 200]))
+    # A SEND to "another host", its frames delivered back one by one around a deregistration.
+    yield (mem(rq0, rq) + bytes([OP_DOORBELL, 1, 1]) + away + mem(sq0, wqe(2, 6000)) +
+           bytes([OP_DOORBELL, 0, 1, OP_REPLAY, 0, OP_MR_DESTROY, OP_REPLAY, 1, OP_REPLAY, 2,
+                  OP_REPLAY, 3, OP_TIMER, 100]))
+    # A WRITE to "another host": replayed twice (duplicates), then the QP is destroyed.
+    yield (away + mem(sq0, wqe(0, 5000)) + bytes([OP_DOORBELL, 0, 1, OP_REPLAY, 0, OP_REPLAY, 1,
+                                                 OP_REPLAY, 0, OP_QP_DESTROY, OP_REPLAY, 2,
+                                                 OP_TIMER, 50]))
+    # A READ answered in pieces; the region is replaced while responses wait.
+    yield (mem(sq0, wqe(4, 8192)) + bytes([0x10 | OP_TX, OP_DOORBELL, 0, 1, OP_MR_DESTROY,
+                                          OP_MR_CREATE, 15, 0, 8, 0, 0, OP_TX, OP_TIMER, 255,
+                                          OP_RESET, OP_TIMER, 1]))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds)):
+    for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds),
+                      ("mixed", mixed_seeds)):
         d = os.path.join(sys.argv[1], name)
         os.makedirs(d, exist_ok=True)
         for i, seed in enumerate(gen()):

@@ -641,6 +641,42 @@ static void test_two_devices_verbs(void)
 }
 
 /*
+ * The transport timers run on the guest's clock (QEMU_CLOCK_VIRTUAL, which qtest moves
+ * only by clock_step): a QP whose peer never answers keeps retrying while host time
+ * passes and gives up only after enough guest time has gone by.
+ */
+static void test_timers_follow_guest_clock(void)
+{
+    Qhca *h = qhca_start_args("-netdev user,id=n0,restrict=on",
+                              "netdev=n0,mac=52:54:00:00:00:07");
+    Node a, ghost = { .qpn = 0x55, .mac = { 0x52, 0x54, 0, 0, 0, 9 } };
+    struct qhca_sq_wqe w = { .wr_id = 0x44, .opcode = QHCA_WR_RDMA_WRITE,
+                             .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
+                             .remote_addr = 0x1000, .rkey = 0x100 };
+    struct qhca_sge sge;
+    struct qhca_cqe c;
+    uint64_t slot;
+
+    node_setup(&a, h, 1);
+    memcpy(ghost.gid, a.gid, 16);
+    ghost.gid[15] = 9;
+    node_connect(&a, &ghost);   /* timeout 14 (67 ms), 7 retries: about 0.5 s in all */
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = 64, .lkey = a.mrkey };
+    qtest_memwrite(h->qts, a.sq, &w, sizeof(w));
+    qtest_memwrite(h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    g_usleep(1500 * 1000);      /* host time: would be three times the whole retry budget */
+    slot = a.cq_ring[0];
+    qtest_memread(h->qts, slot, &c, sizeof(c));
+    g_assert_cmpuint(c.owner & 1, ==, 0);       /* no completion yet */
+    qtest_clock_step(h->qts, 2000000000LL);
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x44);
+    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_RETRY_EXC_ERR);
+    qhca_stop(h);
+}
+
+/*
  * A malicious guest against its own device: objects destroyed twice and used after
  * destroy, a WQE using another PD's key, a CQ overflowed, a reset in the middle of
  * traffic. Every step ends in a status, a CQE error or an event, and a well-behaved user
@@ -795,5 +831,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
     qtest_add_func("/qhca/hostile-objects", test_hostile_objects);
+    qtest_add_func("/qhca/timers-follow-guest-clock", test_timers_follow_guest_clock);
     return g_test_run();
 }

@@ -408,9 +408,9 @@ static void test_uctx_and_pd_lifecycle(void)
 	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_UCTX, uctx, NULL), QHCA_ST_BAD_HANDLE);
 	/* A PD on a destroyed context is refused. */
 	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, uctx, NULL), QHCA_ST_BAD_HANDLE);
-	/* The slot is reused with a new generation: the stale handle stays invalid. */
+	/* A new context: the freed slot is reused last; the stale handle stays invalid. */
 	CHECK_EQ(exec_create_uctx(&uctx, &page), QHCA_ST_OK);
-	CHECK_EQ(page, 1);
+	CHECK(page != 0 && page != page2);
 	CHECK_EQ(exec_handle(QHCA_CMD_DESTROY_UCTX, uctx ^ (1u << 20), NULL),
 		 QHCA_ST_BAD_HANDLE);
 	/* Forged handles. */
@@ -528,23 +528,42 @@ static void test_config_locked_while_enabled(void)
 static void test_obj_table(void)
 {
 	struct qhca_obj_table t;
-	uint32_t a, b;
+	uint32_t a, b, c, i;
 
-	CHECK_EQ(qhca_obj_table_init(&t, 2), 0);
+	CHECK_EQ(qhca_obj_table_init(&t, 3), 0);
 	a = qhca_obj_alloc(&t, 7);
 	b = qhca_obj_alloc(&t, 8);
 	CHECK(a && b && a != b);
-	CHECK_EQ(qhca_obj_alloc(&t, 9), 0);
-	CHECK(qhca_obj_owned_by(&t, 7));
-	CHECK(!qhca_obj_owned_by(&t, 9));
+	CHECK_EQ(t.owner[qhca_obj_lookup(&t, a)], 7);
 	CHECK_EQ(qhca_obj_lookup(&t, a), 0);
+	/* Holders: counted per object, gone with it, never below zero. */
+	qhca_obj_hold(&t, a);
+	qhca_obj_hold(&t, a);
+	CHECK_EQ(qhca_obj_users(&t, a), 2);
+	qhca_obj_unhold(&t, a);
+	CHECK_EQ(qhca_obj_users(&t, a), 1);
+	CHECK_EQ(qhca_obj_users(&t, b), 0);
+	qhca_obj_hold(&t, 0);	/* the kernel's handle 0 is no object */
 	qhca_obj_free(&t, a);
 	CHECK_EQ(qhca_obj_lookup(&t, a), -1);
-	CHECK(!qhca_obj_owned_by(&t, 7));
+	CHECK_EQ(qhca_obj_users(&t, a), 0);
 	qhca_obj_free(&t, a);	/* double free is harmless */
 	CHECK_EQ(t.count, 1);
+	/* A freed slot is reused last: the never used third slot comes first. */
+	c = qhca_obj_alloc(&t, 9);
+	CHECK_EQ(qhca_obj_lookup(&t, c), 2);
 	a = qhca_obj_alloc(&t, 7);
 	CHECK_EQ(qhca_obj_lookup(&t, a), 0);
+	CHECK_EQ(qhca_obj_alloc(&t, 9), 0);	/* full */
+	/* Many cycles through one slot: every stale handle stays refused. */
+	for (i = 0; i < 100; i++) {
+		uint32_t old = c;
+
+		qhca_obj_free(&t, c);
+		c = qhca_obj_alloc(&t, 9);
+		CHECK(c != old);
+		CHECK_EQ(qhca_obj_lookup(&t, old), -1);
+	}
 	qhca_obj_table_fini(&t);
 	CHECK_EQ(qhca_obj_table_init(&t, QHCA_MAX_OBJECTS + 1), -1);
 }
