@@ -22,10 +22,30 @@
 #define QHCA_COMP_EQ_LOG2	10
 #define QHCA_ETH_RING_LOG2	8
 
+/* Ring geometry ranges of abi/qhca_abi.h (struct qhca_qp_create, qhca_cq_create). */
+#define QHCA_WQ_MAX_LOG2	15	/* SQ and RQ entries */
+#define QHCA_WQE_MAX_STRIDE_LOG2 12	/* SQ, RQ and SRQ WQE stride */
+#define QHCA_CQ_MAX_LOG2	22
+
+/* REG_VERSION minor from which QHCA_CMD_SET_MAC exists. */
+#define QHCA_ABI_MINOR_SET_MAC	2
+
 /* MSI-X vectors: admin and async events, Ethernet, then the completion vectors. */
 #define QHCA_VEC_ADMIN		0
 #define QHCA_VEC_ETH		1
 #define QHCA_VEC_COMP0		2
+
+/*
+ * The admin queue's life: LIVE until a command times out (or its completion does not
+ * match), then DEAD: every command is refused and memory the device may still touch is
+ * kept (qhca_admin_keep_*) until RESET, when the device has been reset and the kept
+ * memory freed. Nothing leaves DEAD but a reset at remove.
+ */
+enum qhca_aq_state {
+	QHCA_AQ_LIVE,
+	QHCA_AQ_DEAD,
+	QHCA_AQ_RESET,
+};
 
 struct qhca_admin {
 	struct qhca_cmd *sq;
@@ -39,6 +59,10 @@ struct qhca_admin {
 	u16 next_id;
 	struct mutex lock;		/* one command at a time */
 	struct completion done;		/* signalled by the admin interrupt */
+	u32 state;			/* enum qhca_aq_state: to DEAD under lock, RESET keep_lock */
+	struct mutex keep_lock;		/* kept, and state changes to RESET */
+	struct list_head kept;		/* struct qhca_kept: memory the device may touch */
+	bool inject_timeout;		/* debugfs: withhold the next command's doorbell */
 };
 
 struct qhca_dev;
@@ -50,6 +74,7 @@ struct qhca_eq {
 	u32 log2;
 	u32 ci;
 	u32 handle;
+	u16 vector;
 };
 
 struct qhca_dev {
@@ -69,7 +94,9 @@ struct qhca_dev {
 	struct xarray srqs;		/* srqn -> qhca_srq */
 	struct net_device *netdev;
 	struct qhca_device_attr attr;	/* from QUERY_DEVICE at probe */
-	struct qhca_port_attr port;	/* from QUERY_PORT at probe */
+	struct qhca_port_attr port;	/* from QUERY_PORT at probe; mac follows SET_MAC */
+	u16 abi_minor;			/* REG_VERSION minor */
+	struct dentry *debugfs;
 };
 
 struct qhca_ucontext {
@@ -111,6 +138,7 @@ struct qhca_cq {
 	dma_addr_t dma;
 	size_t size;
 	struct qhca_cq_dbrec *dbrec;
+	struct xarray qps;		/* kernel CQs: qpn -> the QPs completing here */
 };
 
 /* A work queue ring (SQ, RQ, SRQ). */
@@ -123,6 +151,12 @@ struct qhca_ring {
 	dma_addr_t dma;
 	size_t size;
 };
+
+/* Do 2^log2 entries fit in @max? Safe for any log2: no shift by an unchecked amount. */
+static inline bool qhca_log2_fits(u32 log2, u32 max)
+{
+	return log2 < 32 && (1ull << log2) <= max;
+}
 
 /* Room for one more WQE? */
 static inline bool qhca_ring_full(const struct qhca_ring *r)
@@ -206,6 +240,13 @@ irqreturn_t qhca_admin_irq(int irq, void *data);
 int qhca_admin_exec(struct qhca_dev *dev, struct qhca_cmd *cmd, u32 *result0, u32 *result1);
 int qhca_admin_query(struct qhca_dev *dev, u8 opcode, u32 port, void *out, u32 len);
 int qhca_admin_handle_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, u32 *result0);
+bool qhca_admin_dead(struct qhca_dev *dev);
+bool qhca_admin_cmd_keep(struct qhca_dev *dev, int err);
+bool qhca_admin_obj_keep(struct qhca_dev *dev, int destroy_err);
+void qhca_admin_put_coherent(struct qhca_dev *dev, bool keep, size_t size, void *cpu,
+			     dma_addr_t dma);
+void qhca_admin_put_umem(struct qhca_dev *dev, bool keep, struct ib_umem *umem);
+void qhca_admin_reset_dead(struct qhca_dev *dev);
 
 /* qhca_eq.c */
 int qhca_eq_create(struct qhca_dev *dev, struct qhca_eq *eq, u32 log2, u16 vector, u16 flags);
@@ -223,7 +264,7 @@ void qhca_eth_link_change(struct qhca_dev *dev, bool up);
 int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb);
 int qhca_pbl_from_contig(struct qhca_dev *dev, dma_addr_t dma, size_t size,
 			 struct qhca_pbl_buf *pb);
-void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb);
+void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb, bool keep);
 int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u32 in_len,
 		 void *out, u32 out_len, u32 *result0);
 struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access);
@@ -239,6 +280,8 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int qhca_cq_attach_qp(struct qhca_cq *cq, struct qhca_qp *qp);
+void qhca_cq_detach_qp(struct qhca_cq *cq, struct qhca_qp *qp);
 
 /* qhca_qp.c */
 int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata);

@@ -11,7 +11,11 @@
 
 #include "qhca.h"
 
-#define QHCA_CQ_MAX_LOG2	22
+/*
+ * Driver-private mark on a CQE that a kernel CQ still holds for a destroyed QP (no opcode
+ * of enum qhca_wc_opcode has this value): poll skips it.
+ */
+#define QHCA_CQE_OPCODE_STALE	0xff
 
 /* ---------------------------------------------------------------- completion EQs */
 static irqreturn_t qhca_comp_irq(int irq, void *data)
@@ -95,6 +99,15 @@ static void qhca_comp_sync(struct qhca_dev *dev)
 }
 
 /* ---------------------------------------------------------------- create and destroy */
+/* Free the CQ's ring, or with @keep hand it to the admin queue (qhca_admin.c). */
+static void qhca_cq_put_mem(struct qhca_dev *dev, struct qhca_cq *cq, bool keep)
+{
+	qhca_admin_put_umem(dev, keep, cq->umem);
+	qhca_admin_put_coherent(dev, keep, cq->size, cq->buf, cq->dma);
+	cq->umem = NULL;
+	cq->buf = NULL;
+}
+
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct uverbs_attr_bundle *attrs)
 {
@@ -103,47 +116,59 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct qhca_cq *cq = to_qcq(ibcq);
 	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
 							       ibucontext);
+	struct qhca_create_cq_cmd ucmd = {};
 	struct qhca_cq_create c = {};
 	struct qhca_pbl_buf pb;
+	bool keep;
 	u32 log2;
-	int err;
+	int err, derr;
 
 	if (attr->flags || attr->cqe < 1 || attr->cqe > dev->attr.max_cqe)
 		return -EINVAL;
 	spin_lock_init(&cq->lock);
-	log2 = order_base_2(attr->cqe + 1);
+	xa_init_flags(&cq->qps, XA_FLAGS_LOCK_IRQ);
+	log2 = order_base_2((u64)attr->cqe + 1);	/* one slot stays free */
 	if (uctx) {
-		struct qhca_create_cq_cmd ucmd;
-
-		if (ib_copy_from_udata(&ucmd, udata, min(udata->inlen, sizeof(ucmd))) ||
-		    udata->inlen < sizeof(ucmd))
+		if (udata->inlen < sizeof(ucmd))
+			return -EINVAL;
+		if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
 			return -EFAULT;
+		/* The provider may round up, never down; checked before any shift. */
 		if (ucmd.log2_entries < log2 || ucmd.log2_entries > QHCA_CQ_MAX_LOG2 || ucmd.rsvd)
 			return -EINVAL;
 		log2 = ucmd.log2_entries;
-		cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
+	}
+	if (log2 > QHCA_CQ_MAX_LOG2)
+		return -EINVAL;
+	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
+	if (uctx) {
 		cq->umem = ib_umem_get(ibcq->device, ucmd.buf_addr, cq->size,
 				       IB_ACCESS_LOCAL_WRITE);
-		if (IS_ERR(cq->umem))
-			return PTR_ERR(cq->umem);
+		if (IS_ERR(cq->umem)) {
+			err = PTR_ERR(cq->umem);
+			cq->umem = NULL;
+			return err;
+		}
 		err = qhca_pbl_from_umem(dev, cq->umem, &pb);
 	} else {
-		cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
 		cq->buf = dma_alloc_coherent(&dev->pdev->dev, cq->size, &cq->dma, GFP_KERNEL);
 		if (!cq->buf)
 			return -ENOMEM;
 		cq->dbrec = cq->buf + (sizeof(struct qhca_cqe) << log2);
 		err = qhca_pbl_from_contig(dev, cq->dma, cq->size, &pb);
 	}
-	if (err)
+	if (err) {
+		keep = false;
 		goto err_buf;
+	}
 	cq->log2 = log2;
 	c.pbl = pb.desc;
 	c.log2_entries = log2;
 	c.eq = dev->comp_eq[attr->comp_vector % dev->ncomp].handle;
 	c.uctx = uctx ? uctx->handle : QHCA_HANDLE_KERNEL;
 	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_CQ, 0, &c, sizeof(c), NULL, 0, &cq->cqn);
-	qhca_pbl_free(dev, &pb);
+	keep = qhca_admin_cmd_keep(dev, err);
+	qhca_pbl_free(dev, &pb, keep);
 	if (err)
 		goto err_buf;
 	err = xa_err(xa_store(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
@@ -161,13 +186,12 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 err_xa:
 	xa_erase(&dev->cqs, cq->cqn);
+	qhca_comp_sync(dev);
 err_destroy:
-	qhca_obj_cmd(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, NULL, 0, NULL, 0, NULL);
+	derr = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, NULL, 0, NULL, 0, NULL);
+	keep = qhca_admin_obj_keep(dev, derr);
 err_buf:
-	if (cq->umem)
-		ib_umem_release(cq->umem);
-	if (cq->buf)
-		dma_free_coherent(&dev->pdev->dev, cq->size, cq->buf, cq->dma);
+	qhca_cq_put_mem(dev, cq, keep);
 	return err;
 }
 
@@ -178,14 +202,14 @@ int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	int err;
 
 	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, NULL, 0, NULL, 0, NULL);
-	if (err)
+	if (err && !qhca_admin_dead(dev))
 		return err;
+	/* With a dead queue the CQ is gone for the OS; its ring stays until reset. */
 	xa_erase(&dev->cqs, cq->cqn);
 	qhca_comp_sync(dev);
-	if (cq->umem)
-		ib_umem_release(cq->umem);
-	if (cq->buf)
-		dma_free_coherent(&dev->pdev->dev, cq->size, cq->buf, cq->dma);
+	WARN_ON_ONCE(!xa_empty(&cq->qps));	/* ib_core destroys the QPs first */
+	xa_destroy(&cq->qps);
+	qhca_cq_put_mem(dev, cq, qhca_admin_obj_keep(dev, err));
 	return 0;
 }
 
@@ -231,34 +255,91 @@ static void qhca_cqe_retire(struct qhca_qp *qp, const struct qhca_cqe *cqe)
 		atomic_add(n, &r->ci);
 }
 
+static struct qhca_cqe *qhca_cqe_at(struct qhca_cq *cq, u32 ci)
+{
+	return cq->buf + ((size_t)(ci & ((1u << cq->log2) - 1)) << 5);
+}
+
+/* Has the device written the CQE of free-running index @ci (its phase is current)? */
+static bool qhca_cqe_valid(const struct qhca_cq *cq, const struct qhca_cqe *cqe, u32 ci)
+{
+	u8 phase = ((ci >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+
+	return (READ_ONCE(cqe->owner) & QHCA_CQE_OWNER_PHASE) == phase;
+}
+
+/*
+ * QP lifetime against poll: a kernel CQ finds the QPs of its CQEs in its own table, under
+ * its own lock, and only the QPs that complete on it. qhca_destroy_qp() removes the QP from
+ * the tables of its send and receive CQ under each CQ's lock, so once it has, no poller is
+ * still using the QP and none can find it again: the QP may be freed.
+ */
+int qhca_cq_attach_qp(struct qhca_cq *cq, struct qhca_qp *qp)
+{
+	if (!cq->buf)	/* a user CQ: polled by the provider */
+		return 0;
+	return xa_insert_irq(&cq->qps, qp->qpn, qp, GFP_KERNEL);
+}
+
+/*
+ * Forget a QP being destroyed (the device has no more completions for it). Its CQEs not yet
+ * polled are marked stale, so that neither this QP nor a later one with its QPN gets them.
+ */
+void qhca_cq_detach_qp(struct qhca_cq *cq, struct qhca_qp *qp)
+{
+	unsigned long flags;
+	u32 ci;
+
+	if (!cq->buf)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	if (xa_load(&cq->qps, qp->qpn) == qp)
+		xa_erase(&cq->qps, qp->qpn);
+	for (ci = cq->ci; ci - cq->ci < (1u << cq->log2); ci++) {
+		struct qhca_cqe *cqe = qhca_cqe_at(cq, ci);
+
+		if (!qhca_cqe_valid(cq, cqe, ci))
+			break;
+		dma_rmb();
+		if ((cqe->qpn_status & QHCA_CQE_QPN_MASK) == qp->qpn)
+			cqe->opcode = QHCA_CQE_OPCODE_STALE;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+/* Kernel consumers poll from process, softirq or hardirq context: the CQ lock is irqsave. */
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
-	struct qhca_dev *dev = to_qdev(ibcq->device);
 	struct qhca_cq *cq = to_qcq(ibcq);
 	unsigned long flags;
 	int n = 0;
+	u32 start;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->ci;
 	while (n < num_entries) {
-		struct qhca_cqe *cqe = cq->buf + ((cq->ci & ((1u << cq->log2) - 1)) << 5);
-		u8 phase = ((cq->ci >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+		struct qhca_cqe *cqe = qhca_cqe_at(cq, cq->ci);
 		u8 cflags;
 		struct qhca_qp *qp;
 
-		if ((READ_ONCE(cqe->owner) & QHCA_CQE_OWNER_PHASE) != phase)
+		if (!qhca_cqe_valid(cq, cqe, cq->ci))
 			break;
 		dma_rmb();
+		cq->ci++;
+		/* Stays valid until we drop the CQ's lock (qhca_cq_detach_qp). */
+		qp = cqe->opcode == QHCA_CQE_OPCODE_STALE ? NULL :
+		     xa_load(&cq->qps, cqe->qpn_status & QHCA_CQE_QPN_MASK);
+		if (!qp)	/* of a destroyed QP, or not of a QP of this CQ: dropped */
+			continue;
 		memset(&wc[n], 0, sizeof(wc[n]));
-		qp = xa_load(&dev->qps, cqe->qpn_status & QHCA_CQE_QPN_MASK);
 		wc[n].wr_id = cqe->wr_id;
 		wc[n].status = cqe->qpn_status >> QHCA_CQE_STATUS_SHIFT;
 		wc[n].opcode = qhca_wc_opcode(cqe->opcode);
 		wc[n].byte_len = cqe->byte_len;
-		wc[n].qp = qp ? &qp->ibqp : NULL;
+		wc[n].qp = &qp->ibqp;
 		if (cqe->opcode >= QHCA_WC_RECV)
 			wc[n].src_qp = cqe->src_qp_flags & QHCA_CQE_SRC_QP_MASK;
-		if (qp)
-			qhca_cqe_retire(qp, cqe);
+		qhca_cqe_retire(qp, cqe);
 		wc[n].port_num = 1;
 		cflags = cqe->src_qp_flags >> QHCA_CQE_FLAGS_SHIFT;
 		if (cflags & QHCA_CQE_FLAG_IMM) {
@@ -274,10 +355,9 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 			wc[n].network_hdr_type = (cflags & QHCA_CQE_FLAG_IPV4) ?
 						 RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
 		}
-		cq->ci++;
 		n++;
 	}
-	if (n)
+	if (cq->ci != start)
 		WRITE_ONCE(cq->dbrec->ci, cq->ci);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;

@@ -4,6 +4,7 @@
  * port state changes and QP, CQ and SRQ errors; completion EQs live in qhca_cq.c.
  */
 #include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
 #include <linux/io.h>
 
 #include "qhca.h"
@@ -17,6 +18,7 @@ int qhca_eq_create(struct qhca_dev *dev, struct qhca_eq *eq, u32 log2, u16 vecto
 	eq->log2 = log2;
 	eq->ci = 0;
 	eq->dev = dev;
+	eq->vector = vector;
 	eq->ring = dma_alloc_coherent(&dev->pdev->dev, size, &eq->dma, GFP_KERNEL);
 	if (!eq->ring)
 		return -ENOMEM;
@@ -28,7 +30,8 @@ int qhca_eq_create(struct qhca_dev *dev, struct qhca_eq *eq, u32 log2, u16 vecto
 	cmd.create_eq.flags = flags;
 	err = qhca_admin_exec(dev, &cmd, &eq->handle, NULL);
 	if (err) {
-		dma_free_coherent(&dev->pdev->dev, size, eq->ring, eq->dma);
+		qhca_admin_put_coherent(dev, qhca_admin_cmd_keep(dev, err), size, eq->ring,
+					eq->dma);
 		eq->ring = NULL;
 	}
 	return err;
@@ -36,12 +39,20 @@ int qhca_eq_create(struct qhca_dev *dev, struct qhca_eq *eq, u32 log2, u16 vecto
 
 void qhca_eq_destroy(struct qhca_dev *dev, struct qhca_eq *eq)
 {
-	if (!eq->ring)
+	struct qhca_eqe *ring = eq->ring;
+	int err;
+
+	if (!ring)
 		return;
-	qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_EQ, eq->handle, NULL);
-	dma_free_coherent(&dev->pdev->dev, sizeof(struct qhca_eqe) << eq->log2, eq->ring,
-			  eq->dma);
-	eq->ring = NULL;
+	err = qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_EQ, eq->handle, NULL);
+	if (err && !qhca_admin_dead(dev))
+		dev_warn(&dev->pdev->dev, "DESTROY_EQ %u failed: %d; ring kept until reset\n",
+			 eq->handle, err);
+	/* No interrupt handler may be reading the ring when it goes. */
+	WRITE_ONCE(eq->ring, NULL);
+	synchronize_irq(pci_irq_vector(dev->pdev, eq->vector));
+	qhca_admin_put_coherent(dev, qhca_admin_obj_keep(dev, err),
+				sizeof(struct qhca_eqe) << eq->log2, ring, eq->dma);
 }
 
 int qhca_async_eq_init(struct qhca_dev *dev)
@@ -104,13 +115,14 @@ static void qhca_srq_event(struct qhca_dev *dev, u32 srqn)
 void qhca_async_eq_poll(struct qhca_dev *dev)
 {
 	struct qhca_eq *eq = &dev->async_eq;
+	struct qhca_eqe *ring = READ_ONCE(eq->ring);
 	u32 start;
 
-	if (!eq->ring)
+	if (!ring)
 		return;
 	start = eq->ci;
 	for (;;) {
-		struct qhca_eqe *eqe = &eq->ring[eq->ci & ((1u << eq->log2) - 1)];
+		struct qhca_eqe *eqe = &ring[eq->ci & ((1u << eq->log2) - 1)];
 		u8 phase = ((eq->ci >> eq->log2) & 1) ? 0 : QHCA_EQE_PHASE;
 
 		if ((READ_ONCE(eqe->flags) & QHCA_EQE_PHASE) != phase)

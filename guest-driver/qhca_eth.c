@@ -54,11 +54,24 @@ static int qhca_eth_ring_alloc(struct qhca_netdev *qn, struct qhca_eth_ring *r)
 	return r->desc ? 0 : -ENOMEM;
 }
 
+/*
+ * Free a ring and its buffers. With @keep (the device may still use the ring: ETH_STOP
+ * failed on a dead admin queue) the descriptors go to the admin queue until the device is
+ * reset, and the buffers the descriptors point at stay mapped and allocated: leaked on
+ * purpose.
+ */
 static void qhca_eth_ring_free(struct qhca_netdev *qn, struct qhca_eth_ring *r,
-			       enum dma_data_direction dir)
+			       enum dma_data_direction dir, bool keep)
 {
 	u32 i;
 
+	if (keep) {
+		qhca_admin_put_coherent(qn->dev, true, QHCA_ETH_RING_SIZE * sizeof(*r->desc),
+					r->desc, r->dma);
+		memset(r->slot, 0, sizeof(r->slot));
+		r->desc = NULL;
+		return;
+	}
 	for (i = 0; i < QHCA_ETH_RING_SIZE; i++) {
 		struct qhca_eth_slot *s = &r->slot[i];
 
@@ -202,6 +215,7 @@ static int qhca_eth_open(struct net_device *netdev)
 	struct qhca_netdev *qn = netdev_priv(netdev);
 	struct qhca_dev *dev = qn->dev;
 	struct qhca_cmd cmd = {};
+	bool keep = false;
 	u32 i;
 	int err;
 
@@ -219,6 +233,7 @@ static int qhca_eth_open(struct net_device *netdev)
 	cmd.eth_start.rx_log2 = QHCA_ETH_RING_LOG2;
 	cmd.eth_start.vector = QHCA_VEC_ETH;
 	err = qhca_admin_exec(dev, &cmd, NULL, NULL);
+	keep = qhca_admin_cmd_keep(dev, err);
 	if (err)
 		goto err_rx;
 	err = request_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ETH), qhca_eth_irq, 0,
@@ -236,11 +251,11 @@ static int qhca_eth_open(struct net_device *netdev)
 err_stop:
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.hdr.opcode = QHCA_CMD_ETH_STOP;
-	qhca_admin_exec(dev, &cmd, NULL, NULL);
+	keep = qhca_admin_obj_keep(dev, qhca_admin_exec(dev, &cmd, NULL, NULL));
 err_rx:
-	qhca_eth_ring_free(qn, &qn->rx, DMA_FROM_DEVICE);
+	qhca_eth_ring_free(qn, &qn->rx, DMA_FROM_DEVICE, keep);
 err_tx:
-	qhca_eth_ring_free(qn, &qn->tx, DMA_TO_DEVICE);
+	qhca_eth_ring_free(qn, &qn->tx, DMA_TO_DEVICE, keep);
 	return err;
 }
 
@@ -248,15 +263,20 @@ static int qhca_eth_stop(struct net_device *netdev)
 {
 	struct qhca_netdev *qn = netdev_priv(netdev);
 	struct qhca_cmd cmd = {};
+	bool keep;
+	int err;
 
 	netif_stop_queue(netdev);
 	cmd.hdr.opcode = QHCA_CMD_ETH_STOP;
-	if (qhca_admin_exec(qn->dev, &cmd, NULL, NULL))
-		netdev_warn(netdev, "ETH_STOP failed\n");
+	err = qhca_admin_exec(qn->dev, &cmd, NULL, NULL);
+	keep = qhca_admin_obj_keep(qn->dev, err);
+	if (keep)
+		netdev_warn(netdev, "ETH_STOP failed (%d): rings kept until the device is reset\n",
+			    err);
 	napi_disable(&qn->napi);
 	free_irq(pci_irq_vector(qn->dev->pdev, QHCA_VEC_ETH), qn);
-	qhca_eth_ring_free(qn, &qn->rx, DMA_FROM_DEVICE);
-	qhca_eth_ring_free(qn, &qn->tx, DMA_TO_DEVICE);
+	qhca_eth_ring_free(qn, &qn->rx, DMA_FROM_DEVICE, keep);
+	qhca_eth_ring_free(qn, &qn->tx, DMA_TO_DEVICE, keep);
 	return 0;
 }
 
@@ -305,9 +325,40 @@ static netdev_tx_t qhca_eth_xmit(struct sk_buff *skb, struct net_device *netdev)
 	return NETDEV_TX_OK;
 }
 
+/*
+ * The port has one MAC for Ethernet and RoCE: the device must take the new address
+ * (SET_MAC) before the netdev shows it, or RoCE packets would carry and expect the old one.
+ * Called under RTNL, also while running (IFF_LIVE_ADDR_CHANGE).
+ */
+static int qhca_eth_set_mac_address(struct net_device *netdev, void *p)
+{
+	struct qhca_netdev *qn = netdev_priv(netdev);
+	struct qhca_dev *dev = qn->dev;
+	const struct sockaddr *sa = p;
+	struct qhca_cmd cmd = {};
+	int err;
+
+	if (!is_valid_ether_addr(sa->sa_data))
+		return -EADDRNOTAVAIL;
+	if (dev->abi_minor < QHCA_ABI_MINOR_SET_MAC)
+		return -EOPNOTSUPP;
+	cmd.hdr.opcode = QHCA_CMD_SET_MAC;
+	cmd.hdr.len = sizeof(cmd.set_mac);
+	memcpy(cmd.set_mac.mac, sa->sa_data, ETH_ALEN);
+	err = qhca_admin_exec(dev, &cmd, NULL, NULL);
+	if (err) {
+		netdev_err(netdev, "the device did not take MAC address %pM: %d\n", sa->sa_data,
+			   err);
+		return err;
+	}
+	eth_hw_addr_set(netdev, sa->sa_data);
+	memcpy(dev->port.mac, sa->sa_data, ETH_ALEN);
+	return 0;
+}
+
 static const struct net_device_ops qhca_netdev_ops = {
 	.ndo_open = qhca_eth_open,
-	.ndo_set_mac_address = eth_mac_addr,
+	.ndo_set_mac_address = qhca_eth_set_mac_address,
 	.ndo_start_xmit = qhca_eth_xmit,
 	.ndo_stop = qhca_eth_stop,
 	.ndo_validate_addr = eth_validate_addr,
@@ -338,6 +389,7 @@ int qhca_eth_init(struct qhca_dev *dev)
 	spin_lock_init(&qn->tx_lock);
 	SET_NETDEV_DEV(netdev, &dev->pdev->dev);
 	netdev->netdev_ops = &qhca_netdev_ops;
+	netdev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
 	netdev->min_mtu = ETH_MIN_MTU;
 	netdev->max_mtu = QHCA_ETH_MAX_FRAME - ETH_HLEN - VLAN_HLEN;
 	eth_hw_addr_set(netdev, dev->port.mac);

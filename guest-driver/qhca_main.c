@@ -2,6 +2,7 @@
 /*
  * qhca PCI driver: probe, BARs, MSI-X, admin queue bring-up and ib_device registration.
  */
+#include <linux/debugfs.h>
 #include <linux/interrupt.h>
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -23,7 +24,22 @@ static int qhca_check_version(struct qhca_dev *dev)
 			ver >> 16, ver & 0xffff, QHCA_ABI_VERSION_MAJOR);
 		return -ENODEV;
 	}
+	dev->abi_minor = ver & 0xffff;
 	return 0;
+}
+
+static struct dentry *qhca_debugfs_root;
+
+/*
+ * debugfs <root>/qhca/<pci name>/: admin_state (enum qhca_aq_state) and
+ * admin_timeout_inject: write 1 and the next admin command goes into the ring without its
+ * doorbell, so it times out as if the device had hung (tests/vm/test-hardening.sh).
+ */
+static void qhca_debugfs_init(struct qhca_dev *dev)
+{
+	dev->debugfs = debugfs_create_dir(pci_name(dev->pdev), qhca_debugfs_root);
+	debugfs_create_u32("admin_state", 0400, dev->debugfs, &dev->aq.state);
+	debugfs_create_bool("admin_timeout_inject", 0600, dev->debugfs, &dev->aq.inject_timeout);
 }
 
 static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -123,6 +139,7 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "ib_register_device failed: %d\n", err);
 		goto err_eth;
 	}
+	qhca_debugfs_init(dev);
 	dev_info(&pdev->dev, "%s: netdev %s, %u doorbell pages, %d MSI-X vectors\n",
 		 dev_name(&dev->ibdev.dev), netdev_name(dev->netdev), dev->db_pages, dev->nvecs);
 	return 0;
@@ -157,6 +174,9 @@ static void qhca_remove(struct pci_dev *pdev)
 {
 	struct qhca_dev *dev = pci_get_drvdata(pdev);
 
+	debugfs_remove_recursive(dev->debugfs);
+	/* After an admin timeout: reset the device first, so that teardown may free. */
+	qhca_admin_reset_dead(dev);
 	ib_unregister_device(&dev->ibdev);
 	qhca_async_eq_fini(dev);
 	qhca_eth_fini(dev);
@@ -177,7 +197,26 @@ static struct pci_driver qhca_pci_driver = {
 	.probe = qhca_probe,
 	.remove = qhca_remove,
 };
-module_pci_driver(qhca_pci_driver);
+
+static int __init qhca_init(void)
+{
+	int err;
+
+	qhca_debugfs_root = debugfs_create_dir(QHCA_DRV_NAME, NULL);
+	err = pci_register_driver(&qhca_pci_driver);
+	if (err)
+		debugfs_remove_recursive(qhca_debugfs_root);
+	return err;
+}
+
+static void __exit qhca_exit(void)
+{
+	pci_unregister_driver(&qhca_pci_driver);
+	debugfs_remove_recursive(qhca_debugfs_root);
+}
+
+module_init(qhca_init);
+module_exit(qhca_exit);
 
 MODULE_DESCRIPTION("qhca emulated RDMA HCA (RoCEv2) driver");
 MODULE_LICENSE("GPL");

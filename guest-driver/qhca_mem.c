@@ -11,16 +11,17 @@
 
 #include "qhca.h"
 
-void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb)
+/*
+ * Free a page list once the command that named it is done; with @keep (the command's fate
+ * is unknown, see qhca_admin.c) its pages go to the admin queue until the device is reset.
+ */
+void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb, bool keep)
 {
-	struct device *d = &dev->pdev->dev;
 	u32 i;
 
 	for (i = 0; i < pb->nlists; i++)
-		if (pb->lists[i])
-			dma_free_coherent(d, PAGE_SIZE, pb->lists[i], pb->list_dma[i]);
-	if (pb->dir)
-		dma_free_coherent(d, pb->dir_size, pb->dir, pb->dma_dir);
+		qhca_admin_put_coherent(dev, keep, PAGE_SIZE, pb->lists[i], pb->list_dma[i]);
+	qhca_admin_put_coherent(dev, keep, pb->dir_size, pb->dir, pb->dma_dir);
 	kfree(pb->lists);
 	kfree(pb->list_dma);
 	memset(pb, 0, sizeof(*pb));
@@ -59,7 +60,7 @@ static int qhca_pbl_alloc(struct qhca_dev *dev, struct qhca_pbl_buf *pb, u32 npa
 		pb->dir[i] = pb->list_dma[i];
 	return 0;
 err:
-	qhca_pbl_free(dev, pb);
+	qhca_pbl_free(dev, pb, false);
 	return -ENOMEM;
 }
 
@@ -70,11 +71,14 @@ static void qhca_pbl_set(struct qhca_pbl_buf *pb, u32 i, u64 addr)
 
 int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb)
 {
+	size_t npages = ib_umem_num_dma_blocks(umem, PAGE_SIZE);
 	struct ib_block_iter biter;
 	u32 i = 0;
 	int err;
 
-	err = qhca_pbl_alloc(dev, pb, ib_umem_num_dma_blocks(umem, PAGE_SIZE));
+	if (!npages || npages > U32_MAX)	/* struct qhca_pbl counts pages in 32 bits */
+		return -EINVAL;
+	err = qhca_pbl_alloc(dev, pb, npages);
 	if (err)
 		return err;
 	rdma_for_each_block(umem->sgt_append.sgt.sgl, &biter, umem->sgt_append.sgt.nents,
@@ -97,7 +101,10 @@ int qhca_pbl_from_contig(struct qhca_dev *dev, dma_addr_t dma, size_t size,
 	return 0;
 }
 
-/* Run an object command whose input structure is @in (copied into DMA memory). */
+/*
+ * Run an object command whose input structure is @in and output @out, through a DMA buffer
+ * that the admin queue keeps if the command's fate is unknown.
+ */
 int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u32 in_len,
 		 void *out, u32 out_len, u32 *result0)
 {
@@ -129,8 +136,7 @@ int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u3
 	err = qhca_admin_exec(dev, &cmd, result0, NULL);
 	if (!err && out_len)
 		memcpy(out, buf, out_len);
-	if (buf)
-		dma_free_coherent(d, size, buf, dma);
+	qhca_admin_put_coherent(dev, qhca_admin_cmd_keep(dev, err), size, buf, dma);
 	return err;
 }
 
@@ -170,9 +176,10 @@ struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 vi
 	struct qhca_mr_create c = {};
 	struct qhca_pbl_buf pb;
 	struct qhca_mr *mr;
+	bool keep;
 	int err;
 
-	if (length > dev->attr.max_mr_size)
+	if (!length || length > dev->attr.max_mr_size || virt + length < virt)
 		return ERR_PTR(-EINVAL);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
@@ -192,9 +199,12 @@ struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 vi
 	c.page_offset = ib_umem_offset(mr->umem);
 	c.pbl = pb.desc;
 	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_MR, 0, &c, sizeof(c), NULL, 0, &mr->key);
-	qhca_pbl_free(dev, &pb);
-	if (err)
-		goto err_umem;
+	keep = qhca_admin_cmd_keep(dev, err);
+	qhca_pbl_free(dev, &pb, keep);
+	if (err) {
+		qhca_admin_put_umem(dev, keep, mr->umem);
+		goto err_free;
+	}
 	mr->ibmr.lkey = mr->ibmr.rkey = mr->key;
 	return &mr->ibmr;
 
@@ -207,14 +217,15 @@ err_free:
 
 int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
+	struct qhca_dev *dev = to_qdev(ibmr->device);
 	struct qhca_mr *mr = to_qmr(ibmr);
 	int err;
 
-	err = qhca_obj_cmd(to_qdev(ibmr->device), QHCA_CMD_DESTROY_MR, mr->key, NULL, 0, NULL, 0,
-			   NULL);
-	if (err)
+	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_MR, mr->key, NULL, 0, NULL, 0, NULL);
+	if (err && !qhca_admin_dead(dev))
 		return err;
-	ib_umem_release(mr->umem);
+	/* A dead queue: the region is gone for the OS, its pages stay pinned until reset. */
+	qhca_admin_put_umem(dev, qhca_admin_obj_keep(dev, err), mr->umem);
 	kfree(mr);
 	return 0;
 }

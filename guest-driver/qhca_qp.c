@@ -13,7 +13,10 @@
 #include "qhca.h"
 
 /* ---------------------------------------------------------------- rings */
-/* A work queue ring: user memory from the provider, or a kernel DMA buffer. */
+/*
+ * A work queue ring: user memory from the provider, or a kernel DMA buffer. The geometry
+ * has been validated (qhca_ring_geometry_ok): at most 2^15 entries of at most 4 KiB.
+ */
 static int qhca_ring_get(struct qhca_dev *dev, struct qhca_ring *r, struct ib_device *ibdev,
 			 u64 uaddr, bool user, struct qhca_pbl_buf *pb)
 {
@@ -39,30 +42,79 @@ static int qhca_ring_get(struct qhca_dev *dev, struct qhca_ring *r, struct ib_de
 	return err;
 }
 
-static void qhca_ring_put(struct qhca_dev *dev, struct qhca_ring *r)
+/* Free a ring, or with @keep hand its memory to the admin queue (see qhca_admin.c). */
+static void qhca_ring_put(struct qhca_dev *dev, struct qhca_ring *r, bool keep)
 {
-	if (r->umem)
-		ib_umem_release(r->umem);
-	if (r->buf)
-		dma_free_coherent(&dev->pdev->dev, r->size, r->buf, r->dma);
+	qhca_admin_put_umem(dev, keep, r->umem);
+	qhca_admin_put_coherent(dev, keep, r->size, r->buf, r->dma);
 	r->umem = NULL;
 	r->buf = NULL;
 }
 
-static u8 qhca_sq_stride_log2(u32 max_sge, u32 max_inline, bool ud)
+/* At most 2^15 entries and no more than @max_wr; a WQE stride of at most 4 KiB. */
+static bool qhca_ring_geometry_ok(const struct qhca_ring *r, u32 max_wr)
 {
-	u32 bytes = sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
-		    max_t(u32, max_sge * sizeof(struct qhca_sge), max_inline);
+	return r->log2 <= QHCA_WQ_MAX_LOG2 && qhca_log2_fits(r->log2, max_wr) &&
+	       r->stride_log2 <= QHCA_WQE_MAX_STRIDE_LOG2;
+}
+
+/* Computed in 64 bits: the counts come from the caller and the device. */
+static u32 qhca_sq_stride_log2(u32 max_sge, u32 max_inline, bool ud)
+{
+	u64 bytes = sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
+		    max_t(u64, (u64)max_sge * sizeof(struct qhca_sge), max_inline);
 
 	return order_base_2(bytes);
 }
 
-static u8 qhca_rq_stride_log2(u32 max_sge)
+static u32 qhca_rq_stride_log2(u32 max_sge)
 {
-	return order_base_2(sizeof(struct qhca_rq_wqe) + max(max_sge, 1u) * sizeof(struct qhca_sge));
+	return order_base_2(sizeof(struct qhca_rq_wqe) +
+			    (u64)max(max_sge, 1u) * sizeof(struct qhca_sge));
+}
+
+/*
+ * The provider chooses the ring geometry (abi/qhca_uabi.h): it may round up, never down.
+ * Every value here comes from user space; the caller checks the limits before any shift.
+ */
+static int qhca_qp_user_geometry(struct qhca_qp *qp, const struct qhca_create_qp_cmd *u,
+				 bool srq)
+{
+	if (u->rsvd || u->sq_log2 < qp->sq.log2 || u->sq_stride_log2 < qp->sq.stride_log2)
+		return -EINVAL;
+	qp->sq.log2 = u->sq_log2;
+	qp->sq.stride_log2 = u->sq_stride_log2;
+	if (srq)	/* no receive queue of its own: "rq_addr 0 with an SRQ" */
+		return u->rq_addr || u->rq_log2 || u->rq_stride_log2 ? -EINVAL : 0;
+	if (u->rq_log2 < qp->rq.log2 || u->rq_stride_log2 < qp->rq.stride_log2)
+		return -EINVAL;
+	qp->rq.log2 = u->rq_log2;
+	qp->rq.stride_log2 = u->rq_stride_log2;
+	return 0;
 }
 
 /* ---------------------------------------------------------------- QP create and destroy */
+/* Let the kernel CQs of a new QP find it when polling (qhca_cq.c). */
+static int qhca_qp_attach_cqs(struct qhca_qp *qp, struct ib_cq *scq, struct ib_cq *rcq)
+{
+	int err = 0;
+
+	if (scq)
+		err = qhca_cq_attach_qp(to_qcq(scq), qp);
+	if (!err && rcq && rcq != scq)
+		err = qhca_cq_attach_qp(to_qcq(rcq), qp);
+	return err;
+}
+
+/* Forget the QP in its CQs' tables: once this returns, no poller is using it. */
+static void qhca_qp_detach_cqs(struct qhca_qp *qp, struct ib_cq *scq, struct ib_cq *rcq)
+{
+	if (scq)
+		qhca_cq_detach_qp(to_qcq(scq), qp);
+	if (rcq && rcq != scq)
+		qhca_cq_detach_qp(to_qcq(rcq), qp);
+}
+
 int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qdev(ibqp->device);
@@ -73,8 +125,8 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	struct qhca_qp_create c = {};
 	struct qhca_pbl_buf sq_pb = {}, rq_pb = {};
 	struct qhca_create_qp_cmd ucmd = {};
-	bool ud;
-	int err;
+	bool ud, keep = false;
+	int err, derr;
 
 	switch (init->qp_type) {
 	case IB_QPT_RC:
@@ -88,7 +140,7 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	if (init->create_flags || cap->max_send_wr > dev->attr.max_qp_wr ||
 	    cap->max_recv_wr > dev->attr.max_qp_wr || cap->max_send_sge > dev->attr.max_send_sge ||
 	    cap->max_recv_sge > dev->attr.max_recv_sge ||
-	    cap->max_inline_data > dev->attr.max_inline_data)
+	    cap->max_inline_data > dev->attr.max_inline_data || cap->max_inline_data > U16_MAX)
 		return -EINVAL;
 	ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
 	spin_lock_init(&qp->sq_lock);
@@ -96,24 +148,21 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	qp->type = init->qp_type;
 	qp->sq.log2 = order_base_2(max(cap->max_send_wr, 1u));
 	qp->sq.stride_log2 = qhca_sq_stride_log2(cap->max_send_sge, cap->max_inline_data, ud);
-	qp->rq.log2 = order_base_2(max(cap->max_recv_wr, 1u));
-	qp->rq.stride_log2 = qhca_rq_stride_log2(cap->max_recv_sge);
-	if (uctx) {
-		if (udata->inlen < sizeof(ucmd) ||
-		    ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
-			return -EFAULT;
-		/* The provider may round up, never down, and stays within the device's limits. */
-		if (ucmd.sq_log2 < qp->sq.log2 || ucmd.sq_stride_log2 < qp->sq.stride_log2 ||
-		    (!init->srq && (ucmd.rq_log2 < qp->rq.log2 ||
-				    ucmd.rq_stride_log2 < qp->rq.stride_log2)) || ucmd.rsvd)
-			return -EINVAL;
-		qp->sq.log2 = ucmd.sq_log2;
-		qp->sq.stride_log2 = ucmd.sq_stride_log2;
-		qp->rq.log2 = ucmd.rq_log2;
-		qp->rq.stride_log2 = ucmd.rq_stride_log2;
+	if (!init->srq) {
+		qp->rq.log2 = order_base_2(max(cap->max_recv_wr, 1u));
+		qp->rq.stride_log2 = qhca_rq_stride_log2(cap->max_recv_sge);
 	}
-	if ((1u << qp->sq.log2) > dev->attr.max_qp_wr || qp->sq.stride_log2 > 12 ||
-	    (!init->srq && ((1u << qp->rq.log2) > dev->attr.max_qp_wr || qp->rq.stride_log2 > 12)))
+	if (uctx) {
+		if (udata->inlen < sizeof(ucmd))
+			return -EINVAL;
+		if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
+			return -EFAULT;
+		err = qhca_qp_user_geometry(qp, &ucmd, init->srq);
+		if (err)
+			return err;
+	}
+	if (!qhca_ring_geometry_ok(&qp->sq, dev->attr.max_qp_wr) ||
+	    (!init->srq && !qhca_ring_geometry_ok(&qp->rq, dev->attr.max_qp_wr)))
 		return -EINVAL;
 	err = qhca_ring_get(dev, &qp->sq, ibqp->device, ucmd.sq_addr, uctx, &sq_pb);
 	if (err)
@@ -138,14 +187,18 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	c.sq_pbl = sq_pb.desc;
 	c.rq_pbl = rq_pb.desc;
 	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_QP, 0, &c, sizeof(c), NULL, 0, &qp->qpn);
-	qhca_pbl_free(dev, &sq_pb);
-	qhca_pbl_free(dev, &rq_pb);
+	keep = qhca_admin_cmd_keep(dev, err);
 	if (err)
 		goto err_rings;
+	qhca_pbl_free(dev, &sq_pb, false);
+	qhca_pbl_free(dev, &rq_pb, false);
 	qp->max_inline = cap->max_inline_data;
 	err = xa_err(xa_store(&dev->qps, qp->qpn, qp, GFP_KERNEL));
 	if (err)
 		goto err_destroy;
+	err = qhca_qp_attach_cqs(qp, init->send_cq, init->recv_cq);
+	if (err)
+		goto err_xa;
 	/* GSI is QP1 on the wire whatever the device numbered it. */
 	qp->ibqp.qp_num = init->qp_type == IB_QPT_GSI ? 1 : qp->qpn;
 	cap->max_send_wr = 1u << qp->sq.log2;
@@ -161,14 +214,17 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	return 0;
 
 err_xa:
+	qhca_qp_detach_cqs(qp, init->send_cq, init->recv_cq);
 	xa_erase(&dev->qps, qp->qpn);
+	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));	/* async events */
 err_destroy:
-	qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
+	derr = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
+	keep = qhca_admin_obj_keep(dev, derr);
 err_rings:
-	qhca_pbl_free(dev, &sq_pb);
-	qhca_pbl_free(dev, &rq_pb);
-	qhca_ring_put(dev, &qp->sq);
-	qhca_ring_put(dev, &qp->rq);
+	qhca_pbl_free(dev, &sq_pb, keep);
+	qhca_pbl_free(dev, &rq_pb, keep);
+	qhca_ring_put(dev, &qp->sq, keep);
+	qhca_ring_put(dev, &qp->rq, keep);
 	return err;
 }
 
@@ -179,12 +235,14 @@ int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	int err;
 
 	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
-	if (err)
+	if (err && !qhca_admin_dead(dev))
 		return err;
+	/* With a dead queue the QP is gone for the OS; its rings stay until reset. */
+	qhca_qp_detach_cqs(qp, ibqp->send_cq, ibqp->recv_cq);
 	xa_erase(&dev->qps, qp->qpn);
 	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));	/* async events */
-	qhca_ring_put(dev, &qp->sq);
-	qhca_ring_put(dev, &qp->rq);
+	qhca_ring_put(dev, &qp->sq, qhca_admin_obj_keep(dev, err));
+	qhca_ring_put(dev, &qp->rq, qhca_admin_obj_keep(dev, err));
 	return 0;
 }
 
@@ -302,7 +360,7 @@ int qhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->port_num = 1;
 	attr->ah_attr = qp->ah_attr;
 	attr->cap.max_send_wr = 1u << qp->sq.log2;
-	attr->cap.max_recv_wr = qp->rq.log2 ? 1u << qp->rq.log2 : 0;
+	attr->cap.max_recv_wr = ibqp->srq ? 0 : 1u << qp->rq.log2;
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->cap.max_send_sge = dev->attr.max_send_sge;
 	attr->cap.max_recv_sge = dev->attr.max_recv_sge;
@@ -400,7 +458,8 @@ static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void
 		u32 len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline ||
+			/* len <= max_inline, so neither side can wrap */
+			if (wr->sg_list[i].length > qp->max_inline - len ||
 			    seg + len + wr->sg_list[i].length > w + stride)
 				return -EINVAL;
 			memcpy(seg + len, (void *)(uintptr_t)wr->sg_list[i].addr,
@@ -411,7 +470,7 @@ static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void
 		h->inline_len = len;
 		return 0;
 	}
-	if (seg + wr->num_sge * sizeof(struct qhca_sge) > w + stride)
+	if (wr->num_sge < 0 || seg + wr->num_sge * sizeof(struct qhca_sge) > w + stride)
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
 		struct qhca_sge *s = seg + i * sizeof(*s);
@@ -456,7 +515,7 @@ static int qhca_build_recv(struct qhca_ring *r, const struct ib_recv_wr *wr)
 
 	if (qhca_ring_full(r))
 		return -ENOMEM;
-	if (sizeof(*h) + wr->num_sge * sizeof(*s) > (1u << r->stride_log2))
+	if (wr->num_sge < 0 || sizeof(*h) + wr->num_sge * sizeof(*s) > (1u << r->stride_log2))
 		return -EINVAL;
 	h->wr_id = wr->wr_id;
 	h->num_sge = wr->num_sge;
@@ -503,7 +562,8 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	struct qhca_srq_create c = {};
 	struct qhca_create_srq_cmd ucmd = {};
 	struct qhca_pbl_buf pb = {};
-	int err;
+	bool keep = false;
+	int err, derr;
 
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
@@ -513,15 +573,19 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	srq->rq.log2 = order_base_2(max(init->attr.max_wr, 1u));
 	srq->rq.stride_log2 = qhca_rq_stride_log2(init->attr.max_sge);
 	if (uctx) {
-		if (udata->inlen < sizeof(ucmd) || ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
+		if (udata->inlen < sizeof(ucmd))
+			return -EINVAL;
+		if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
 			return -EFAULT;
+		/* From user space: may round up, never down; checked below before any shift. */
 		if (ucmd.log2 < srq->rq.log2 || ucmd.stride_log2 < srq->rq.stride_log2 ||
-		    ucmd.stride_log2 > 12 || (1u << ucmd.log2) > dev->attr.max_srq_wr ||
 		    ucmd.rsvd0 || ucmd.rsvd1)
 			return -EINVAL;
 		srq->rq.log2 = ucmd.log2;
 		srq->rq.stride_log2 = ucmd.stride_log2;
 	}
+	if (!qhca_ring_geometry_ok(&srq->rq, dev->attr.max_srq_wr))
+		return -EINVAL;
 	err = qhca_ring_get(dev, &srq->rq, ibsrq->device, ucmd.buf_addr, uctx, &pb);
 	if (err)
 		goto err_ring;
@@ -532,7 +596,8 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	c.limit = init->attr.srq_limit;
 	c.pbl = pb.desc;
 	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_SRQ, 0, &c, sizeof(c), NULL, 0, &srq->srqn);
-	qhca_pbl_free(dev, &pb);
+	keep = qhca_admin_cmd_keep(dev, err);
+	qhca_pbl_free(dev, &pb, keep);
 	if (err)
 		goto err_ring;
 	err = xa_err(xa_store(&dev->srqs, srq->srqn, srq, GFP_KERNEL));
@@ -549,11 +614,13 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	return 0;
 err_xa:
 	xa_erase(&dev->srqs, srq->srqn);
+	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));
 err_destroy:
-	qhca_obj_cmd(dev, QHCA_CMD_DESTROY_SRQ, srq->srqn, NULL, 0, NULL, 0, NULL);
+	derr = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_SRQ, srq->srqn, NULL, 0, NULL, 0, NULL);
+	keep = qhca_admin_obj_keep(dev, derr);
 err_ring:
-	qhca_pbl_free(dev, &pb);
-	qhca_ring_put(dev, &srq->rq);
+	qhca_pbl_free(dev, &pb, keep);
+	qhca_ring_put(dev, &srq->rq, keep);
 	return err;
 }
 
@@ -589,11 +656,12 @@ int qhca_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	int err;
 
 	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_SRQ, srq->srqn, NULL, 0, NULL, 0, NULL);
-	if (err)
+	if (err && !qhca_admin_dead(dev))
 		return err;
+	/* With a dead queue the SRQ is gone for the OS; its ring stays until reset. */
 	xa_erase(&dev->srqs, srq->srqn);
 	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));
-	qhca_ring_put(dev, &srq->rq);
+	qhca_ring_put(dev, &srq->rq, qhca_admin_obj_keep(dev, err));
 	return 0;
 }
 

@@ -48,7 +48,7 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 	attr->local_ca_ack_delay = a->local_ca_ack_delay;
 	attr->atomic_cap = (a->dev_caps & QHCA_DEV_CAP_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	attr->max_qp_rd_atom = a->max_qp_rd_atom;
-	attr->max_res_rd_atom = a->max_qp_rd_atom * a->max_qp;
+	attr->max_res_rd_atom = min_t(u64, (u64)a->max_qp_rd_atom * a->max_qp, INT_MAX);
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_CHANGE_PHY_PORT;
 	return 0;
@@ -223,8 +223,12 @@ static int qhca_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 static int qhca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return qhca_admin_handle_cmd(to_qdev(ibpd->device), QHCA_CMD_DESTROY_PD,
-				     to_qpd(ibpd)->handle, NULL);
+	struct qhca_dev *dev = to_qdev(ibpd->device);
+	int err;
+
+	err = qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_PD, to_qpd(ibpd)->handle, NULL);
+	/* A dead queue: the PD is gone for the OS (it holds no memory of ours). */
+	return err && !qhca_admin_dead(dev) ? err : 0;
 }
 
 /* ---------------------------------------------------------------- hw_counters */

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_NOP] = "NOP",
@@ -411,19 +411,23 @@ static uint16_t cmd_query_counters(struct qhca_engine *e, const struct qhca_cmd 
 								     QHCA_ST_OK;
 }
 
+/* Commands whose body is a struct qhca_cmd_handle, whose reserved word must be zero. */
+#define HANDLE_BODY	sizeof(struct qhca_cmd_handle), true
+
 static const struct {
 	cmd_handler fn;
 	uint16_t body_len;
+	bool handle_body;
 } cmd_table[QHCA_CMD_MAX] = {
 	[QHCA_CMD_NOP] = { cmd_nop, 0 },
 	[QHCA_CMD_QUERY_DEVICE] = { cmd_query_device, sizeof(struct qhca_cmd_query) },
 	[QHCA_CMD_QUERY_PORT] = { cmd_query_port, sizeof(struct qhca_cmd_query) },
 	[QHCA_CMD_CREATE_UCTX] = { cmd_create_uctx, 0 },
-	[QHCA_CMD_DESTROY_UCTX] = { cmd_destroy_uctx, sizeof(struct qhca_cmd_handle) },
-	[QHCA_CMD_CREATE_PD] = { cmd_create_pd, sizeof(struct qhca_cmd_handle) },
-	[QHCA_CMD_DESTROY_PD] = { cmd_destroy_pd, sizeof(struct qhca_cmd_handle) },
+	[QHCA_CMD_DESTROY_UCTX] = { cmd_destroy_uctx, HANDLE_BODY },
+	[QHCA_CMD_CREATE_PD] = { cmd_create_pd, HANDLE_BODY },
+	[QHCA_CMD_DESTROY_PD] = { cmd_destroy_pd, HANDLE_BODY },
 	[QHCA_CMD_CREATE_EQ] = { cmd_create_eq, sizeof(struct qhca_cmd_create_eq) },
-	[QHCA_CMD_DESTROY_EQ] = { cmd_destroy_eq, sizeof(struct qhca_cmd_handle) },
+	[QHCA_CMD_DESTROY_EQ] = { cmd_destroy_eq, HANDLE_BODY },
 	[QHCA_CMD_ETH_START] = { cmd_eth_start, sizeof(struct qhca_cmd_eth_start) },
 	[QHCA_CMD_ETH_STOP] = { cmd_eth_stop, 0 },
 	[QHCA_CMD_SET_MAC] = { cmd_set_mac, sizeof(struct qhca_cmd_set_mac) },
@@ -462,8 +466,7 @@ static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			       cmd_name(h->opcode));
 		return QHCA_ST_BAD_FIELD;
 	}
-	/* Handlers that take a handle body require its reserved word to be zero too. */
-	if (want == sizeof(struct qhca_cmd_handle) && cmd->handle.rsvd)
+	if (cmd_table[h->opcode].handle_body && cmd->handle.rsvd)
 		return QHCA_ST_BAD_FIELD;
 	return cmd_table[h->opcode].fn(e, cmd, res);
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 #define CQ_MAX_LOG2	22
 

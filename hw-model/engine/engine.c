@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 static bool is_pow2(uint32_t v)
 {
@@ -263,12 +263,36 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	if (!e->mr || !e->cq || !e->srq || !e->qp || !e->pkt || !e->payload ||
 	    qhca_loopback_init(e))
 		goto err;
-	roce_opcode_info(0);	/* build the opcode table before any packet */
 	qhca_engine_reset(e);
 	return 0;
 err:
 	qhca_engine_fini(e);
 	return -1;
+}
+
+struct qhca_engine *qhca_engine_new(const struct qhca_engine_config *cfg,
+				    const struct qhca_engine_ops *ops, void *opaque)
+{
+	struct qhca_engine *e = malloc(sizeof(*e));
+
+	if (e && qhca_engine_init(e, cfg, ops, opaque)) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+void qhca_engine_free(struct qhca_engine *e)
+{
+	if (!e)
+		return;
+	qhca_engine_fini(e);
+	free(e);
+}
+
+bool qhca_engine_tx_blocked(const struct qhca_engine *e)
+{
+	return e->tx_blocked;
 }
 
 void qhca_engine_fini(struct qhca_engine *e)

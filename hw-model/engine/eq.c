@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 static uint32_t eq_size(const struct qhca_eq *q)
 {
@@ -36,6 +36,7 @@ uint16_t qhca_eq_create(struct qhca_engine *e, const struct qhca_cmd_create_eq *
 	q->ring = c->ring_addr;
 	q->log2 = c->log2_entries;
 	q->vector = c->vector;
+	q->handle = h;
 	if (c->flags & QHCA_EQ_ASYNC)
 		e->async_eq = (int)idx;
 	*handle = h;
@@ -106,7 +107,7 @@ int qhca_eq_post(struct qhca_engine *e, int idx, uint8_t type, uint32_t handle, 
 	uint32_t used = q->pi - q->ci;
 
 	if (q->overflowed && used + 2 <= eq_size(q)) {
-		if (write_eqe(e, q, QHCA_EVENT_EQ_OVERFLOW, 0, 0) == 0)
+		if (write_eqe(e, q, QHCA_EVENT_EQ_OVERFLOW, q->handle, 0) == 0)
 			q->overflowed = false;
 		used++;
 	}
@@ -117,7 +118,7 @@ int qhca_eq_post(struct qhca_engine *e, int idx, uint8_t type, uint32_t handle, 
 		return -1;
 	}
 	if (write_eqe(e, q, type, handle, data)) {
-		qhca_log(e, QHCA_LOG_ERR, "EQ %d: event %u could not be written", idx, type);
+		qhca_log_guest(e, "EQ %d: event %u could not be written to its ring", idx, type);
 		return -1;
 	}
 	if (q->vector >= 32 || !(e->intr_mask & (1u << q->vector)))

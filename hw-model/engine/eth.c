@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 static uint64_t desc_addr(uint64_t ring, uint32_t log2, uint32_t idx)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 /* ---------------------------------------------------------------- page lists */
 static int read_page_addrs(struct qhca_engine *e, uint64_t addr, uint64_t *out, uint32_t n)

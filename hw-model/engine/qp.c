@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 static const char *const state_names[] = {
 	[QHCA_QPS_RESET] = "RESET", [QHCA_QPS_INIT] = "INIT", [QHCA_QPS_RTR] = "RTR",

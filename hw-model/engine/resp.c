@@ -7,15 +7,7 @@
  */
 #include <string.h>
 
-#include "qhca_engine.h"
-
-/* AETH syndromes (IBA 9.7.5.2.4 / table 42). */
-#define AETH_ACK		0x1f	/* ACK, end-to-end credits not used */
-#define AETH_RNR_NAK		0x20	/* | RNR timer */
-#define AETH_NAK_SEQ		0x60
-#define AETH_NAK_INV_REQ	0x61
-#define AETH_NAK_REM_ACCESS	0x62
-#define AETH_NAK_REM_OP		0x63
+#include "engine_internal.h"
 
 #define GRH_LEN			40
 #define GSI_QKEY		0x80010000u
@@ -60,7 +52,7 @@ static void resp_pkt(struct qhca_qp *qp, struct roce_pkt *r, uint8_t opcode, uin
 	r->psn = psn & 0xffffff;
 	r->dqpn = qp->dest_qpn;
 	r->pkey = ROCE_DEFAULT_PKEY;
-	r->aeth_syndrome = AETH_ACK;
+	r->aeth_syndrome = ROCE_AETH_ACK;
 	r->aeth_msn = qp->msn & 0xffffff;
 }
 
@@ -70,9 +62,9 @@ static void send_aeth(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, u
 
 	resp_pkt(qp, &r, ROCE_TS_RC | ROCE_OP_ACKNOWLEDGE, psn);
 	r.aeth_syndrome = syndrome;
-	if (syndrome != AETH_ACK) {
+	if (syndrome != ROCE_AETH_ACK) {
 		e->cnt.naks_sent++;
-		if ((syndrome & 0xe0) == AETH_RNR_NAK)
+		if (ROCE_AETH_TYPE(syndrome) == ROCE_AETH_TYPE_RNR_NAK)
 			e->cnt.rnr_naks_sent++;
 	}
 	qhca_xmit_pkt(e, qp, &r);
@@ -84,7 +76,7 @@ static void resp_error(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 {
 	qhca_log_guest(e, "QP 0x%x: request PSN 0x%x (%s) refused: %s", qp->qpn, p->psn,
 		       roce_opcode_info(p->opcode)->name, why);
-	if (syndrome == AETH_NAK_REM_ACCESS)
+	if (syndrome == ROCE_AETH_NAK_REM_ACCESS)
 		e->cnt.remote_access_errors++;
 	if (qp->type == QHCA_QPT_RC)
 		send_aeth(e, qp, p->psn, syndrome);
@@ -196,7 +188,7 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	if (qp->rr.dropped) {
 		qp->rr.dropped = false;
 		qp->nak_sent = true;
-		send_aeth(e, qp, qp->epsn, AETH_NAK_SEQ);
+		send_aeth(e, qp, qp->epsn, ROCE_AETH_NAK_PSN_SEQ);
 	}
 	return true;
 }
@@ -237,18 +229,18 @@ static void resp_read(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 	uint32_t n = read_npkts(qp, p->reth_len);
 
 	if (!qp->max_dest_rd_atomic) {
-		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "no responder resources");
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "no responder resources");
 		return;
 	}
 	if (!(qp->access & QHCA_ACCESS_REMOTE_READ) ||
 	    (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va, p->reth_len,
 						 QHCA_ACCESS_REMOTE_READ, &why)))) {
-		resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
 			   why ? why : "QP without remote read");
 		return;
 	}
 	if (p->reth_len > 0x80000000u) {
-		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "READ too long");
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "READ too long");
 		return;
 	}
 	rd = rd_slot(qp);
@@ -282,7 +274,7 @@ static void resp_atomic(struct qhca_engine *e, struct qhca_qp *qp, const struct 
 	uint64_t orig, val;
 
 	if (!qp->max_dest_rd_atomic || p->atomic_va % 8) {
-		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
 			   "no responder resources or misaligned atomic");
 		return;
 	}
@@ -290,7 +282,7 @@ static void resp_atomic(struct qhca_engine *e, struct qhca_qp *qp, const struct 
 	    !(mr = qhca_mr_check(e, p->atomic_rkey, qp->pd, p->atomic_va, 8,
 				 QHCA_ACCESS_REMOTE_ATOMIC, &why)) ||
 	    qhca_mr_xfer(e, mr, p->atomic_va, &orig, 8, false)) {
-		resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
 		return;
 	}
 	/* Atomic with respect to this device: it runs to completion under one lock. */
@@ -299,7 +291,7 @@ static void resp_atomic(struct qhca_engine *e, struct qhca_qp *qp, const struct 
 	else
 		val = orig + p->atomic_swap_add;
 	if (qhca_mr_xfer(e, mr, p->atomic_va, &val, 8, true)) {
-		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "atomic target unwritable");
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "atomic target unwritable");
 		return;
 	}
 	rd = rd_slot(qp);
@@ -336,7 +328,7 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 									p->reth_va, p->reth_len,
 									QHCA_ACCESS_REMOTE_READ,
 									&why))) {
-					resp_error(e, qp, p, AETH_NAK_REM_ACCESS,
+					resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS,
 						   QHCA_EVENT_QP_ACCESS_ERR, why);
 					return;
 				}
@@ -349,7 +341,7 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 		return;
 	}
 	if (p->ackreq)
-		send_aeth(e, qp, (qp->epsn - 1) & 0xffffff, AETH_ACK);
+		send_aeth(e, qp, (qp->epsn - 1) & 0xffffff, ROCE_AETH_ACK);
 }
 
 /* ---------------------------------------------------------------- SEND and WRITE */
@@ -363,7 +355,7 @@ static bool recv_ready(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	if (r == -1) {
 		/* Receiver not ready: RNR NAK with the QP's timer, the PSN is not consumed. */
 		if (qp->type == QHCA_QPT_RC)
-			send_aeth(e, qp, p->psn, AETH_RNR_NAK | (qp->min_rnr_timer & 0x1f));
+			send_aeth(e, qp, p->psn, ROCE_AETH_RNR_NAK(qp->min_rnr_timer));
 		else
 			qp->drop_msg = true;
 		return false;
@@ -371,7 +363,7 @@ static bool recv_ready(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	if (r < 0) {
 		qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_LOC_PROT_ERR, QHCA_WC_RECV, 0, 0, 0,
 				   NULL, false);
-		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "bad receive WQE");
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "bad receive WQE");
 		return false;
 	}
 	qp->recv.offset = 0;
@@ -391,7 +383,7 @@ static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 	if (r) {
 		qhca_recv_complete(e, qp, &qp->recv, r == -2 ? QHCA_WC_LOC_LEN_ERR :
 				   QHCA_WC_LOC_PROT_ERR, QHCA_WC_RECV, 0, 0, 0, NULL, false);
-		resp_error(e, qp, p, r == -2 ? AETH_NAK_INV_REQ : AETH_NAK_REM_OP,
+		resp_error(e, qp, p, r == -2 ? ROCE_AETH_NAK_INV_REQ : ROCE_AETH_NAK_REM_OP,
 			   QHCA_EVENT_QP_FATAL, "message does not fit the receive WQE");
 		return;
 	}
@@ -408,7 +400,7 @@ static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 			if (!mr || mr->pd != qp->pd) {
 				qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_REM_INV_REQ_ERR,
 						   QHCA_WC_RECV, 0, 0, 0, NULL, false);
-				resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+				resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
 					   "SEND_WITH_INV of a foreign key");
 				return;
 			}
@@ -421,7 +413,7 @@ static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 				   (uint32_t)qp->recv.offset, imm, cflags, p, p->se);
 	}
 	if (qp->type == QHCA_QPT_RC && p->ackreq)
-		send_aeth(e, qp, p->psn, AETH_ACK);
+		send_aeth(e, qp, p->psn, ROCE_AETH_ACK);
 }
 
 static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p,
@@ -446,7 +438,7 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 				qp->epsn = (p->psn + 1) & 0xffffff;
 				return;
 			}
-			resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
+			resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
 			return;
 		}
 		qp->write_mr = mr ? qhca_mr_get(mr) : NULL;
@@ -457,7 +449,7 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	/* Every packet but the last carries exactly one MTU; nothing past the RETH length. */
 	if (p->payload_len > qp->write_left || (!(f & ROCE_F_LAST) && p->payload_len != qp->mtu) ||
 	    ((f & ROCE_F_LAST) && p->payload_len != qp->write_left)) {
-		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
 			   "RDMA WRITE length disagrees with its RETH");
 		return;
 	}
@@ -466,13 +458,13 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		return;
 	if (p->payload_len && !qhca_mr_usable(qp->write_mr)) {
 		/* Deregistered or invalidated between the packets of the message. */
-		resp_error(e, qp, p, AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
 			   "write target went away");
 		return;
 	}
 	if (p->payload_len &&
 	    qhca_mr_xfer(e, qp->write_mr, qp->write_va, (void *)p->payload, p->payload_len, true)) {
-		resp_error(e, qp, p, AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "write target unwritable");
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL, "write target unwritable");
 		return;
 	}
 	qp->write_va += p->payload_len;
@@ -487,7 +479,7 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 					   p->imm, QHCA_CQE_FLAG_IMM, p, p->se);
 	}
 	if (qp->type == QHCA_QPT_RC && p->ackreq)
-		send_aeth(e, qp, p->psn, AETH_ACK);
+		send_aeth(e, qp, p->psn, ROCE_AETH_ACK);
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -542,7 +534,7 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		e->cnt.roce_rx_out_of_seq++;
 		if (!qp->nak_sent) {
 			qp->nak_sent = true;
-			send_aeth(e, qp, qp->epsn, AETH_NAK_SEQ);
+			send_aeth(e, qp, qp->epsn, ROCE_AETH_NAK_PSN_SEQ);
 		}
 		return;
 	}
@@ -556,7 +548,7 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 			qp->drop_msg = true;
 			return;
 		}
-		resp_error(e, qp, p, AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "opcode out of sequence");
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR, "opcode out of sequence");
 		return;
 	}
 	if (f & ROCE_F_SEND)

@@ -62,98 +62,76 @@ static uint64_t get64(const uint8_t *p)
 #define IETH_LEN	4
 #define DETH_LEN	8
 
-struct op_desc {
-	const char *name;
-	uint32_t flags;
-};
-
 #define REQ_SEND	(ROCE_F_REQ | ROCE_F_SEND | ROCE_F_PAYLOAD)
 #define REQ_WRITE	(ROCE_F_REQ | ROCE_F_WRITE | ROCE_F_PAYLOAD)
 #define RESP_READ	(ROCE_F_RESP | ROCE_F_READ | ROCE_F_PAYLOAD)
+#define ONLY		(ROCE_F_FIRST | ROCE_F_LAST)
 
-static const struct op_desc ops[32] = {
-	[ROCE_OP_SEND_FIRST] = { "SEND_FIRST", REQ_SEND | ROCE_F_FIRST },
-	[ROCE_OP_SEND_MIDDLE] = { "SEND_MIDDLE", REQ_SEND | ROCE_F_MIDDLE },
-	[ROCE_OP_SEND_LAST] = { "SEND_LAST", REQ_SEND | ROCE_F_LAST },
-	[ROCE_OP_SEND_LAST_IMM] = { "SEND_LAST_WITH_IMMEDIATE", REQ_SEND | ROCE_F_LAST | ROCE_F_IMMDT },
-	[ROCE_OP_SEND_ONLY] = { "SEND_ONLY", REQ_SEND | ROCE_F_FIRST | ROCE_F_LAST },
-	[ROCE_OP_SEND_ONLY_IMM] = { "SEND_ONLY_WITH_IMMEDIATE",
-				    REQ_SEND | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_IMMDT },
-	[ROCE_OP_WRITE_FIRST] = { "RDMA_WRITE_FIRST", REQ_WRITE | ROCE_F_FIRST | ROCE_F_RETH },
-	[ROCE_OP_WRITE_MIDDLE] = { "RDMA_WRITE_MIDDLE", REQ_WRITE | ROCE_F_MIDDLE },
-	[ROCE_OP_WRITE_LAST] = { "RDMA_WRITE_LAST", REQ_WRITE | ROCE_F_LAST },
-	[ROCE_OP_WRITE_LAST_IMM] = { "RDMA_WRITE_LAST_WITH_IMMEDIATE",
-				     REQ_WRITE | ROCE_F_LAST | ROCE_F_IMMDT },
-	[ROCE_OP_WRITE_ONLY] = { "RDMA_WRITE_ONLY",
-				 REQ_WRITE | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_RETH },
-	[ROCE_OP_WRITE_ONLY_IMM] = { "RDMA_WRITE_ONLY_WITH_IMMEDIATE", REQ_WRITE | ROCE_F_FIRST |
-				     ROCE_F_LAST | ROCE_F_RETH | ROCE_F_IMMDT },
-	[ROCE_OP_READ_REQUEST] = { "RDMA_READ_REQUEST", ROCE_F_REQ | ROCE_F_READ | ROCE_F_RETH |
-				   ROCE_F_FIRST | ROCE_F_LAST },
-	[ROCE_OP_READ_RESPONSE_FIRST] = { "RDMA_READ_RESPONSE_FIRST",
-					  RESP_READ | ROCE_F_FIRST | ROCE_F_AETH },
-	[ROCE_OP_READ_RESPONSE_MIDDLE] = { "RDMA_READ_RESPONSE_MIDDLE", RESP_READ | ROCE_F_MIDDLE },
-	[ROCE_OP_READ_RESPONSE_LAST] = { "RDMA_READ_RESPONSE_LAST",
-					 RESP_READ | ROCE_F_LAST | ROCE_F_AETH },
-	[ROCE_OP_READ_RESPONSE_ONLY] = { "RDMA_READ_RESPONSE_ONLY",
-					 RESP_READ | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_AETH },
-	[ROCE_OP_ACKNOWLEDGE] = { "ACKNOWLEDGE", ROCE_F_RESP | ROCE_F_AETH | ROCE_F_FIRST |
-				  ROCE_F_LAST },
-	[ROCE_OP_ATOMIC_ACKNOWLEDGE] = { "ATOMIC_ACKNOWLEDGE", ROCE_F_RESP | ROCE_F_ATOMIC |
-					 ROCE_F_AETH | ROCE_F_ATOMICACKETH | ROCE_F_FIRST |
-					 ROCE_F_LAST },
-	[ROCE_OP_COMPARE_SWAP] = { "COMPARE_SWAP", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH |
-				   ROCE_F_FIRST | ROCE_F_LAST },
-	[ROCE_OP_FETCH_ADD] = { "FETCH_ADD", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH |
-				ROCE_F_FIRST | ROCE_F_LAST },
-	[ROCE_OP_SEND_LAST_INV] = { "SEND_LAST_WITH_INVALIDATE",
-				    REQ_SEND | ROCE_F_LAST | ROCE_F_IETH },
-	[ROCE_OP_SEND_ONLY_INV] = { "SEND_ONLY_WITH_INVALIDATE",
-				    REQ_SEND | ROCE_F_FIRST | ROCE_F_LAST | ROCE_F_IETH },
+/* BTH and the extended headers an opcode's flags call for: a constant expression. */
+#define HDR_LEN(f)							\
+	(ROCE_BTH_LEN + ((f) & ROCE_F_RETH ? RETH_LEN : 0) +		\
+	 ((f) & ROCE_F_AETH ? AETH_LEN : 0) +				\
+	 ((f) & ROCE_F_ATOMICETH ? ATOMICETH_LEN : 0) +			\
+	 ((f) & ROCE_F_ATOMICACKETH ? ATOMICACK_LEN : 0) +		\
+	 ((f) & ROCE_F_IMMDT ? IMMDT_LEN : 0) + ((f) & ROCE_F_IETH ? IETH_LEN : 0) + \
+	 ((f) & ROCE_F_DETH ? DETH_LEN : 0))
+
+#define OPC(ts, op, name, f) [(ts) | ROCE_OP_##op] = { name, (f), HDR_LEN(f) },
+
+/* SEND and RDMA WRITE: RC and UC (IBA 9.8.3 lists what UC carries). */
+#define SEND_WRITE_OPS(X, ts)							\
+	X(ts, SEND_FIRST, "SEND_FIRST", REQ_SEND | ROCE_F_FIRST)		\
+	X(ts, SEND_MIDDLE, "SEND_MIDDLE", REQ_SEND | ROCE_F_MIDDLE)		\
+	X(ts, SEND_LAST, "SEND_LAST", REQ_SEND | ROCE_F_LAST)			\
+	X(ts, SEND_LAST_IMM, "SEND_LAST_WITH_IMMEDIATE", REQ_SEND | ROCE_F_LAST | ROCE_F_IMMDT) \
+	X(ts, SEND_ONLY, "SEND_ONLY", REQ_SEND | ONLY)				\
+	X(ts, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE", REQ_SEND | ONLY | ROCE_F_IMMDT) \
+	X(ts, WRITE_FIRST, "RDMA_WRITE_FIRST", REQ_WRITE | ROCE_F_FIRST | ROCE_F_RETH) \
+	X(ts, WRITE_MIDDLE, "RDMA_WRITE_MIDDLE", REQ_WRITE | ROCE_F_MIDDLE)	\
+	X(ts, WRITE_LAST, "RDMA_WRITE_LAST", REQ_WRITE | ROCE_F_LAST)		\
+	X(ts, WRITE_LAST_IMM, "RDMA_WRITE_LAST_WITH_IMMEDIATE",			\
+	  REQ_WRITE | ROCE_F_LAST | ROCE_F_IMMDT)				\
+	X(ts, WRITE_ONLY, "RDMA_WRITE_ONLY", REQ_WRITE | ONLY | ROCE_F_RETH)	\
+	X(ts, WRITE_ONLY_IMM, "RDMA_WRITE_ONLY_WITH_IMMEDIATE",			\
+	  REQ_WRITE | ONLY | ROCE_F_RETH | ROCE_F_IMMDT)
+
+/* READ, ATOMIC, their responses, ACK and SEND with invalidate: RC only. */
+#define RC_ONLY_OPS(X, ts)							\
+	X(ts, READ_REQUEST, "RDMA_READ_REQUEST", ROCE_F_REQ | ROCE_F_READ | ROCE_F_RETH | ONLY) \
+	X(ts, READ_RESPONSE_FIRST, "RDMA_READ_RESPONSE_FIRST",			\
+	  RESP_READ | ROCE_F_FIRST | ROCE_F_AETH)				\
+	X(ts, READ_RESPONSE_MIDDLE, "RDMA_READ_RESPONSE_MIDDLE", RESP_READ | ROCE_F_MIDDLE) \
+	X(ts, READ_RESPONSE_LAST, "RDMA_READ_RESPONSE_LAST",			\
+	  RESP_READ | ROCE_F_LAST | ROCE_F_AETH)				\
+	X(ts, READ_RESPONSE_ONLY, "RDMA_READ_RESPONSE_ONLY", RESP_READ | ONLY | ROCE_F_AETH) \
+	X(ts, ACKNOWLEDGE, "ACKNOWLEDGE", ROCE_F_RESP | ROCE_F_AETH | ONLY)	\
+	X(ts, ATOMIC_ACKNOWLEDGE, "ATOMIC_ACKNOWLEDGE", ROCE_F_RESP | ROCE_F_ATOMIC |	\
+	  ROCE_F_AETH | ROCE_F_ATOMICACKETH | ONLY)				\
+	X(ts, COMPARE_SWAP, "COMPARE_SWAP", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH | ONLY) \
+	X(ts, FETCH_ADD, "FETCH_ADD", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH | ONLY) \
+	X(ts, SEND_LAST_INV, "SEND_LAST_WITH_INVALIDATE", REQ_SEND | ROCE_F_LAST | ROCE_F_IETH) \
+	X(ts, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE", REQ_SEND | ONLY | ROCE_F_IETH)
+
+/* Every opcode of IBA table 38 that RoCEv2 carries; flags 0: not a valid opcode. */
+static const struct roce_opcode_info opcode_table[256] = {
+	SEND_WRITE_OPS(OPC, ROCE_TS_RC)
+	RC_ONLY_OPS(OPC, ROCE_TS_RC)
+	SEND_WRITE_OPS(OPC, ROCE_TS_UC)
+	OPC(ROCE_TS_UD, SEND_ONLY, "SEND_ONLY", REQ_SEND | ONLY | ROCE_F_DETH)
+	OPC(ROCE_TS_UD, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",
+	    REQ_SEND | ONLY | ROCE_F_IMMDT | ROCE_F_DETH)
 };
-
-static struct roce_opcode_info opcode_table[256];
-
-static uint8_t hdr_len_of(uint32_t f)
-{
-	return ROCE_BTH_LEN + (f & ROCE_F_RETH ? RETH_LEN : 0) + (f & ROCE_F_AETH ? AETH_LEN : 0) +
-	       (f & ROCE_F_ATOMICETH ? ATOMICETH_LEN : 0) +
-	       (f & ROCE_F_ATOMICACKETH ? ATOMICACK_LEN : 0) + (f & ROCE_F_IMMDT ? IMMDT_LEN : 0) +
-	       (f & ROCE_F_IETH ? IETH_LEN : 0) + (f & ROCE_F_DETH ? DETH_LEN : 0);
-}
-
-static void set_opcode(uint8_t ts, uint8_t op, uint32_t extra)
-{
-	struct roce_opcode_info *i = &opcode_table[ts | op];
-
-	i->name = ops[op].name;
-	i->flags = ops[op].flags | extra;
-	i->hdr_len = hdr_len_of(i->flags);
-}
-
-static void init_opcode_table(void)
-{
-	uint8_t op;
-
-	for (op = 0; op < 32; op++) {
-		uint32_t f = ops[op].flags;
-
-		if (!f)
-			continue;
-		set_opcode(ROCE_TS_RC, op, 0);	/* RC: every operation */
-		if ((f & (ROCE_F_SEND | ROCE_F_WRITE)) && !(f & ROCE_F_IETH))
-			set_opcode(ROCE_TS_UC, op, 0);	/* UC: SEND and RDMA WRITE */
-	}
-	set_opcode(ROCE_TS_UD, ROCE_OP_SEND_ONLY, ROCE_F_DETH);
-	set_opcode(ROCE_TS_UD, ROCE_OP_SEND_ONLY_IMM, ROCE_F_DETH);
-}
 
 const struct roce_opcode_info *roce_opcode_info(uint8_t opcode)
 {
-	if (!opcode_table[ROCE_TS_RC | ROCE_OP_SEND_ONLY].flags)
-		init_opcode_table();
 	return &opcode_table[opcode];
 }
+
+const uint32_t roce_rnr_timer_us[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560,
+	3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880, 163840,
+	245760, 327680, 491520,
+};
 
 /* ---------------------------------------------------------------- CRC-32 and ICRC */
 static uint32_t crc_table[256];

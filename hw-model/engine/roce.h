@@ -58,6 +58,25 @@ enum roce_op {
 	ROCE_OP_SEND_ONLY_INV = 0x17,
 };
 
+/*
+ * AETH syndrome (IBA 9.7.5.2.4, table 42): a 2-bit type above a 5-bit value, the credit
+ * count of an ACK, the timer of an RNR NAK or the code of a NAK.
+ */
+#define ROCE_AETH_TYPE(syn)		((syn) >> 5)
+#define ROCE_AETH_VALUE(syn)		((syn) & 0x1f)
+#define ROCE_AETH_TYPE_ACK		0
+#define ROCE_AETH_TYPE_RNR_NAK		1
+#define ROCE_AETH_TYPE_NAK		3
+#define ROCE_AETH_ACK			0x1f	/* ACK, end-to-end credits not used */
+#define ROCE_AETH_RNR_NAK(timer)	(0x20 | ((timer) & 0x1f))
+#define ROCE_AETH_NAK_PSN_SEQ		0x60	/* PSN sequence error */
+#define ROCE_AETH_NAK_INV_REQ		0x61	/* invalid request */
+#define ROCE_AETH_NAK_REM_ACCESS	0x62	/* remote access error */
+#define ROCE_AETH_NAK_REM_OP		0x63	/* remote operational error */
+
+/* The RNR NAK timer's value in microseconds (IBA table 45: 0 is 655.36 ms). */
+extern const uint32_t roce_rnr_timer_us[32];
+
 /* What an opcode carries (roce_opcode_info().flags). */
 #define ROCE_F_RETH		(1u << 0)
 #define ROCE_F_AETH		(1u << 1)

@@ -54,7 +54,7 @@ struct QhcaState {
     unsigned tx_head, tx_count;
 
     struct qhca_engine_config cfg;
-    struct qhca_engine engine;
+    struct qhca_engine *engine;
 };
 
 /* ---------------------------------------------------------------- engine ops */
@@ -145,9 +145,9 @@ static void qhca_tx_bh(void *opaque)
         g_free(s->tx_frame[i]);
         s->tx_frame[i] = NULL;
     }
-    if (!s->tx_count && !s->tx_inflight && s->engine.tx_blocked) {
+    if (!s->tx_count && !s->tx_inflight && qhca_engine_tx_blocked(s->engine)) {
         trace_qhca_tx_resume();
-        qhca_engine_tx_resume(&s->engine);
+        qhca_engine_tx_resume(s->engine);
     }
 }
 
@@ -169,12 +169,12 @@ static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
     if (!s->tx_inflight && !s->tx_count) {
         if (!qhca_tx_send(s, frame, len)) {
             trace_qhca_tx_block(len);
-            qhca_engine_tx_block(&s->engine);
+            qhca_engine_tx_block(s->engine);
         }
         return;
     }
     /* A frame of ours waits in the netdev layer: keep the order, hold this one back. */
-    qhca_engine_tx_block(&s->engine);
+    qhca_engine_tx_block(s->engine);
     if (s->tx_count == QHCA_TX_BACKLOG) {
         trace_qhca_tx_backlog_full(len);
         return;
@@ -208,7 +208,7 @@ static void qhca_timer_cb(void *opaque)
 {
     QhcaState *s = opaque;
 
-    qhca_engine_timer(&s->engine);
+    qhca_engine_timer(s->engine);
 }
 
 /*
@@ -283,7 +283,7 @@ static const struct qhca_engine_ops qhca_engine_ops = {
 static uint64_t qhca_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     QhcaState *s = opaque;
-    uint32_t val = qhca_engine_reg_read(&s->engine, addr);
+    uint32_t val = qhca_engine_reg_read(s->engine, addr);
 
     trace_qhca_reg_read(addr, val);
     return val;
@@ -294,7 +294,7 @@ static void qhca_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned si
     QhcaState *s = opaque;
 
     trace_qhca_reg_write(addr, val);
-    qhca_engine_reg_write(&s->engine, addr, val);
+    qhca_engine_reg_write(s->engine, addr, val);
 }
 
 static const MemoryRegionOps qhca_regs_ops = {
@@ -324,7 +324,7 @@ static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size
     QhcaState *s = opaque;
 
     trace_qhca_doorbell(addr / QHCA_DB_PAGE_SIZE, addr % QHCA_DB_PAGE_SIZE, val);
-    qhca_engine_db_write(&s->engine, addr, val, size);
+    qhca_engine_db_write(s->engine, addr, val, size);
 }
 
 static const MemoryRegionOps qhca_db_ops = {
@@ -349,7 +349,7 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 
     trace_qhca_rx(size);
     /* The engine takes every frame; what it cannot deliver it drops and counts. */
-    qhca_engine_receive(&s->engine, buf, size);
+    qhca_engine_receive(s->engine, buf, size);
     return size;
 }
 
@@ -358,7 +358,7 @@ static void qhca_update_link(QhcaState *s)
 {
     NetClientState *nc = qemu_get_queue(s->nic);
 
-    qhca_engine_set_link(&s->engine, nc->peer && !nc->link_down);
+    qhca_engine_set_link(s->engine, nc->peer && !nc->link_down);
 }
 
 static void qhca_link_status_changed(NetClientState *nc)
@@ -389,7 +389,8 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         return;
     }
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
-    if (qhca_engine_init(&s->engine, &s->cfg, &qhca_engine_ops, s)) {
+    s->engine = qhca_engine_new(&s->cfg, &qhca_engine_ops, s);
+    if (!s->engine) {
         timer_free(s->timer);
         error_setg(errp, "qhca: cannot allocate the object tables");
         return;
@@ -405,7 +406,8 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->doorbells);
     if (msix_init_exclusive_bar(pci, s->cfg.msix_vectors, QHCA_BAR_MSIX, errp)) {
-        qhca_engine_fini(&s->engine);
+        qhca_engine_free(s->engine);
+        s->engine = NULL;
         timer_free(s->timer);
         return;
     }
@@ -429,7 +431,8 @@ static void qhca_exit(PCIDevice *pci)
     qemu_bh_delete(s->tx_bh);
     qhca_tx_backlog_clear(s);
     msix_uninit_exclusive_bar(pci);
-    qhca_engine_fini(&s->engine);
+    qhca_engine_free(s->engine);
+    s->engine = NULL;
     timer_free(s->timer);
 }
 
@@ -438,7 +441,7 @@ static void qhca_reset_hold(Object *obj, ResetType type)
     QhcaState *s = QHCA(obj);
 
     qhca_tx_backlog_clear(s);
-    qhca_engine_reset(&s->engine);
+    qhca_engine_reset(s->engine);
 }
 
 static const VMStateDescription qhca_vmstate = {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 #include "unit.h"
 
 #define GUEST_BASE	0x100000ull
@@ -386,6 +386,35 @@ static void test_query_port(void)
 	stop();
 }
 
+/* SET_MAC: the port answers at the new address (QUERY_PORT, RoCE receive filter); a
+ * multicast or zero address and reserved bits are refused; a reset restores the property. */
+static void test_set_mac(void)
+{
+	static const uint8_t mac[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0xfe };
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_SET_MAC,
+					 .len = sizeof(struct qhca_cmd_set_mac) } };
+	struct qhca_port_attr p;
+
+	start_default();
+	memcpy(cmd.set_mac.mac, mac, 6);
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	CHECK_EQ(exec_query(QHCA_CMD_QUERY_PORT, OUTBUF, sizeof(p), 1), QHCA_ST_OK);
+	memcpy(&p, guest + (OUTBUF - GUEST_BASE), sizeof(p));
+	CHECK(!memcmp(p.mac, mac, 6));
+	CHECK(!memcmp(eng.mac, mac, 6));
+	cmd.set_mac.mac[0] = 0x01;	/* multicast */
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	memset(cmd.set_mac.mac, 0, 6);
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	memcpy(cmd.set_mac.mac, mac, 6);
+	cmd.set_mac.rsvd = 1;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	CHECK(!memcmp(eng.mac, mac, 6));
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+	CHECK(!memcmp(eng.mac, eng.cfg.mac, 6));
+	stop();
+}
+
 static void test_uctx_and_pd_lifecycle(void)
 {
 	uint32_t uctx, page, pd, kpd, uctx2, page2;
@@ -625,6 +654,7 @@ static void test_eq_events(void)
 	qhca_engine_set_link(&eng, false);
 	/* Second pass: phase 0, an overflow report first, then the event. */
 	CHECK_EQ(eqe_at(0)->type, QHCA_EVENT_EQ_OVERFLOW);
+	CHECK_EQ(eqe_at(0)->handle, eq);
 	CHECK_EQ(eqe_at(0)->flags, 0);
 	CHECK_EQ(eqe_at(1)->type, QHCA_EVENT_PORT_DOWN);
 	CHECK_EQ(eqe_at(1)->flags, 0);
@@ -789,6 +819,7 @@ static const struct unit_test tests[] = {
 	{ "batch_and_full_completion_ring", test_batch_and_full_completion_ring },
 	{ "query_device", test_query_device },
 	{ "query_port", test_query_port },
+	{ "set_mac", test_set_mac },
 	{ "uctx_and_pd_lifecycle", test_uctx_and_pd_lifecycle },
 	{ "resource_limits", test_resource_limits },
 	{ "malformed_commands", test_malformed_commands },

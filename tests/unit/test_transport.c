@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 #include "unit.h"
 
 #define MEM_BASE	0x10000000ull

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qhca engine, internal: the device's objects and state, and the functions its files share.
+ * Included by the engine's own files, its unit tests and fuzzers; never by a platform.
+ */
+#ifndef QHCA_ENGINE_INTERNAL_H
+#define QHCA_ENGINE_INTERNAL_H
+
+#include "qhca_engine.h"
+#include "roce.h"
+
+/*
+ * A table of objects addressed by handles. A handle is (generation << 20) | (index + 1): 0
+ * is never valid, and a stale handle of a destroyed object is rejected because its
+ * generation no longer matches.
+ */
+struct qhca_obj_table {
+	uint32_t capacity;
+	uint32_t count;
+	uint16_t *gen;		/* generation of each slot; bit 15 marks a slot in use */
+	uint32_t *owner;	/* parent handle (user context), kept per slot */
+	uint32_t *users;	/* objects that hold this one (qhca_obj_hold) */
+	uint32_t *free_q;	/* free slots, oldest first: capacity - count from free_head */
+	uint32_t free_head;
+};
+
+#define QHCA_MAX_EQ		64
+#define QHCA_SQ_WINDOW		64	/* send WQEs in flight per QP at most */
+#define QHCA_MAX_RD_ATOMIC	16	/* READ/ATOMIC requests in flight per QP */
+
+struct qhca_mr {
+	uint32_t handle;
+	uint32_t key;		/* lkey = rkey */
+	uint32_t pd;
+	uint32_t access;
+	uint32_t flags;
+	uint32_t page_offset;
+	uint32_t npages;
+	uint64_t iova, length;
+	uint64_t *pages;
+	bool invalid;		/* invalidated by SEND_WITH_INV (IBA 10.6.7) */
+	bool dead;		/* deregistered; freed with its last reference */
+	uint32_t refs;		/* messages in flight moving bytes through it (mem.c) */
+};
+
+/* May a message in flight still move bytes through @mr? */
+static inline bool qhca_mr_usable(const struct qhca_mr *mr)
+{
+	return !mr->dead && !mr->invalid;
+}
+
+/* The SGEs of a WQE, each with a reference on its region (qhca_sgl_load). */
+struct qhca_sgl {
+	uint32_t num;
+	uint64_t length;	/* sum of the SGE lengths */
+	struct qhca_sge sge[QHCA_MAX_SGE];
+	struct qhca_mr *mr[QHCA_MAX_SGE];	/* NULL for an SGE of no bytes */
+};
+
+struct qhca_cq {
+	uint32_t handle;
+	uint32_t uctx;
+	uint32_t eq;		/* event queue handle */
+	uint32_t log2;
+	uint32_t npages;
+	uint64_t *pages;
+	uint32_t pi;		/* producer index, free running */
+	bool armed, armed_solicited, overflowed;
+	uint32_t refs;		/* queue pairs using it */
+};
+
+/* An intrusive doubly linked list (a head links to itself when empty). */
+struct qhca_list {
+	struct qhca_list *prev, *next;
+};
+
+static inline void qhca_list_init(struct qhca_list *l)
+{
+	l->prev = l->next = l;
+}
+
+static inline bool qhca_list_empty(const struct qhca_list *l)
+{
+	return l->next == l;
+}
+
+static inline void qhca_list_add_tail(struct qhca_list *head, struct qhca_list *l)
+{
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
+}
+
+static inline void qhca_list_del(struct qhca_list *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	qhca_list_init(l);
+}
+
+#define qhca_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* A work queue in guest pages (SQ, RQ or SRQ). */
+struct qhca_wq {
+	uint64_t *pages;
+	uint32_t npages;
+	uint32_t log2, stride_log2;
+	uint32_t pi;		/* producer index from the last doorbell, free running */
+	uint32_t ci;		/* the device's consumer index */
+};
+
+struct qhca_srq {
+	uint32_t handle;
+	uint32_t pd;
+	uint32_t uctx;
+	uint32_t limit;
+	struct qhca_wq wq;
+	uint32_t refs;
+};
+
+/* A send WQE the requester has started: a snapshot, so the guest cannot change it. */
+struct qhca_send_wqe {
+	struct qhca_sq_wqe hdr;
+	struct qhca_ud_seg ud;
+	struct qhca_sgl sgl;	/* held from start to completion */
+	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
+	uint64_t length;	/* message length */
+	uint32_t first_psn;	/* 24-bit PSNs of its first and last packet */
+	uint32_t last_psn;
+	uint32_t npkts;
+	uint32_t read_next;	/* READ: next response PSN expected */
+	uint32_t tx_next;	/* next packet to send (a READ: response to ask from) */
+	bool done;		/* acknowledged or answered; completes in order */
+	uint8_t status;		/* enum qhca_wc_status when done */
+};
+
+/* A READ or ATOMIC request the responder has executed, kept to answer duplicates. */
+struct qhca_rd_atomic {
+	bool valid;
+	uint8_t opcode;
+	uint32_t psn, last_psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig;		/* ATOMIC: the value before the operation */
+};
+
+/* The receive WQE a multi-packet SEND is landing in. */
+struct qhca_recv_ctx {
+	bool active;
+	uint64_t wr_id;
+	struct qhca_sgl sgl;	/* held until the receive completes */
+	uint64_t offset;
+	bool from_srq;
+};
+
+struct qhca_qp {
+	uint32_t handle;
+	uint32_t qpn;
+	uint8_t type;		/* enum qhca_qp_type */
+	uint8_t state;		/* enum qhca_qp_state */
+	bool sig_all;
+	uint32_t pd, uctx;
+	struct qhca_cq *send_cq, *recv_cq;
+	struct qhca_srq *srq;
+	struct qhca_wq sq, rq;
+	uint16_t max_inline;
+	/* attributes */
+	uint32_t mtu;		/* path MTU in bytes */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	uint32_t qkey, dest_qpn, access;
+	struct qhca_av av;
+	/* requester */
+	struct qhca_send_wqe *win;	/* QHCA_SQ_WINDOW snapshots, by SQ index */
+	uint32_t sq_next;	/* next SQ index to start */
+	uint32_t tx_idx;	/* first started WQE that may still owe packets */
+	uint32_t psn;		/* next PSN to send */
+	uint32_t retries, rnr_retries;
+	uint64_t deadline;	/* retransmission or RNR timer; UINT64_MAX: none */
+	struct qhca_list timer_link;	/* on e->timed_qps while a deadline is set */
+	struct qhca_list tx_link;	/* on e->tx_waiters while blocked by the platform */
+	bool rnr_wait;
+	uint32_t rd_atomic_out;	/* READ/ATOMIC requests in flight */
+	/* responder */
+	uint32_t epsn;		/* expected PSN */
+	uint32_t msn;
+	bool nak_sent;
+	struct qhca_recv_ctx recv;
+	struct qhca_mr *write_mr;	/* the RDMA WRITE in progress, with a reference */
+	uint64_t write_va, write_left, write_total;
+	bool write_active;
+	bool drop_msg;			/* UC: dropping the rest of a broken message */
+	struct qhca_rd_atomic rd[QHCA_MAX_RD_ATOMIC];
+	uint32_t rd_next;
+	/* READ responses still to send when the transmit path pushed back. Until they are
+	 * out, requests to this QP are dropped; a sequence NAK then asks for them again. */
+	struct {
+		bool active, dropped;
+		uint32_t len, psn, k, n;
+		uint64_t va;
+		struct qhca_mr *mr;	/* with a reference while active; NULL for 0 bytes */
+	} rr;
+};
+
+struct qhca_eq {
+	uint64_t ring;
+	uint32_t log2;
+	uint32_t pi;		/* device producer index, free running */
+	uint32_t ci;		/* consumer index from the last doorbell, free running */
+	uint16_t vector;
+	uint32_t handle;
+	bool overflowed;	/* events were dropped; report it when there is room */
+};
+
+struct qhca_eth {
+	bool started;
+	uint64_t tx_ring, rx_ring;
+	uint32_t tx_log2, rx_log2;
+	uint32_t tx_ci, tx_pi;	/* free running */
+	uint32_t rx_ci, rx_pi;
+	uint16_t vector;
+	uint8_t *frame;		/* one frame of QHCA_ETH_MAX_FRAME bytes */
+};
+
+/* Device statistics; names as in docs/device-interface.md. */
+struct qhca_counters {
+	uint64_t eth_tx_frames, eth_tx_bytes, eth_tx_errors, eth_tx_link_down;
+	uint64_t eth_rx_frames, eth_rx_bytes, eth_rx_no_buffer, eth_rx_too_long, eth_rx_stopped;
+	uint64_t eq_overflows;
+	uint64_t roce_tx_pkts, roce_tx_bytes, roce_rx_pkts, roce_rx_bytes;
+	uint64_t roce_rx_bad[ROCE_PARSE_MAX];	/* dropped by the parser, by reason */
+	uint64_t roce_rx_no_qp, roce_rx_bad_state, roce_rx_bad_pkey, roce_rx_bad_qkey;
+	uint64_t roce_rx_out_of_seq, roce_rx_dup, roce_rx_no_wqe, remote_access_errors;
+	uint64_t roce_rx_busy;	/* requests dropped while READ responses waited */
+	uint64_t retransmits, timeouts, naks_sent, naks_received, rnr_naks_sent;
+	uint64_t rnr_naks_received, cq_overflows, loopback_pkts;
+};
+
+struct qhca_engine {
+	const struct qhca_engine_ops *ops;
+	void *opaque;
+	struct qhca_engine_config cfg;
+
+	/* registers */
+	uint32_t ctrl;
+	uint32_t status;
+	uint32_t error;
+	uint32_t intr_mask;
+	uint64_t asq_base;
+	uint64_t acq_base;
+	uint32_t aq_depth_log2;
+
+	/* admin queue state */
+	uint32_t asq_head;	/* next command the device reads */
+	uint32_t asq_tail;	/* producer index from the last doorbell */
+	uint32_t acq_tail;	/* next completion slot the device writes */
+	uint32_t acq_head;	/* consumer index from the last doorbell */
+	uint16_t acq_phase;
+
+	/* objects */
+	struct qhca_obj_table uctx;
+	struct qhca_obj_table pd;
+	struct qhca_obj_table eq_table;
+	struct qhca_eq eq[QHCA_MAX_EQ];
+	int async_eq;		/* index of the async event queue, or -1 */
+
+	/* verbs objects */
+	struct qhca_obj_table mr_table, cq_table, srq_table, qp_table;
+	struct qhca_mr **mr;	/* by key index */
+	struct qhca_cq **cq;	/* by table slot */
+	struct qhca_srq **srq;
+	struct qhca_qp **qp;	/* by qpn - 2 */
+	uint8_t *pkt;		/* one frame being built */
+	uint8_t *payload;	/* one MTU of payload being gathered */
+	/* frames to our own port, delivered after the current work (no recursion) */
+	uint8_t **loop_q;
+	size_t *loop_len;
+	unsigned loop_head, loop_count;
+	bool in_loop;
+	bool tx_blocked;	/* the platform's transmit queue is full */
+	bool loop_blocked;	/* the loopback queue is half full */
+	/* Work that is proportional to the QPs that need attention, never to max_qp: */
+	struct qhca_list timed_qps;	/* QPs with a deadline */
+	struct qhca_list tx_waiters;	/* QPs with packets to send when tx resumes, FIFO */
+	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
+
+	/* port and Ethernet function */
+	bool link_up;
+	uint8_t mac[6];		/* the port's address now: cfg.mac until SET_MAC */
+	struct qhca_eth eth;
+	struct qhca_counters cnt;
+
+	/* counters, for tests and statistics */
+	uint64_t admin_cmds;
+	uint64_t admin_errors;
+};
+
+/* Set up an engine in memory the caller provides (unit tests, fuzzers, qhca_engine_new). */
+int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg,
+		     const struct qhca_engine_ops *ops, void *opaque);
+void qhca_engine_fini(struct qhca_engine *e);
+
+void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *func,
+	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define qhca_log(e, level, ...) qhca_logf((e), (level), __func__, __VA_ARGS__)
+#define qhca_log_guest(e, ...) qhca_logf((e), QHCA_LOG_GUEST, __func__, __VA_ARGS__)
+
+/* The one checked path into guest memory: rejects wrap, zero address, oversize. */
+#define QHCA_DMA_MAX_LEN	(1u << 24)
+int qhca_dma_read(struct qhca_engine *e, uint64_t addr, void *buf, size_t len);
+int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t len);
+
+int qhca_obj_table_init(struct qhca_obj_table *t, uint32_t capacity);
+void qhca_obj_table_fini(struct qhca_obj_table *t);
+void qhca_obj_table_clear(struct qhca_obj_table *t);
+/* Allocate a slot; returns its handle or 0 if the table is full. */
+uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner);
+/* Slot index of a live handle, or -1. */
+int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle);
+void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle);
+uint32_t qhca_obj_generation(uint32_t handle);
+/* Objects that name another (a QP its PD, a PD its user context) hold it while they live:
+ * the held one cannot be destroyed (QHCA_ST_BUSY). Handle 0 (the kernel) is never held. */
+void qhca_obj_hold(struct qhca_obj_table *t, uint32_t handle);
+void qhca_obj_unhold(struct qhca_obj_table *t, uint32_t handle);
+uint32_t qhca_obj_users(const struct qhca_obj_table *t, uint32_t handle);
+
+/* mem.c */
+int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
+		  uint64_t **pages);
+int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages, uint64_t off,
+		    void *buf, size_t len, bool to_guest);
+struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);
+uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key);
+uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key);
+void qhca_mr_reset(struct qhca_engine *e);
+struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
+			      uint64_t len, uint32_t access, const char **why);
+int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
+		 size_t len, bool to_guest);
+struct qhca_mr *qhca_mr_get(struct qhca_mr *mr);
+void qhca_mr_put(struct qhca_mr *mr);
+int qhca_sgl_load(struct qhca_engine *e, struct qhca_sgl *sgl, uint32_t pd, uint32_t access,
+		  uint32_t *bad, const char **why);
+void qhca_sgl_release(struct qhca_sgl *sgl);
+int qhca_sgl_xfer(struct qhca_engine *e, const struct qhca_sgl *sgl, uint64_t off, uint8_t *buf,
+		  uint32_t len, bool to_guest);
+
+/* cq.c */
+uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn);
+uint16_t qhca_cq_destroy(struct qhca_engine *e, uint32_t cqn);
+struct qhca_cq *qhca_cq_find(struct qhca_engine *e, uint32_t cqn);
+void qhca_cq_reset(struct qhca_engine *e);
+void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, bool solicited);
+/* Does doorbell page @page belong to user context @uctx (page 0: the kernel, uctx 0)? */
+bool qhca_page_owns(struct qhca_engine *e, uint32_t page, uint32_t uctx);
+/* Write a CQE; returns -1 if the CQ overflowed (the CQE is lost). */
+int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe,
+		 bool solicited);
+
+/* qp.c */
+uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn);
+uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a);
+uint16_t qhca_qp_query(struct qhca_engine *e, uint32_t qpn, struct qhca_qp_attr *a);
+uint16_t qhca_qp_destroy(struct qhca_engine *e, uint32_t qpn);
+struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn);
+void qhca_qp_reset_all(struct qhca_engine *e);
+void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event);
+void qhca_qp_flush(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64_t value);
+uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c, uint32_t *srqn);
+uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_modify *m);
+uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn);
+struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn);
+void qhca_srq_reset(struct qhca_engine *e);
+/* Take the next receive WQE of @qp (its RQ or SRQ) into @rc; -1 if none is posted. */
+int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc);
+int qhca_wq_read(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t off,
+		 void *buf, size_t len);
+void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc,
+			uint8_t status, uint8_t opcode, uint32_t byte_len, uint32_t imm,
+			uint8_t flags, const struct roce_pkt *p, bool solicited);
+
+/* The send WQE snapshot of SQ index @idx. */
+static inline struct qhca_send_wqe *qhca_sq_slot(struct qhca_qp *qp, uint32_t idx)
+{
+	return &qp->win[idx % QHCA_SQ_WINDOW];
+}
+
+static inline bool qhca_wr_is_rd_atomic(uint8_t op)
+{
+	return op == QHCA_WR_RDMA_READ || op == QHCA_WR_ATOMIC_CMP_AND_SWP ||
+	       op == QHCA_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* req.c: requester */
+void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn);
+void qhca_req_release(struct qhca_qp *qp);
+/* Move message bytes [off, off + len) of @sw between its buffers and @buf. */
+int qhca_wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off, uint8_t *buf,
+		  uint32_t len, bool to_guest);
+
+/* comp.c: completer */
+void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
+void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now);
+void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_comp_ready(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_comp_arm_timer(struct qhca_engine *e, struct qhca_qp *qp);
+
+/* xmit.c: transmit path, loopback, back-pressure and timers */
+static inline bool qhca_tx_stopped(const struct qhca_engine *e)
+{
+	return e->tx_blocked || e->loop_blocked;
+}
+/* Send @p built from the QP's address vector; loops back frames to our own MAC. */
+void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p);
+void qhca_timer_update(struct qhca_engine *e);
+void qhca_tx_wait(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_qp_set_deadline(struct qhca_engine *e, struct qhca_qp *qp, uint64_t deadline);
+/* Take @qp off the engine's lists (reset or destroy). */
+void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp);
+int qhca_loopback_init(struct qhca_engine *e);
+void qhca_loopback_fini(struct qhca_engine *e);
+void qhca_loopback_drain(struct qhca_engine *e);
+
+/* engine.c: a RoCEv2 frame (from the wire or looped back) to its QP */
+void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+
+/* resp.c: responder */
+void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
+void qhca_resp_reset(struct qhca_engine *e, struct qhca_qp *qp);
+bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp);
+
+/* 24-bit PSN arithmetic: a - b as a signed distance. */
+static inline int32_t qhca_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+/* eq.c */
+uint16_t qhca_eq_create(struct qhca_engine *e, const struct qhca_cmd_create_eq *c,
+			uint32_t *handle);
+uint16_t qhca_eq_destroy(struct qhca_engine *e, uint32_t handle);
+void qhca_eq_reset(struct qhca_engine *e);
+void qhca_eq_doorbell(struct qhca_engine *e, uint64_t value);
+/* Post an event to EQ @idx; returns -1 if it was dropped (queue full or DMA error). */
+int qhca_eq_post(struct qhca_engine *e, int idx, uint8_t type, uint32_t handle, uint64_t data);
+void qhca_event_async(struct qhca_engine *e, uint8_t type, uint32_t handle, uint64_t data);
+
+/* eth.c */
+uint16_t qhca_eth_start(struct qhca_engine *e, const struct qhca_cmd_eth_start *c);
+void qhca_eth_stop(struct qhca_engine *e);
+void qhca_eth_tx_doorbell(struct qhca_engine *e, uint32_t pi);
+void qhca_eth_rx_doorbell(struct qhca_engine *e, uint32_t pi);
+void qhca_eth_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+
+/* A free-running producer index from the guest is sane if it is at most @size ahead of
+ * the consumer index. */
+static inline bool qhca_ring_pi_ok(uint32_t pi, uint32_t ci, uint32_t size)
+{
+	return pi - ci <= size;
+}
+
+void qhca_admin_reset(struct qhca_engine *e);
+bool qhca_admin_enable(struct qhca_engine *e);
+void qhca_admin_sq_doorbell(struct qhca_engine *e, uint32_t tail);
+void qhca_admin_cq_doorbell(struct qhca_engine *e, uint32_t head);
+
+#endif /* QHCA_ENGINE_INTERNAL_H */
