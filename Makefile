@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # qhca: make demo | make check | make all, and the finer targets below.
-# Everything built goes to $(QHCA_CACHE) (default ~/.cache/qhca), never into this tree.
+# Everything built goes to the cache, never into this tree. The one rule, the same in
+# scripts/lib.sh, tools/qhca and tests/vm/lib.sh (checked by 'make cache-rule'):
+# $QHCA_CACHE if set, else ${XDG_CACHE_HOME:-$HOME/.cache}/qhca.
 SHELL := /bin/bash
-export QHCA_CACHE ?= $(HOME)/.cache/qhca
+QHCA_CACHE := $(or $(QHCA_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/qhca)
+export QHCA_CACHE
 .NOTPARALLEL:
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check demo bench down clean
+.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check demo bench down clean \
+	cache-rule print-cache
 
 help:
 	@echo "make demo      build everything, boot two VMs and print ibv_devinfo from each"
@@ -16,6 +20,7 @@ help:
 	@echo "make bench     qhca against Linux rxe between the same two VMs (figures, not a test)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
 	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
+	@echo "               cache-rule (make, scripts, launcher and VM tests agree on the cache)"
 	@echo "cache: $(QHCA_CACHE)"
 
 all: host qemu driver provider image
@@ -35,8 +40,31 @@ provider:
 image: driver provider
 	$(TIME) bash scripts/build-image.sh
 
-unit: host
+unit: host cache-rule
 	@bash tests/check.sh unit
+
+print-cache:
+	@echo "$(QHCA_CACHE)"
+
+# make, scripts/lib.sh, tools/qhca and tests/vm/lib.sh must find the same cache with
+# QHCA_CACHE set, with only XDG_CACHE_HOME set, and with neither (HOME is a scratch directory).
+cache-rule:
+	@t=$$(mktemp -d) && trap 'rm -rf "$$t"' EXIT && fail=0 && \
+	for env in "QHCA_CACHE=$$t/q" "XDG_CACHE_HOME=$$t/x" "XDG_CACHE_HOME=" "HOME=$$t/h"; do \
+	    e=(env -u QHCA_CACHE -u XDG_CACHE_HOME -u QHCA_RUN HOME="$$t/h" "$$env"); \
+	    case $$env in QHCA_CACHE=*) want=$$t/q ;; XDG_CACHE_HOME=?*) want=$$t/x/qhca ;; \
+	                  *) want=$$t/h/.cache/qhca ;; esac; \
+	    mk=$$("$${e[@]}" $(MAKE) -s --no-print-directory print-cache); \
+	    sh=$$("$${e[@]}" bash -c '. scripts/lib.sh && echo "$$QHCA_CACHE"'); \
+	    py=$$("$${e[@]}" tools/qhca paths | sed -n 's/^cache //p'); \
+	    vm=$$("$${e[@]}" bash -c '. tests/vm/lib.sh && echo "$${QHCA_RUN%/run-check}"'); \
+	    if [ "$$mk $$sh $$py $$vm" = "$$want $$want $$want $$want" ]; then \
+	        echo "ok - cache rule with $$env: $$want"; \
+	    else \
+	        echo "not ok - cache rule with $$env: want $$want; make $$mk, scripts $$sh," \
+	             "launcher $$py, vm tests $$vm"; fail=1; \
+	    fi; \
+	done; exit $$fail
 
 sanitize:
 	@bash tests/check.sh sanitize
@@ -52,7 +80,7 @@ qtest: qemu
 vmtest: all
 	@bash tests/check.sh vm
 
-check: all
+check: all cache-rule
 	@bash tests/check.sh
 
 demo: all

@@ -7,24 +7,22 @@
  * learns source MAC addresses and forwards by destination MAC; broadcast, multicast and
  * unknown destinations go to every other connected port.
  *
- *   qhca-fabric --dir DIR --ports N [--log FILE]
+ *   qhca-fabric --dir DIR --ports N [--log FILE] [--queue-kib K] [--stall-ms MS]
  *
  * creates DIR/port1.sock ... DIR/portN.sock and runs until SIGINT or SIGTERM, then closes
- * every socket and removes the socket files.
+ * every socket and removes the socket files. A port whose peer does not read has its
+ * frames dropped once K KiB wait for it, and is disconnected when nothing of them has been
+ * read for MS milliseconds (fabric.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,32 +51,16 @@ void fabric_log(const char *fmt, ...)
 	fflush(logf_);
 }
 
-static int listen_unix(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fabric_log("socket path too long: %s", path);
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1)) {
-		fabric_log("cannot listen on %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qhca-fabric --dir DIR --ports N [--log FILE]\n"
+	fprintf(f, "usage: qhca-fabric --dir DIR --ports N [--log FILE] [--queue-kib K] [--stall-ms MS]\n"
 		   "  Creates DIR/port1.sock..DIR/portN.sock for QEMU -netdev stream\n"
-		   "  and switches Ethernet frames between them until SIGINT/SIGTERM.\n");
+		   "  and switches Ethernet frames between them until SIGINT/SIGTERM.\n"
+		   "  --queue-kib K   frames waiting for a port that does not read, at most\n"
+		   "                  (default %u); more are dropped and counted\n"
+		   "  --stall-ms MS   disconnect a port whose full queue went unread this long\n"
+		   "                  (default %u; 0: never)\n",
+		FABRIC_QUEUE_DEFAULT >> 10, FABRIC_STALL_DEFAULT_MS);
 }
 
 int main(int argc, char **argv)
@@ -87,16 +69,20 @@ int main(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "ports", required_argument, NULL, 'n' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "queue-kib", required_argument, NULL, 'q' },
+		{ "stall-ms", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *dir = NULL, *log_path = NULL;
 	struct fabric sw;
-	long nports = 0;
+	long nports = 0, queue_kib = FABRIC_QUEUE_DEFAULT >> 10;
+	long stall_ms = FABRIC_STALL_DEFAULT_MS;
+	char *end;
 	int c, i;
 
 	logf_ = stderr;
-	while ((c = getopt_long(argc, argv, "d:n:l:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:n:l:q:s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -106,6 +92,23 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			log_path = optarg;
+			break;
+		case 'q':
+			queue_kib = strtol(optarg, &end, 10);
+			if (*end || queue_kib < (long)(FABRIC_QUEUE_MIN + 1023) / 1024 ||
+			    queue_kib > 1L << 20) {
+				fprintf(stderr, "qhca-fabric: --queue-kib %s: not %ld..%ld\n",
+					optarg, (long)(FABRIC_QUEUE_MIN + 1023) / 1024, 1L << 20);
+				return 2;
+			}
+			break;
+		case 's':
+			stall_ms = strtol(optarg, &end, 10);
+			if (*end || stall_ms < 0 || stall_ms > 3600000) {
+				fprintf(stderr, "qhca-fabric: --stall-ms %s: not 0..3600000\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -131,11 +134,16 @@ int main(int argc, char **argv)
 	}
 
 	fabric_init(&sw, (int)nports);
+	sw.queue_max = (size_t)queue_kib << 10;
+	sw.stall_ms = (unsigned int)stall_ms;
 	for (i = 0; i < sw.nports; i++) {
-		snprintf(sw.port[i].path, sizeof(sw.port[i].path), "%s/port%d.sock", dir, i + 1);
-		sw.port[i].listen_fd = listen_unix(sw.port[i].path);
-		if (sw.port[i].listen_fd < 0) {
+		if (fabric_listen(&sw, i, dir)) {
+			if (logf_ != stderr)
+				fprintf(stderr, "qhca-fabric: cannot create port %d in %s (see %s)\n",
+					i + 1, dir, log_path);
 			fabric_close(&sw);
+			for (c = 0; c < i; c++)
+				unlink(sw.port[c].path);
 			return 1;
 		}
 	}
@@ -145,31 +153,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	fabric_log("up: %d ports in %s", sw.nports, dir);
 
-	while (!stop_requested) {
-		struct pollfd pfd[FABRIC_MAX_PORTS];
-
-		for (i = 0; i < sw.nports; i++) {
-			struct fabric_port *p = &sw.port[i];
-
-			pfd[i].fd = p->fd >= 0 ? p->fd : p->listen_fd;
-			pfd[i].events = POLLIN;
-			pfd[i].revents = 0;
-		}
-		if (poll(pfd, sw.nports, 500) < 0) {
-			if (errno == EINTR)
-				continue;
-			fabric_log("poll: %s", strerror(errno));
+	while (!stop_requested)
+		if (fabric_poll(&sw, 500))
 			break;
-		}
-		for (i = 0; i < sw.nports; i++) {
-			if (!pfd[i].revents)
-				continue;
-			if (sw.port[i].fd < 0)
-				fabric_accept(&sw, i);
-			else
-				fabric_read(&sw, i);
-		}
-	}
 	fabric_log("shutting down");
 	fabric_close(&sw);
 	for (i = 0; i < sw.nports; i++)

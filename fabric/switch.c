@@ -1,15 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qhca-fabric switch core: QEMU stream framing (4-byte big-endian length, then the frame),
- * MAC learning and forwarding.
+ * MAC learning and forwarding, non-blocking ports with bounded output queues, and the
+ * event loop.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric.h"
+
+#define QUEUE_FIRST	(256u << 10)	/* an output queue starts this big and doubles */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 void fabric_init(struct fabric *sw, int nports)
 {
@@ -17,6 +37,8 @@ void fabric_init(struct fabric *sw, int nports)
 
 	memset(sw, 0, sizeof(*sw));
 	sw->nports = nports;
+	sw->queue_max = FABRIC_QUEUE_DEFAULT;
+	sw->stall_ms = FABRIC_STALL_DEFAULT_MS;
 	for (i = 0; i < FABRIC_MAX_PORTS; i++) {
 		sw->port[i].fd = -1;
 		sw->port[i].listen_fd = -1;
@@ -38,12 +60,18 @@ static void disconnect(struct fabric *sw, int port, const char *why)
 {
 	struct fabric_port *p = &sw->port[port];
 
-	fabric_log("port %d: disconnected (%s); rx %llu tx %llu dropped %llu", port + 1, why,
-		   (unsigned long long)p->rx_frames, (unsigned long long)p->tx_frames,
-		   (unsigned long long)p->drops);
+	fabric_log("port %d: disconnected (%s); rx %llu tx %llu, dropped in %llu out %llu",
+		   port + 1, why, (unsigned long long)p->rx_frames,
+		   (unsigned long long)p->tx_frames, (unsigned long long)p->rx_drops,
+		   (unsigned long long)p->tx_drops);
 	close(p->fd);
 	p->fd = -1;
 	p->have = 0;
+	free(p->out);
+	p->out = NULL;
+	p->out_head = p->out_len = p->out_cap = 0;
+	p->full_since_ms = 0;
+	p->drops_unlogged = 0;
 	forget_port(sw, port);
 }
 
@@ -60,16 +88,59 @@ void fabric_close(struct fabric *sw)
 	}
 }
 
+int fabric_listen(struct fabric *sw, int port, const char *dir)
+{
+	struct fabric_port *p = &sw->port[port];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[4096];
+	int n, fd;
+
+	n = snprintf(path, sizeof(path), "%s/port%d.sock", dir, port + 1);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path) || (size_t)n >= sizeof(p->path)) {
+		fabric_log("socket path %s%s is %d bytes long; a unix socket path holds at most "
+			   "%zu bytes (sun_path): use a shorter --dir",
+			   n >= (int)sizeof(path) ? "(truncated) " : "", path, n,
+			   sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	memcpy(sa.sun_path, path, n + 1);
+	memcpy(p->path, path, n + 1);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1)) {
+		fabric_log("cannot listen on %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		p->path[0] = 0;
+		return -1;
+	}
+	p->listen_fd = fd;
+	return 0;
+}
+
 void fabric_attach(struct fabric *sw, int port, int fd)
 {
-	sw->port[port].fd = fd;
-	sw->port[port].have = 0;
+	struct fabric_port *p = &sw->port[port];
+	int fl = fcntl(fd, F_GETFL);
+
+	/* Never block on one peer: every write is non-blocking, what is left is queued. */
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		fabric_log("port %d: cannot make the socket non-blocking: %s", port + 1,
+			   strerror(errno));
+		close(fd);
+		return;
+	}
+	p->fd = fd;
+	p->have = 0;
+	p->out_head = p->out_len = 0;
+	p->full_since_ms = 0;
+	p->drops_unlogged = 0;
 	fabric_log("port %d: connected", port + 1);
 }
 
 void fabric_accept(struct fabric *sw, int port)
 {
-	int fd = accept4(sw->port[port].listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(sw->port[port].listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR)
@@ -109,33 +180,155 @@ static int lookup(const struct fabric *sw, const uint8_t *mac)
 	return -1;
 }
 
-/* Write one framed packet; a port that cannot take it whole is disconnected. */
+/* Bytes written to @p's socket, 0 if it takes none now, -1 (errno) if the peer is gone. */
+static ssize_t write_some(struct fabric_port *p, const struct iovec *iov, int n)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+	ssize_t r;
+
+	do {
+		r = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return r;
+}
+
+/* Make room for @need more bytes at the queue's tail, growing it up to queue_max. */
+static bool queue_room(struct fabric *sw, struct fabric_port *p, size_t need)
+{
+	size_t max = sw->queue_max < FABRIC_QUEUE_MIN ? FABRIC_QUEUE_MIN : sw->queue_max;
+	size_t cap;
+	uint8_t *n;
+
+	if (p->out_len + need > max)
+		return false;
+	if (p->out_head + p->out_len + need <= p->out_cap)
+		return true;
+	if (p->out_len + need <= p->out_cap) {
+		memmove(p->out, p->out + p->out_head, p->out_len);
+		p->out_head = 0;
+		return true;
+	}
+	cap = p->out_cap ? p->out_cap : QUEUE_FIRST;
+	while (cap < p->out_len + need)
+		cap *= 2;
+	if (cap > max)
+		cap = max;
+	n = malloc(cap);
+	if (!n)
+		return false;
+	if (p->out_len)
+		memcpy(n, p->out + p->out_head, p->out_len);
+	free(p->out);
+	p->out = n;
+	p->out_cap = cap;
+	p->out_head = 0;
+	return true;
+}
+
+static void drop_frame(struct fabric *sw, int out)
+{
+	struct fabric_port *p = &sw->port[out];
+	uint64_t now = now_ms();
+
+	p->tx_drops++;
+	p->drops_unlogged++;
+	if (!p->full_since_ms)
+		p->full_since_ms = now;
+	if (!p->drop_log_ms || now - p->drop_log_ms >= FABRIC_DROP_LOG_MS) {
+		fabric_log("port %d: output queue full (%zu bytes, peer not reading): dropped %llu "
+			   "frames (%llu in all)", out + 1, p->out_len,
+			   (unsigned long long)p->drops_unlogged, (unsigned long long)p->tx_drops);
+		p->drop_log_ms = now;
+		p->drops_unlogged = 0;
+	}
+}
+
+/* Send one frame to @out: straight to the socket if its queue is empty, else queued. */
 static void send_frame(struct fabric *sw, int out, const uint8_t *frame, size_t len)
 {
 	struct fabric_port *p = &sw->port[out];
 	uint8_t hdr[4] = { len >> 24, len >> 16, len >> 8, len };
-	const uint8_t *parts[2] = { hdr, frame };
-	size_t sizes[2] = { 4, len };
-	int k;
+	struct iovec iov[2] = { { hdr, 4 }, { (void *)frame, len } };
+	size_t done = 0;
+	ssize_t n;
 
 	if (p->fd < 0)
 		return;
-	for (k = 0; k < 2; k++) {
-		size_t off = 0;
-
-		while (off < sizes[k]) {
-			ssize_t n = send(p->fd, parts[k] + off, sizes[k] - off, MSG_NOSIGNAL);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				disconnect(sw, out, strerror(errno));
-				return;
-			}
-			off += n;
+	if (!p->out_len) {
+		n = write_some(p, iov, 2);
+		if (n < 0) {
+			disconnect(sw, out, strerror(errno));
+			return;
 		}
+		done = n;
+		if (done)
+			p->full_since_ms = 0;
+		if (done == 4 + len) {
+			p->tx_frames++;
+			return;
+		}
+		if (done)
+			p->tx_partial++;
 	}
-	p->tx_frames++;
+	/* Queue the rest of the frame; a frame is queued whole or not at all. */
+	if (!queue_room(sw, p, 4 + len - done)) {
+		if (done)	/* cannot happen: an empty queue holds one frame */
+			disconnect(sw, out, "output queue");
+		else
+			drop_frame(sw, out);
+		return;
+	}
+	if (done < 4) {
+		memcpy(p->out + p->out_head + p->out_len, hdr + done, 4 - done);
+		p->out_len += 4 - done;
+		done = 4;
+	}
+	memcpy(p->out + p->out_head + p->out_len, frame + (done - 4), len - (done - 4));
+	p->out_len += len - (done - 4);
+	p->tx_frames++;		/* counted when accepted: the queue delivers it whole */
+}
+
+void fabric_flush(struct fabric *sw, int port)
+{
+	struct fabric_port *p = &sw->port[port];
+	struct iovec iov;
+	ssize_t n;
+
+	while (p->fd >= 0 && p->out_len) {
+		iov.iov_base = p->out + p->out_head;
+		iov.iov_len = p->out_len;
+		n = write_some(p, &iov, 1);
+		if (n < 0) {
+			disconnect(sw, port, strerror(errno));
+			return;
+		}
+		if (!n)
+			return;
+		p->out_head += n;
+		p->out_len -= n;
+		p->full_since_ms = 0;	/* the peer reads */
+	}
+	p->out_head = 0;
+}
+
+void fabric_tick(struct fabric *sw)
+{
+	uint64_t now = now_ms();
+	char why[96];
+	int i;
+
+	for (i = 0; i < sw->nports; i++) {
+		struct fabric_port *p = &sw->port[i];
+
+		if (p->fd < 0 || !p->full_since_ms || !sw->stall_ms ||
+		    now - p->full_since_ms < sw->stall_ms)
+			continue;
+		snprintf(why, sizeof(why), "peer read nothing for %u ms with its queue full",
+			 sw->stall_ms);
+		disconnect(sw, i, why);
+	}
 }
 
 void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
@@ -143,13 +336,13 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 	int out, i;
 
 	if (len < 14) {
-		sw->port[in].drops++;
+		sw->port[in].rx_drops++;
 		return;
 	}
 	learn(sw, frame + 6, in);
 	out = (frame[0] & 1) ? -1 : lookup(sw, frame);
 	if (out == in) {
-		sw->port[in].drops++;
+		sw->port[in].rx_drops++;
 		return;
 	}
 	if (out >= 0) {
@@ -164,6 +357,7 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 void fabric_read(struct fabric *sw, int port)
 {
 	struct fabric_port *p = &sw->port[port];
+	size_t off = 0;
 	ssize_t n;
 
 	n = recv(p->fd, p->buf + p->have, sizeof(p->buf) - p->have, MSG_DONTWAIT);
@@ -177,20 +371,62 @@ void fabric_read(struct fabric *sw, int port)
 		return;
 	}
 	p->have += n;
-	while (p->have >= 4) {
-		size_t len = (size_t)p->buf[0] << 24 | p->buf[1] << 16 | p->buf[2] << 8 | p->buf[3];
+	while (p->have - off >= 4) {
+		const uint8_t *b = p->buf + off;
+		size_t len = (size_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3];
 
 		if (len > FABRIC_MAX_FRAME) {
 			disconnect(sw, port, "oversized frame");
 			return;
 		}
-		if (p->have < 4 + len)
+		if (p->have - off < 4 + len)
 			break;
 		p->rx_frames++;
-		fabric_forward(sw, port, p->buf + 4, len);
+		fabric_forward(sw, port, b + 4, len);
 		if (p->fd < 0)
 			return;
-		memmove(p->buf, p->buf + 4 + len, p->have - 4 - len);
-		p->have -= 4 + len;
+		off += 4 + len;
 	}
+	memmove(p->buf, p->buf + off, p->have - off);
+	p->have -= off;
+}
+
+int fabric_poll(struct fabric *sw, int timeout_ms)
+{
+	struct pollfd pfd[FABRIC_MAX_PORTS];
+	int i;
+
+	for (i = 0; i < sw->nports; i++) {
+		struct fabric_port *p = &sw->port[i];
+
+		pfd[i].fd = p->fd >= 0 ? p->fd : p->listen_fd;
+		pfd[i].events = POLLIN | (p->fd >= 0 && p->out_len ? POLLOUT : 0);
+		pfd[i].revents = 0;
+	}
+	if (poll(pfd, sw->nports, timeout_ms) < 0) {
+		if (errno == EINTR)
+			return 0;
+		fabric_log("poll: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < sw->nports; i++) {
+		short ev = pfd[i].revents;
+
+		if (!ev)
+			continue;
+		if (sw->port[i].fd < 0) {
+			if (pfd[i].fd >= 0)
+				fabric_accept(sw, i);
+			continue;
+		}
+		/* An fd that another port's forwarding disconnected is skipped. */
+		if (pfd[i].fd != sw->port[i].fd)
+			continue;
+		if (ev & POLLOUT)
+			fabric_flush(sw, i);
+		if (sw->port[i].fd >= 0 && (ev & (POLLIN | POLLHUP | POLLERR)))
+			fabric_read(sw, i);
+	}
+	fabric_tick(sw);
+	return 0;
 }

@@ -184,12 +184,42 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.req_notify_cq = qhca_req_notify_cq,
 };
 
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The device's limits, for checking what applications ask for before the kernel sees it. */
+static int query_limits(struct qhca_context *ctx, uint32_t max_inline_data)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	struct ibv_device_attr_ex attr;
+	struct ibv_device_attr *a = &attr.orig_attr;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(&ctx->ibv_ctx.context, NULL, &attr, sizeof(attr), &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+	/* Negative values would be a kernel bug; they allow nothing. */
+	ctx->max_qp_wr = min_u32(a->max_qp_wr > 0 ? a->max_qp_wr : 0, QHCA_PROV_MAX_WR);
+	ctx->max_send_sge = min_u32(a->max_sge > 0 ? a->max_sge : 0, QHCA_PROV_MAX_SGE);
+	ctx->max_recv_sge = ctx->max_send_sge;	/* uverbs reports the smaller of the two */
+	ctx->max_cqe = min_u32(a->max_cqe > 0 ? a->max_cqe : 0, QHCA_PROV_MAX_CQE);
+	ctx->max_srq_wr = min_u32(a->max_srq_wr > 0 ? a->max_srq_wr : 0, QHCA_PROV_MAX_WR);
+	ctx->max_srq_sge = min_u32(a->max_srq_sge > 0 ? a->max_srq_sge : 0, QHCA_PROV_MAX_SGE);
+	ctx->max_inline_data = min_u32(max_inline_data, QHCA_PROV_MAX_INLINE);
+	return 0;
+}
+
 static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 						void *private_data)
 {
 	struct qhca_get_context_resp resp = {};
 	struct ibv_get_context cmd;
 	struct qhca_context *ctx;
+	int ret;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_UNKNOWN);
@@ -218,11 +248,18 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cm
 		goto err;
 	}
 	ctx->db_page_index = resp.drv.db_page;
-	ctx->max_inline_data = resp.drv.max_inline_data;
+	ret = query_limits(ctx, resp.drv.max_inline_data);
+	if (ret) {
+		verbs_err(&ctx->ibv_ctx, "qhca: query_device failed: %s\n", strerror(ret));
+		goto err_unmap;
+	}
 	pthread_mutex_init(&ctx->qp_lock, NULL);
 	verbs_set_ops(&ctx->ibv_ctx, &qhca_ctx_ops);
 	return &ctx->ibv_ctx;
 
+err_unmap:
+	munmap(ctx->db_page, QHCA_DB_PAGE_SIZE);
+	errno = ret;
 err:
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);

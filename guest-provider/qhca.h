@@ -23,7 +23,16 @@ struct qhca_context {
 	struct verbs_context ibv_ctx;
 	void *db_page;			/* this context's doorbell page, mapped write-only */
 	uint32_t db_page_index;
+	/*
+	 * The device's limits (query_device at open, max_inline_data from the context), each at
+	 * most what the provider's ring formats can hold: every capability an application asks
+	 * for is checked against them before any arithmetic on it (qhca_queue.c).
+	 */
+	uint32_t max_qp_wr;
+	uint32_t max_send_sge, max_recv_sge;
 	uint32_t max_inline_data;
+	uint32_t max_cqe;
+	uint32_t max_srq_wr, max_srq_sge;
 	/* QPs by number, for the poller to free ring slots (see cqe_retire) */
 	pthread_mutex_t qp_lock;
 	struct qhca_qp *qp_hash[QHCA_QP_HASH];
@@ -166,6 +175,12 @@ static inline struct qhca_ah *to_qah(struct ibv_ah *ah)
 {
 	return container_of(ah, struct qhca_ah, ibv_ah);
 }
+
+/* Ceilings of the provider's own formats, whatever the device reports. */
+#define QHCA_PROV_MAX_WR	(1u << 24)	/* ring entries */
+#define QHCA_PROV_MAX_CQE	((1u << 24) - 1)
+#define QHCA_PROV_MAX_SGE	255		/* num_sge of a send WQE is one byte */
+#define QHCA_PROV_MAX_INLINE	QHCA_PAGE_SIZE	/* a WQE never spans more than a page */
 
 /* qhca_queue.c */
 struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,

@@ -28,13 +28,33 @@ static void *ring_alloc(size_t size)
 	return p;
 }
 
-static uint8_t log2_ceil(uint32_t v)
+/* The smallest l with 2^l >= v, for any v (0 and 1 give 0). */
+static unsigned int log2_ceil(uint64_t v)
 {
-	uint8_t l = 0;
+	return v <= 1 ? 0 : 64 - __builtin_clzll(v - 1);
+}
 
-	while ((1u << l) < v)
-		l++;
-	return l;
+/*
+ * Capabilities are checked against the device's limits (struct qhca_context) before any
+ * arithmetic; what passes is small enough that the sizes below cannot overflow. Failures
+ * are EINVAL, as rdma-core providers report a capability beyond the device.
+ */
+
+/* log2 of a ring's entries for @want (0 counts as 1) of at most @max: 0 or EINVAL. */
+static int ring_entries_log2(uint32_t want, uint32_t max, uint32_t *log2)
+{
+	if (want > max)
+		return EINVAL;
+	*log2 = log2_ceil(want ? want : 1);
+	/* Rings are powers of two: a device maximum that is not one caps the rounding too. */
+	return ((uint64_t)1 << *log2) > max ? EINVAL : 0;
+}
+
+/* log2 of a WQE stride of @bytes: a WQE stays within one page. */
+static int stride_log2(uint64_t bytes, uint32_t *log2)
+{
+	*log2 = log2_ceil(bytes);
+	return *log2 > QHCA_PAGE_SHIFT ? EINVAL : 0;
 }
 
 static void ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num, uint32_t idx)
@@ -79,19 +99,20 @@ static bool ring_full(struct qhca_ring *r)
 
 /* ---------------------------------------------------------------- completion queues */
 /* A CQ with its ring for @cqe entries; the caller creates it in the kernel. */
-static struct qhca_cq *cq_alloc(int cqe, struct qhca_create_cq_cmd *drv)
+static struct qhca_cq *cq_alloc(struct qhca_context *ctx, uint32_t cqe,
+				struct qhca_create_cq_cmd *drv)
 {
 	struct qhca_cq *cq;
-	uint8_t log2;
+	uint32_t log2;
 
-	if (cqe < 1 || cqe > (1 << 22) - 1) {
+	if (cqe < 1 || cqe > ctx->max_cqe) {
 		errno = EINVAL;
 		return NULL;
 	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	log2 = log2_ceil((uint32_t)cqe + 1);
+	log2 = log2_ceil((uint64_t)cqe + 1);	/* one slot stays empty */
 	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
 	cq->ring = ring_alloc(cq->size);
 	if (!cq->ring) {
@@ -118,8 +139,13 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 {
 	struct qhca_ucreate_cq cmd = {};
 	struct qhca_ucreate_cq_resp resp = {};
-	struct qhca_cq *cq = cq_alloc(cqe, &cmd.drv);
+	struct qhca_cq *cq;
 
+	if (cqe < 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_alloc(to_qctx(context), (uint32_t)cqe, &cmd.drv);
 	if (!cq)
 		return NULL;
 	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
@@ -249,7 +275,7 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = cq_alloc(attr->cqe > INT32_MAX ? -1 : (int)attr->cqe, &cmd.drv);
+	cq = cq_alloc(to_qctx(context), attr->cqe, &cmd.drv);
 	if (!cq)
 		return NULL;
 	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
@@ -360,20 +386,32 @@ int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited)
 }
 
 /* ---------------------------------------------------------------- queue pairs */
-static uint8_t sq_stride_log2(const struct ibv_qp_cap *cap, bool ud)
+/* Send WQE: header, UD segment, then max_send_sge SGEs or max_inline_data bytes. */
+static int sq_stride_log2(const struct ibv_qp_cap *cap, bool ud, uint32_t *log2)
 {
-	uint32_t data = cap->max_send_sge * sizeof(struct qhca_sge);
+	uint64_t data = (uint64_t)cap->max_send_sge * sizeof(struct qhca_sge);
 
 	if (cap->max_inline_data > data)
 		data = cap->max_inline_data;
-	return log2_ceil(sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
-			 data);
+	return stride_log2(sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
+			   data, log2);
 }
 
-static uint8_t rq_stride_log2(uint32_t max_sge)
+static int rq_stride_log2(uint32_t max_sge, uint32_t *log2)
 {
-	return log2_ceil(sizeof(struct qhca_rq_wqe) + (max_sge ? max_sge : 1) *
-			 sizeof(struct qhca_sge));
+	return stride_log2(sizeof(struct qhca_rq_wqe) +
+			   (uint64_t)(max_sge ? max_sge : 1) * sizeof(struct qhca_sge), log2);
+}
+
+/* Every capability of a new QP within the device's limits (receive ones unless an SRQ). */
+static int check_qp_cap(const struct qhca_context *ctx, const struct ibv_qp_cap *cap, bool srq)
+{
+	if (cap->max_send_wr > ctx->max_qp_wr || cap->max_send_sge > ctx->max_send_sge ||
+	    cap->max_inline_data > ctx->max_inline_data)
+		return EINVAL;
+	if (!srq && (cap->max_recv_wr > ctx->max_qp_wr || cap->max_recv_sge > ctx->max_recv_sge))
+		return EINVAL;
+	return 0;
 }
 
 static void qp_free(struct qhca_qp *qp)
@@ -389,14 +427,29 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
 				struct ibv_qp_cap *cap, bool srq, struct qhca_create_qp_cmd *drv)
 {
 	bool ud = type == IBV_QPT_UD;
+	struct qhca_ring sq = {}, rq = {};
 	struct qhca_qp *qp;
+	int err;
 
 	if (type != IBV_QPT_RC && type != IBV_QPT_UC && !ud) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (cap->max_inline_data > ctx->max_inline_data) {
-		errno = EINVAL;
+	if (srq) {	/* ignored with an SRQ (ibv_create_qp(3)): the kernel sees none */
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
+	err = check_qp_cap(ctx, cap, srq);
+	if (!err)
+		err = ring_entries_log2(cap->max_send_wr, ctx->max_qp_wr, &sq.log2);
+	if (!err)
+		err = sq_stride_log2(cap, ud, &sq.stride_log2);
+	if (!err && !srq)
+		err = ring_entries_log2(cap->max_recv_wr, ctx->max_qp_wr, &rq.log2);
+	if (!err && !srq)
+		err = rq_stride_log2(cap->max_recv_sge, &rq.stride_log2);
+	if (err) {
+		errno = err;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -405,15 +458,13 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->ud = ud;
-	qp->sq.log2 = log2_ceil(cap->max_send_wr ? cap->max_send_wr : 1);
-	qp->sq.stride_log2 = sq_stride_log2(cap, ud);
+	qp->sq = sq;
 	qp->sq.buf = ring_alloc((size_t)1 << (qp->sq.log2 + qp->sq.stride_log2));
 	qp->wr_scratch = malloc((size_t)1 << qp->sq.stride_log2);
 	if (!qp->sq.buf || !qp->wr_scratch)
 		goto err;
 	if (!srq) {
-		qp->rq.log2 = log2_ceil(cap->max_recv_wr ? cap->max_recv_wr : 1);
-		qp->rq.stride_log2 = rq_stride_log2(cap->max_recv_sge);
+		qp->rq = rq;
 		qp->rq.buf = ring_alloc((size_t)1 << (qp->rq.log2 + qp->rq.stride_log2));
 		if (!qp->rq.buf)
 			goto err;
@@ -599,8 +650,9 @@ static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t 
 		uint32_t len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline ||
-			    seg + len + wr->sg_list[i].length > end)
+			/* len <= max_inline: the subtractions cannot wrap, the sum could */
+			if (wr->sg_list[i].length > qp->max_inline - len ||
+			    wr->sg_list[i].length > (size_t)(end - seg) - len)
 				return EINVAL;
 			memcpy(seg + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
@@ -830,7 +882,9 @@ static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge
 	struct qhca_sge *s;
 	size_t i;
 
-	if (!h || wr_data(qp) + n * sizeof(*s) > qp->wr_cur + (1u << qp->sq.stride_log2)) {
+	/* n * sizeof(*s) could wrap: compare n with the SGEs that fit */
+	if (!h ||
+	    n > (size_t)(qp->wr_cur + (1u << qp->sq.stride_log2) - wr_data(qp)) / sizeof(*s)) {
 		qp->wr_err = EINVAL;
 		return;
 	}
@@ -863,8 +917,9 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t n, const struct
 	}
 	d = wr_data(qp);
 	for (i = 0; i < n; i++) {
-		if (len + b[i].length > qp->max_inline ||
-		    d + len + b[i].length > qp->wr_cur + (1u << qp->sq.stride_log2)) {
+		/* len <= max_inline: the subtractions cannot wrap, the sum could */
+		if (b[i].length > qp->max_inline - len ||
+		    b[i].length > (size_t)(qp->wr_cur + (1u << qp->sq.stride_log2) - d) - len) {
 			qp->wr_err = ENOMEM;
 			return;
 		}
@@ -936,16 +991,29 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 /* ---------------------------------------------------------------- shared receive queues */
 struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
+	struct qhca_context *ctx = to_qctx(pd->context);
 	struct qhca_ucreate_srq cmd = {};
 	struct qhca_ucreate_srq_resp resp = {};
+	struct qhca_ring rq = {};
 	struct qhca_srq *srq;
+	int err;
 
+	err = attr->attr.max_sge > ctx->max_srq_sge ? EINVAL :
+	      ring_entries_log2(attr->attr.max_wr, ctx->max_srq_wr, &rq.log2);
+	if (!err)
+		err = rq_stride_log2(attr->attr.max_sge, &rq.stride_log2);
+	/* The device arms the limit only below the ring's size. */
+	if (!err && attr->attr.srq_limit > 1u << rq.log2)
+		err = EINVAL;
+	if (err) {
+		errno = err;
+		return NULL;
+	}
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-	srq->rq.log2 = log2_ceil(attr->attr.max_wr ? attr->attr.max_wr : 1);
-	srq->rq.stride_log2 = rq_stride_log2(attr->attr.max_sge);
+	srq->rq = rq;
 	srq->rq.buf = ring_alloc((size_t)1 << (srq->rq.log2 + srq->rq.stride_log2));
 	if (!srq->rq.buf)
 		goto err;
@@ -965,7 +1033,17 @@ err:
 
 int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
+	struct qhca_context *ctx = to_qctx(ibsrq->context);
+	struct qhca_srq *srq = to_qsrq(ibsrq);
 	struct ibv_modify_srq cmd;
+
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	/* A size beyond the device is invalid; within it the kernel refuses the resize. */
+	if ((mask & IBV_SRQ_MAX_WR) && (attr->max_wr < 1 || attr->max_wr > ctx->max_srq_wr))
+		return EINVAL;
+	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > 1u << srq->rq.log2)
+		return EINVAL;
 
 	return ibv_cmd_modify_srq(ibsrq, attr, mask, &cmd, sizeof(cmd));
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qhca_engine.h"
+#include "engine_internal.h"
 
 #define FZ_BASE		0x100000ull
 #define FZ_SIZE		(1u << 20)

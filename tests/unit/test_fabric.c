@@ -1,20 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Fabric switch unit tests over socketpairs: QEMU stream framing, flooding, MAC learning,
- * split frames, runts and oversized frames.
+ * split frames, runts and oversized frames; a port whose peer stops reading (frames to it
+ * dropped and counted, the others unaffected, the port disconnected after stall_ms),
+ * framing across partial writes, and socket paths longer than sun_path.
  */
 #include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric.h"
 #include "unit.h"
 
+static char last_log[512];
+
 void fabric_log(const char *fmt, ...)
 {
-	(void)fmt;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_log, sizeof(last_log), fmt, ap);
+	va_end(ap);
 }
 
 static struct fabric sw;
@@ -145,7 +159,7 @@ static void test_runt_and_oversized(void)
 	CHECK_EQ(write(peer[0], f, n), n);
 	fabric_read(&sw, 0);
 	CHECK_EQ(drain(1, r, sizeof(r)), 0);
-	CHECK_EQ(sw.port[0].drops, 1);
+	CHECK_EQ(sw.port[0].rx_drops, 1);
 	/* A length past the largest frame disconnects the port. */
 	f[0] = 0x7f;
 	CHECK_EQ(write(peer[0], f, 4), 4);
@@ -180,12 +194,303 @@ static void test_peer_close_forgets_macs(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- ports that stop reading */
+
+/* A hang is a failure, not a stuck test run: the switch must never block on one peer. */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "not ok - the switch blocked (alarm after 20 s)\n";
+
+	(void)sig;
+	(void)!write(1, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+static void arm_alarm(void)
+{
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Frame number @seq: its length and content follow from seq, so a reader can verify it. */
+static size_t seq_len(uint32_t seq)
+{
+	return 60 + (seq * 977u) % 9000;
+}
+
+static size_t make_seq_frame(uint8_t *buf, const uint8_t *dst, const uint8_t *src, uint32_t seq)
+{
+	size_t len = seq_len(seq), i;
+
+	make_frame(buf, dst, src, len);
+	memcpy(buf + 4 + 14, &seq, 4);
+	for (i = 18; i < len; i++)
+		buf[4 + i] = (uint8_t)(seq + i);
+	return 4 + len;
+}
+
+/* Parses the byte stream one peer receives, checking each frame against its seq. */
+struct stream_check {
+	uint8_t buf[2 * (4 + FABRIC_MAX_FRAME)];
+	size_t have;
+	uint32_t frames, bad;
+	int64_t last_seq;
+};
+
+static void stream_feed(struct stream_check *c, const uint8_t *data, size_t n)
+{
+	while (n) {
+		size_t take = sizeof(c->buf) - c->have < n ? sizeof(c->buf) - c->have : n;
+
+		memcpy(c->buf + c->have, data, take);
+		c->have += take;
+		data += take;
+		n -= take;
+		while (c->have >= 4) {
+			size_t len = (size_t)c->buf[0] << 24 | c->buf[1] << 16 | c->buf[2] << 8 |
+				     c->buf[3], i;
+			uint32_t seq;
+
+			if (len < 18 || len > FABRIC_MAX_FRAME) {
+				c->bad++;	/* framing lost: the rest is garbage */
+				c->have = 0;
+				return;
+			}
+			if (c->have < 4 + len)
+				break;
+			memcpy(&seq, c->buf + 4 + 14, 4);
+			if (len != seq_len(seq) || (int64_t)seq <= c->last_seq)
+				c->bad++;
+			for (i = 18; i < len; i++)
+				if (c->buf[4 + i] != (uint8_t)(seq + i)) {
+					c->bad++;
+					break;
+				}
+			c->last_seq = seq;
+			c->frames++;
+			memmove(c->buf, c->buf + 4 + len, c->have - 4 - len);
+			c->have -= 4 + len;
+		}
+	}
+}
+
+/* Read everything waiting at port @i's peer end into @c. */
+static void stream_drain(int i, struct stream_check *c)
+{
+	static uint8_t r[65536];
+	ssize_t n;
+
+	while ((n = recv(peer[i], r, sizeof(r), MSG_DONTWAIT)) > 0)
+		stream_feed(c, r, n);
+}
+
+/* Ports 1 and 2 talk; port 3's peer never reads. Flooded frames reach port 2 whole and in
+ * order, in bounded time, while those for port 3 are dropped and counted. */
+static void test_stalled_port_does_not_block_others(void)
+{
+	static struct stream_check got2 = { .last_seq = -1 }, got3 = { .last_seq = -1 };
+	static uint8_t f[4 + FABRIC_MAX_FRAME];
+	const uint32_t frames = 3000;
+	double t0 = now_s();
+	uint32_t seq;
+
+	arm_alarm();
+	setup(3);
+	sw.queue_max = 256 << 10;
+	sw.stall_ms = 0;	/* dropping only, see test_stalled_port_disconnected */
+	for (seq = 0; seq < frames; seq++) {
+		size_t n = make_seq_frame(f, bcast, mac_a, seq);
+
+		CHECK_EQ(write(peer[0], f, n), n);
+		do {	/* through the event loop, as qhca-fabric runs */
+			fabric_poll(&sw, 0);
+			stream_drain(1, &got2);
+		} while (sw.port[0].rx_frames < seq + 1 && now_s() - t0 < 15);
+	}
+	while (sw.port[1].out_len) {
+		fabric_poll(&sw, 10);
+		stream_drain(1, &got2);
+	}
+	stream_drain(1, &got2);
+	alarm(0);
+	CHECK(now_s() - t0 < 10);
+	CHECK_EQ(got2.frames, frames);
+	CHECK_EQ(got2.bad, 0);
+	CHECK_EQ(sw.port[1].tx_drops, 0);
+	CHECK_EQ(sw.port[1].tx_frames, frames);
+	/* Port 3 took what fits in its socket and queue; the rest is counted as dropped. */
+	CHECK(sw.port[2].fd >= 0);
+	CHECK(sw.port[2].tx_drops > 0);
+	CHECK_EQ(sw.port[2].tx_frames + sw.port[2].tx_drops, frames);
+	CHECK(sw.port[2].out_len <= sw.queue_max);
+	CHECK(strstr(last_log, "port 3: output queue full") != NULL);
+	/* What port 3 was given arrives whole and in order once its peer reads again. */
+	while (sw.port[2].out_len) {
+		stream_drain(2, &got3);
+		fabric_poll(&sw, 10);
+	}
+	stream_drain(2, &got3);
+	CHECK_EQ(got3.frames, sw.port[2].tx_frames);
+	CHECK_EQ(got3.bad, 0);
+	teardown();
+}
+
+/* A peer that reads nothing while its queue stays full is disconnected after stall_ms; one
+ * that reads again is not. */
+static void test_stalled_port_disconnected(void)
+{
+	static uint8_t f[4 + FABRIC_MAX_FRAME];
+	static struct stream_check got = { .last_seq = -1 };
+	uint32_t seq;
+
+	arm_alarm();
+	setup(3);
+	sw.queue_max = 64 << 10;
+	sw.stall_ms = 150;
+	for (seq = 0; !sw.port[2].tx_drops && seq < 10000; seq++) {
+		size_t n = make_seq_frame(f, bcast, mac_a, seq);
+
+		CHECK_EQ(write(peer[0], f, n), n);
+		fabric_read(&sw, 0);
+		stream_drain(1, &got);
+	}
+	CHECK(sw.port[2].tx_drops > 0);
+	/* Port 3's peer reads: progress, so the stall clock starts over. */
+	usleep(100 * 1000);
+	CHECK(drain(2, f, sizeof(f)) > 0);
+	while (drain(2, f, sizeof(f)) > 0)
+		;
+	fabric_poll(&sw, 0);
+	CHECK_EQ(sw.port[2].full_since_ms, 0);
+	usleep(100 * 1000);
+	fabric_tick(&sw);
+	CHECK(sw.port[2].fd >= 0);
+	/* Now it fills up again and reads nothing: disconnected, port 2 is not. */
+	for (; sw.port[2].full_since_ms == 0 && seq < 20000; seq++) {
+		size_t n = make_seq_frame(f, bcast, mac_a, seq);
+
+		CHECK_EQ(write(peer[0], f, n), n);
+		fabric_read(&sw, 0);
+		stream_drain(1, &got);
+	}
+	fabric_tick(&sw);
+	CHECK(sw.port[2].fd >= 0);
+	usleep(200 * 1000);
+	fabric_poll(&sw, 0);
+	CHECK_EQ(sw.port[2].fd, -1);
+	CHECK(strstr(last_log, "port 3: disconnected (peer read nothing") != NULL);
+	CHECK(sw.port[1].fd >= 0);
+	CHECK_EQ(got.bad, 0);
+	alarm(0);
+	teardown();
+}
+
+/* A socket that takes part of a frame: the rest goes out first, the framing stays intact. */
+static void test_partial_writes_keep_framing(void)
+{
+	static uint8_t f[4 + FABRIC_MAX_FRAME];
+	static struct stream_check got = { .last_seq = -1 };
+	int small = 4096, polls;
+	uint32_t seq, sent = 0;
+
+	arm_alarm();
+	setup(2);
+	sw.queue_max = 48 << 10;
+	CHECK_EQ(setsockopt(sw.port[1].fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	/* Bursts of frames into a socket of 8 KiB: frames that straddle its end are written in
+	 * part; after each burst the peer reads everything and the queue drains. */
+	for (seq = 0; seq < 600; seq++) {
+		size_t n = make_seq_frame(f, bcast, mac_a, seq);
+
+		CHECK_EQ(write(peer[0], f, n), n);
+		fabric_read(&sw, 0);
+		sent++;
+		if (seq % 20 != 19)
+			continue;
+		for (polls = 0; sw.port[1].out_len && polls < 100000; polls++) {
+			stream_drain(1, &got);
+			fabric_poll(&sw, 1);
+		}
+		CHECK_EQ(sw.port[1].out_len, 0);
+	}
+	stream_drain(1, &got);
+	alarm(0);
+	CHECK(sw.port[1].tx_partial > 0);
+	CHECK(sw.port[1].tx_drops > 0);
+	CHECK_EQ(sw.port[1].tx_frames + sw.port[1].tx_drops, sent);
+	CHECK_EQ(got.frames, sw.port[1].tx_frames);
+	CHECK_EQ(got.bad, 0);
+	CHECK_EQ(got.have, 0);
+	CHECK(sw.port[1].fd >= 0);
+	teardown();
+}
+
+/* A path that does not fit in sun_path is refused by name, never truncated. */
+static void test_long_socket_path_refused(void)
+{
+	char base[] = "/tmp/qhca-fabric-test-XXXXXX", dir[256], path[300];
+	const size_t limit = FABRIC_PATH_MAX - 1;	/* 107 bytes and the NUL */
+	size_t fit = limit - strlen("/port1.sock");
+	struct stat st;
+	char want[64];
+
+	CHECK(mkdtemp(base) != NULL);
+	fabric_init(&sw, 1);
+	/* Exactly at the limit: works. */
+	snprintf(dir, sizeof(dir), "%s/", base);
+	while (strlen(dir) < fit)
+		strcat(dir, "d");
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	CHECK_EQ(fabric_listen(&sw, 0, dir), 0);
+	snprintf(path, sizeof(path), "%s/port1.sock", dir);
+	CHECK_EQ(strlen(path), limit);
+	CHECK(stat(path, &st) == 0 && S_ISSOCK(st.st_mode));
+	CHECK(!strcmp(sw.port[0].path, path));
+	fabric_close(&sw);
+	unlink(path);
+	rmdir(dir);
+	/* One byte more: refused, the message names the path and the limit, nothing made. */
+	strcat(dir, "e");
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	fabric_init(&sw, 1);
+	last_log[0] = 0;
+	CHECK_EQ(fabric_listen(&sw, 0, dir), -1);
+	CHECK_EQ(sw.port[0].listen_fd, -1);
+	snprintf(path, sizeof(path), "%s/port1.sock", dir);
+	CHECK(strstr(last_log, path) != NULL);
+	snprintf(want, sizeof(want), "at most %zu bytes", limit);
+	CHECK(strstr(last_log, want) != NULL);
+	path[limit] = 0;	/* where a truncating implementation would have bound */
+	CHECK(stat(path, &st) != 0);
+	unlink(path);
+	rmdir(dir);
+	/* Far too long (longer than any buffer on the way): refused as well. */
+	memset(dir, 'x', 255);
+	dir[0] = '/';
+	dir[255] = 0;
+	CHECK_EQ(fabric_listen(&sw, 0, dir), -1);
+	fabric_close(&sw);
+	rmdir(base);
+}
+
 static const struct unit_test tests[] = {
 	{ "broadcast_floods", test_broadcast_floods },
 	{ "learned_unicast", test_learned_unicast },
 	{ "split_frames_and_batches", test_split_frames_and_batches },
 	{ "runt_and_oversized", test_runt_and_oversized },
 	{ "peer_close_forgets_macs", test_peer_close_forgets_macs },
+	{ "stalled_port_does_not_block_others", test_stalled_port_does_not_block_others },
+	{ "stalled_port_disconnected", test_stalled_port_disconnected },
+	{ "partial_writes_keep_framing", test_partial_writes_keep_framing },
+	{ "long_socket_path_refused", test_long_socket_path_refused },
 	{}
 };
 

@@ -3,7 +3,9 @@
 # lines and ends with "N passed, N failed" (finish).
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 qhca="$root/tools/qhca"
-export QHCA_RUN=${QHCA_RUN:-${QHCA_CACHE:-$HOME/.cache/qhca}/run-check}
+# The cache rule of the Makefile, scripts/lib.sh and tools/qhca (checked by make cache-rule).
+export QHCA_CACHE=${QHCA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qhca}
+export QHCA_RUN=${QHCA_RUN:-$QHCA_CACHE/run-check}
 pass=0 fail=0
 
 check() {	# check NAME COMMAND...: run COMMAND, count and print the result

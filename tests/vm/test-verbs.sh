@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # VM test of the verbs datapath with unmodified programs between two guests: the
 # ibv_*_pingpong examples with data checking at several sizes and MTUs, perftest
-# bandwidth and latency over RC (and UC/UD sends), loopback to the own port, and a check
-# with strace that posting and polling make no system call.
+# bandwidth and latency over RC (and UC/UD sends), loopback to the own port, capabilities
+# beyond the device's limits (qhca-limits), and a check with strace that posting and polling
+# make no system call.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -73,6 +74,8 @@ check "loopback: two QPs on one port" loopback
 check "loopback: ib_write_bw 1 MiB within one guest" loopback_bw
 check "extended verbs: ibv_create_cq_ex, ibv_create_qp_ex and ibv_wr_* (qhca-exverbs)" \
     "$qhca" exec 1 -- qhca-exverbs
+check "capabilities beyond the device refused at once with EINVAL, the largest work (qhca-limits)" \
+    timeout 300 "$qhca" exec 1 -- qhca-limits
 check "ib_send_bw RC" perf ib_send_bw -s 65536 -n 200
 check "ib_write_bw RC" perf ib_write_bw -s 65536 -n 200
 check "ib_read_bw RC" perf ib_read_bw -s 65536 -n 200
