@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Build qemu-system-x86_64 with the qhca device, and the qhca qtest.
-#   build-qemu.sh [sanitize]   sanitize: a second build with ASan and UBSan, for the qtests
+#   build-qemu.sh [sanitize|fuzz]   sanitize: a second build with ASan and UBSan, for the
+#                                   qtests; fuzz: QEMU's libFuzzer build (clang, ASan), for
+#                                   generic-fuzz over the device's BARs and DMA
+#                                   (qemu-fuzz-x86_64, see scripts/fuzz.sh)
 #   QEMU_SRC=<dir>  use this QEMU 10.0 tree instead of Debian's source package
 # Everything is cached under $QHCA_CACHE; a second run rebuilds only what changed.
 set -euo pipefail
@@ -30,7 +33,7 @@ if [ -n "${QEMU_SRC:-}" ]; then
         patch -d "$src" -p1 -s -f < "$p" || die "$(basename "$p") does not apply to $src"
     done
     build="$QHCA_CACHE/qemu-build-$(echo "$src" | sha256sum | cut -c1-8)"
-    [ "$flavour" = sanitize ] && build="$build-sanitize"
+    [ "$flavour" = plain ] || build="$build-$flavour"
 else
     dl="$QHCA_CACHE/dl/qemu"
     mkdir -p "$dl"
@@ -60,7 +63,7 @@ else
         done
     fi
     build="$QHCA_CACHE/qemu-build"
-    [ "$flavour" = sanitize ] && build="$QHCA_CACHE/qemu-build-sanitize"
+    [ "$flavour" = plain ] || build="$QHCA_CACHE/qemu-build-$flavour"
 fi
 
 # Copy the device model into the tree; unchanged files keep their time stamps.
@@ -88,14 +91,30 @@ export CCACHE_DIR=${CCACHE_DIR:-$QHCA_CACHE/ccache}
 config_args=(--target-list=x86_64-softmmu --python=/usr/bin/python3
     --without-default-features --enable-tcg --enable-kvm --enable-slirp
     --disable-docs --disable-download --disable-install-blobs --enable-trace-backends=log)
-[ "$flavour" = sanitize ] && config_args+=(--enable-asan --enable-ubsan)
-config_sum=$( (echo "$src"; command -v cc; echo optionrom; printf '%s\n' "${config_args[@]}") | sha256sum | cut -c1-12)
+compilers=()
+case $flavour in
+plain) ;;
+sanitize) config_args+=(--enable-asan --enable-ubsan) ;;
+fuzz) need_pkgs clang libclang-rt-14-dev
+      config_args+=(--enable-fuzzing --enable-asan)
+      compilers=(--cc=clang --cxx=clang++) ;;
+*) die "build-qemu.sh: unknown flavour '$flavour' (plain, sanitize, fuzz)" ;;
+esac
+config_sum=$( (echo "$src"; command -v cc; echo optionrom; printf '%s\n' "${config_args[@]}" "${compilers[@]}") | sha256sum | cut -c1-12)
 if [ ! -f "$build/build.ninja" ] || [ "$(cat "$build/.qhca-config" 2>/dev/null)" != "$config_sum" ]; then
     step "qemu: configuring in $build"
     rm -rf "$build" && mkdir -p "$build"
-    (cd "$build" && "$src/configure" "${config_args[@]}" > configure.log 2>&1) ||
+    (cd "$build" && "$src/configure" "${compilers[@]}" "${config_args[@]}" > configure.log 2>&1) ||
         { tail -n 30 "$build/configure.log"; die "QEMU configure failed; full log: $build/configure.log"; }
     echo "$config_sum" > "$build/.qhca-config"
+fi
+
+if [ "$flavour" = fuzz ]; then
+    step "qemu: building qemu-fuzz-x86_64 (libFuzzer, ASan; cold build: 10-15 min on 2 cores)"
+    ninja_progress "$build" qemu-fuzz-x86_64
+    ln -sfn "$build" "$QHCA_CACHE/qemu-fuzz"
+    echo "qemu: $build/qemu-fuzz-x86_64"
+    exit 0
 fi
 
 step "qemu: building qemu-system-x86_64 and the qhca qtest ($flavour; cold build: 5-10 min on 2 cores)"
