@@ -10,9 +10,9 @@
  *   qhca-fabric --dir DIR --ports N [--log FILE] [--queue-kib K] [--stall-ms MS]
  *
  * creates DIR/port1.sock ... DIR/portN.sock and runs until SIGINT or SIGTERM, then closes
- * every socket and removes the socket files. A port whose peer does not read has its
- * frames dropped once K KiB wait for it, and is disconnected when nothing of them has been
- * read for MS milliseconds (fabric.h).
+ * every socket and removes the socket files. Once K KiB wait for a port whose peer does not
+ * read, unicast senders to it pause and flooded frames to it are dropped; it is
+ * disconnected when nothing has been read for MS milliseconds (fabric.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -57,7 +57,8 @@ static void usage(FILE *f)
 		   "  Creates DIR/port1.sock..DIR/portN.sock for QEMU -netdev stream\n"
 		   "  and switches Ethernet frames between them until SIGINT/SIGTERM.\n"
 		   "  --queue-kib K   frames waiting for a port that does not read, at most\n"
-		   "                  (default %u); more are dropped and counted\n"
+		   "                  (default %u); then unicast senders to it pause and\n"
+		   "                  flooded frames to it are dropped and counted\n"
 		   "  --stall-ms MS   disconnect a port whose full queue went unread this long\n"
 		   "                  (default %u; 0: never)\n",
 		FABRIC_QUEUE_DEFAULT >> 10, FABRIC_STALL_DEFAULT_MS);

@@ -6,10 +6,14 @@
  * Every port is non-blocking. Frames for a port go straight to its socket while it takes
  * them, and into the port's bounded output queue when it does not; only whole frames (the
  * 4-byte length and the frame) are queued, so a partial write never splits the stream's
- * framing. A frame that does not fit in the queue is dropped and counted (tx_drops). A port
- * whose queue has been full with nothing written for stall_ms is disconnected (QEMU's
- * stream netdev reconnects with reconnect-ms). One port that stops reading never stops
- * the others.
+ * framing. The fabric is lossless for unicast, as RoCE networks are with pause frames: a
+ * frame that does not fit in its destination's queue waits in its source port, which is
+ * not read until the destination drained (the sender's QEMU then sees a full socket and
+ * its device holds back). Flooded frames (broadcast, unknown destination) that do not fit
+ * are dropped and counted (tx_drops). A port whose queue has been full with nothing written
+ * for stall_ms is disconnected (QEMU's stream netdev reconnects with reconnect-ms), which
+ * also releases the ports that waited for it: one port that stops reading holds up only
+ * the ports sending to it, and those at most stall_ms.
  */
 #ifndef QHCA_FABRIC_H
 #define QHCA_FABRIC_H
@@ -34,6 +38,7 @@ struct fabric_port {
 	int fd;			/* connected QEMU, or -1 */
 	uint8_t buf[4 + FABRIC_MAX_FRAME];
 	size_t have;		/* bytes of the current length+frame received */
+	int wait_out;		/* port whose full queue the frame in buf waits for, or -1 */
 	/* Output queue: framed bytes not yet written, at out + out_head, out_len long. */
 	uint8_t *out;
 	size_t out_head, out_len, out_cap;
@@ -43,6 +48,7 @@ struct fabric_port {
 	/* Counters: frames received and sent, frames refused on input (runts, reflections),
 	 * frames dropped because the output queue was full, writes that took part of a frame. */
 	uint64_t rx_frames, tx_frames, rx_drops, tx_drops, tx_partial;
+	uint64_t rx_paused;	/* times this port's input waited for a full destination */
 };
 
 struct fabric_mac {

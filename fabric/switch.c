@@ -42,6 +42,7 @@ void fabric_init(struct fabric *sw, int nports)
 	for (i = 0; i < FABRIC_MAX_PORTS; i++) {
 		sw->port[i].fd = -1;
 		sw->port[i].listen_fd = -1;
+		sw->port[i].wait_out = -1;
 	}
 	for (i = 0; i < FABRIC_MAC_TABLE; i++)
 		sw->macs[i].port = -1;
@@ -67,6 +68,7 @@ static void disconnect(struct fabric *sw, int port, const char *why)
 	close(p->fd);
 	p->fd = -1;
 	p->have = 0;
+	p->wait_out = -1;
 	free(p->out);
 	p->out = NULL;
 	p->out_head = p->out_len = p->out_cap = 0;
@@ -132,6 +134,7 @@ void fabric_attach(struct fabric *sw, int port, int fd)
 	}
 	p->fd = fd;
 	p->have = 0;
+	p->wait_out = -1;
 	p->out_head = p->out_len = 0;
 	p->full_since_ms = 0;
 	p->drops_unlogged = 0;
@@ -354,23 +357,39 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 			send_frame(sw, i, frame, len);
 }
 
-void fabric_read(struct fabric *sw, int port)
+/*
+ * Must the unicast frame from @in wait for its destination's queue? Then the source port
+ * pauses: its frame stays in its buffer and it is not read until the queue has room.
+ */
+static bool must_wait(struct fabric *sw, int in, const uint8_t *frame, size_t len)
+{
+	size_t max = sw->queue_max < FABRIC_QUEUE_MIN ? FABRIC_QUEUE_MIN : sw->queue_max;
+	struct fabric_port *o;
+	int out;
+
+	if (len < 14 || (frame[0] & 1))
+		return false;
+	out = lookup(sw, frame);
+	if (out < 0 || out == in || sw->port[out].fd < 0)
+		return false;
+	o = &sw->port[out];
+	if (!o->out_len || o->out_len + 4 + len <= max)
+		return false;
+	if (sw->port[in].wait_out != out)
+		sw->port[in].rx_paused++;
+	sw->port[in].wait_out = out;
+	if (!o->full_since_ms)
+		o->full_since_ms = now_ms();	/* the stall clock of the destination runs */
+	return true;
+}
+
+/* Forward the complete frames in @port's buffer, until one must wait. */
+static void process_input(struct fabric *sw, int port)
 {
 	struct fabric_port *p = &sw->port[port];
 	size_t off = 0;
-	ssize_t n;
 
-	n = recv(p->fd, p->buf + p->have, sizeof(p->buf) - p->have, MSG_DONTWAIT);
-	if (n == 0) {
-		disconnect(sw, port, "peer closed");
-		return;
-	}
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			disconnect(sw, port, strerror(errno));
-		return;
-	}
-	p->have += n;
+	p->wait_out = -1;
 	while (p->have - off >= 4) {
 		const uint8_t *b = p->buf + off;
 		size_t len = (size_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3];
@@ -380,6 +399,8 @@ void fabric_read(struct fabric *sw, int port)
 			return;
 		}
 		if (p->have - off < 4 + len)
+			break;
+		if (must_wait(sw, port, b + 4, len))
 			break;
 		p->rx_frames++;
 		fabric_forward(sw, port, b + 4, len);
@@ -391,6 +412,40 @@ void fabric_read(struct fabric *sw, int port)
 	p->have -= off;
 }
 
+void fabric_read(struct fabric *sw, int port)
+{
+	struct fabric_port *p = &sw->port[port];
+	ssize_t n;
+
+	if (p->wait_out >= 0)
+		return;		/* paused: the buffered frame goes first */
+	n = recv(p->fd, p->buf + p->have, sizeof(p->buf) - p->have, MSG_DONTWAIT);
+	if (n == 0) {
+		disconnect(sw, port, "peer closed");
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			disconnect(sw, port, strerror(errno));
+		return;
+	}
+	p->have += n;
+	process_input(sw, port);
+}
+
+/* Let paused ports go on whose destination has room again or went away. */
+static void resume_waiting(struct fabric *sw)
+{
+	int i;
+
+	for (i = 0; i < sw->nports; i++) {
+		struct fabric_port *p = &sw->port[i];
+
+		if (p->fd >= 0 && p->wait_out >= 0)
+			process_input(sw, i);
+	}
+}
+
 int fabric_poll(struct fabric *sw, int timeout_ms)
 {
 	struct pollfd pfd[FABRIC_MAX_PORTS];
@@ -400,7 +455,8 @@ int fabric_poll(struct fabric *sw, int timeout_ms)
 		struct fabric_port *p = &sw->port[i];
 
 		pfd[i].fd = p->fd >= 0 ? p->fd : p->listen_fd;
-		pfd[i].events = POLLIN | (p->fd >= 0 && p->out_len ? POLLOUT : 0);
+		pfd[i].events = (p->fd >= 0 && p->wait_out >= 0 ? 0 : POLLIN) |
+				(p->fd >= 0 && p->out_len ? POLLOUT : 0);
 		pfd[i].revents = 0;
 	}
 	if (poll(pfd, sw->nports, timeout_ms) < 0) {
@@ -422,11 +478,17 @@ int fabric_poll(struct fabric *sw, int timeout_ms)
 		/* An fd that another port's forwarding disconnected is skipped. */
 		if (pfd[i].fd != sw->port[i].fd)
 			continue;
+		/* A paused port is not read, but a peer that went away ends it now. */
+		if (sw->port[i].wait_out >= 0 && (ev & (POLLHUP | POLLERR))) {
+			disconnect(sw, i, "peer closed");
+			continue;
+		}
 		if (ev & POLLOUT)
 			fabric_flush(sw, i);
 		if (sw->port[i].fd >= 0 && (ev & (POLLIN | POLLHUP | POLLERR)))
 			fabric_read(sw, i);
 	}
 	fabric_tick(sw);
+	resume_waiting(sw);
 	return 0;
 }

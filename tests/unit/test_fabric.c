@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Fabric switch unit tests over socketpairs: QEMU stream framing, flooding, MAC learning,
- * split frames, runts and oversized frames; a port whose peer stops reading (frames to it
- * dropped and counted, the others unaffected, the port disconnected after stall_ms),
+ * split frames, runts and oversized frames; a port whose peer stops reading (flooded frames
+ * to it dropped and counted, unicast senders paused instead, the others unaffected, the port
+ * disconnected after stall_ms),
  * framing across partial writes, and socket paths longer than sun_path.
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -393,6 +395,123 @@ static void test_stalled_port_disconnected(void)
 	teardown();
 }
 
+/* Write what @peer_fd takes of the frames of @f (tracking the offset); non-blocking. */
+struct writer {
+	uint8_t f[4 + FABRIC_MAX_FRAME];
+	size_t len, off;
+	uint32_t seq;
+};
+
+static void writer_push(struct writer *w, int fd, const uint8_t *dst, const uint8_t *src,
+			uint32_t limit)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (w->off == w->len) {
+			if (w->seq >= limit)
+				return;
+			w->len = make_seq_frame(w->f, dst, src, w->seq++);
+			w->off = 0;
+		}
+		n = write(fd, w->f + w->off, w->len - w->off);
+		if (n <= 0)
+			return;
+		w->off += n;
+	}
+}
+
+/* Unicast is lossless: a sender whose destination's queue is full pauses (its input is not
+ * read) instead of losing frames; its own output keeps flowing; nothing is dropped and
+ * every frame arrives whole and in order once the destination reads. */
+static void test_unicast_pauses_not_drops(void)
+{
+	static struct writer w;
+	static struct stream_check got2 = { .last_seq = -1 }, got1 = { .last_seq = -1 };
+	static uint8_t f[4 + FABRIC_MAX_FRAME];
+	const uint32_t frames = 1500;
+	bool paused = false, reached_a = false;
+	double t0 = now_s();
+
+	arm_alarm();
+	setup(3);
+	sw.queue_max = 64 << 10;
+	sw.stall_ms = 0;
+	/* Port 2 announces its MAC; the broadcast reaches ports 1 and 3. */
+	CHECK_EQ(write(peer[1], f, make_frame(f, bcast, mac_b, 64)), 68);
+	fabric_poll(&sw, 0);
+	drain(0, f, sizeof(f));
+	drain(2, f, sizeof(f));
+	memset(&w, 0, sizeof(w));
+	/* Port 1 sends to port 2, which does not read yet. */
+	while (!paused && now_s() - t0 < 10) {
+		writer_push(&w, peer[0], mac_b, mac_a, frames);
+		fabric_poll(&sw, 1);
+		paused = sw.port[0].wait_out == 1;
+	}
+	CHECK(paused);
+	CHECK(sw.port[0].rx_paused > 0);
+	CHECK_EQ(sw.port[1].tx_drops, 0);
+	/* While port 1's input waits, port 3 still reaches port 1. */
+	{
+		uint8_t g[4 + FABRIC_MAX_FRAME];
+		size_t n = make_seq_frame(g, mac_a, mac_c, 0);
+
+		CHECK_EQ(write(peer[2], g, n), n);
+		while (!reached_a && now_s() - t0 < 10) {
+			fabric_poll(&sw, 1);
+			stream_drain(0, &got1);
+			reached_a = got1.frames == 1;
+		}
+		CHECK(reached_a);
+		CHECK_EQ(got1.bad, 0);
+	}
+	/* Port 2 reads: port 1 goes on, and every frame arrives. */
+	while (got2.frames < frames && now_s() - t0 < 15) {
+		writer_push(&w, peer[0], mac_b, mac_a, frames);
+		fabric_poll(&sw, 1);
+		stream_drain(1, &got2);
+	}
+	alarm(0);
+	CHECK(paused && w.seq == frames);
+	CHECK_EQ(got2.frames, frames);
+	CHECK_EQ(got2.bad, 0);
+	CHECK_EQ(sw.port[1].tx_drops, 0);
+	CHECK_EQ(sw.port[0].rx_drops, 0);
+	teardown();
+}
+
+/* A sender that waits for a port whose peer never reads is released when that port is
+ * disconnected after stall_ms. */
+static void test_paused_sender_released_by_stall(void)
+{
+	static struct writer w;
+	static uint8_t f[4 + FABRIC_MAX_FRAME];
+	double t0 = now_s();
+
+	arm_alarm();
+	setup(3);
+	sw.queue_max = 64 << 10;
+	sw.stall_ms = 150;
+	CHECK_EQ(write(peer[1], f, make_frame(f, bcast, mac_b, 64)), 68);
+	fabric_poll(&sw, 0);
+	memset(&w, 0, sizeof(w));
+	while (sw.port[0].wait_out != 1 && now_s() - t0 < 10) {
+		writer_push(&w, peer[0], mac_b, mac_a, UINT32_MAX);
+		fabric_poll(&sw, 1);
+		drain(2, f, sizeof(f));
+	}
+	CHECK_EQ(sw.port[0].wait_out, 1);
+	while (sw.port[1].fd >= 0 && now_s() - t0 < 10)
+		fabric_poll(&sw, 20);
+	alarm(0);
+	CHECK_EQ(sw.port[1].fd, -1);
+	CHECK(strstr(last_log, "port 2: disconnected") != NULL);
+	CHECK_EQ(sw.port[0].wait_out, -1);
+	CHECK(sw.port[0].fd >= 0);
+	teardown();
+}
+
 /* A socket that takes part of a frame: the rest goes out first, the framing stays intact. */
 static void test_partial_writes_keep_framing(void)
 {
@@ -489,6 +608,8 @@ static const struct unit_test tests[] = {
 	{ "peer_close_forgets_macs", test_peer_close_forgets_macs },
 	{ "stalled_port_does_not_block_others", test_stalled_port_does_not_block_others },
 	{ "stalled_port_disconnected", test_stalled_port_disconnected },
+	{ "unicast_pauses_not_drops", test_unicast_pauses_not_drops },
+	{ "paused_sender_released_by_stall", test_paused_sender_released_by_stall },
 	{ "partial_writes_keep_framing", test_partial_writes_keep_framing },
 	{ "long_socket_path_refused", test_long_socket_path_refused },
 	{}
