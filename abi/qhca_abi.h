@@ -20,6 +20,24 @@
 #define QHCA_ABI_ASSERT_SIZE(type, size) \
 	_Static_assert(sizeof(type) == (size), "abi: sizeof(" #type ") != " #size)
 
+/*
+ * Packed fields: every field that shares a word with others is named by a contiguous mask
+ * (QHCA_*_MASK) and read and written only through these two helpers, the kernel's
+ * FIELD_GET/FIELD_PREP (<linux/bitfield.h>) with the same masks. No field has a shift of
+ * its own: the shift is the mask's lowest set bit. @mask must be a nonzero constant.
+ *   QHCA_FIELD_GET(mask, word)	the field's value, in the mask's type
+ *   QHCA_FIELD_PREP(mask, value)	@value placed in the field (bits past it dropped)
+ */
+#define QHCA_FIELD_SHIFT(mask)		__builtin_ctzll(mask)
+#define QHCA_FIELD_GET(mask, word) \
+	((__typeof__(mask))(((word) & (mask)) >> QHCA_FIELD_SHIFT(mask)))
+#define QHCA_FIELD_PREP(mask, value) \
+	((((__typeof__(mask))(value)) << QHCA_FIELD_SHIFT(mask)) & (mask))
+/* Two masks that split one word between them, asserted like the sizes. */
+#define QHCA_ABI_ASSERT_SPLIT(lo, hi, word) \
+	_Static_assert(((lo) & (hi)) == 0 && ((lo) | (hi)) == (word), \
+		       "abi: " #lo " and " #hi " do not split " #word)
+
 /* ---------------------------------------------------------------- PCI identity */
 #define QHCA_PCI_VENDOR_ID		0x1af4	/* QEMU experimental range 1af4:10f0-10ff */
 #define QHCA_PCI_DEVICE_ID		0x10f0
@@ -37,7 +55,13 @@
 #define QHCA_ABI_VERSION_MAJOR		1
 #define QHCA_ABI_VERSION_MINOR		2	/* 1: send CQEs carry their WQE index;
 						 * 2: SET_MAC */
-#define QHCA_ABI_VERSION		((QHCA_ABI_VERSION_MAJOR << 16) | QHCA_ABI_VERSION_MINOR)
+#define QHCA_VERSION_MAJOR_MASK		0xffff0000u	/* QHCA_REG_VERSION: bits 16-31 */
+#define QHCA_VERSION_MINOR_MASK		0x0000ffffu	/* bits 0-15 */
+#define QHCA_ABI_VERSION		(QHCA_FIELD_PREP(QHCA_VERSION_MAJOR_MASK,		\
+							 QHCA_ABI_VERSION_MAJOR) |		\
+					 QHCA_FIELD_PREP(QHCA_VERSION_MINOR_MASK,		\
+							 QHCA_ABI_VERSION_MINOR))
+QHCA_ABI_ASSERT_SPLIT(QHCA_VERSION_MINOR_MASK, QHCA_VERSION_MAJOR_MASK, 0xffffffffu);
 
 /* ---------------------------------------------------------------- BAR0 registers */
 /* All registers are 32 bits wide, accessed with aligned 32-bit loads and stores. */
@@ -82,15 +106,19 @@ enum qhca_fatal_error {
 /*
  * BAR2 holds QHCA_REG_DB_PAGES pages. Page 0 belongs to the kernel driver; page n >= 1 is
  * given to the user context created with it (QHCA_CMD_CREATE_UCTX) and may be mapped into
- * user space. A doorbell is one aligned 64-bit store; the datapath defines its fields.
+ * user space. A doorbell is one aligned 64-bit store of two fields: the object it names
+ * (QHCA_DB_NUM_MASK) and an index (QHCA_DB_INDEX_MASK), as each doorbell below says.
  */
+#define QHCA_DB_NUM_MASK		0x00000000ffffffffull	/* qpn, srqn, cqn, eq handle */
+#define QHCA_DB_INDEX_MASK		0xffffffff00000000ull	/* producer/consumer index */
+QHCA_ABI_ASSERT_SPLIT(QHCA_DB_NUM_MASK, QHCA_DB_INDEX_MASK, ~0ull);
 #define QHCA_DB_SQ			0x000
 #define QHCA_DB_RQ			0x008
 #define QHCA_DB_SRQ			0x010
 #define QHCA_DB_CQ_ARM			0x018	/* arm for the next completion */
 #define QHCA_DB_CQ_ARM_SE		0x020	/* arm for the next solicited completion */
 /* Page 0 only (the kernel driver's): */
-#define QHCA_DB_EQ			0x040	/* eq handle (bits 0-31), consumer index (32-63) */
+#define QHCA_DB_EQ			0x040	/* eq handle (NUM), consumer index (INDEX) */
 #define QHCA_DB_ETH_TX			0x048	/* Ethernet TX producer index (free running) */
 #define QHCA_DB_ETH_RX			0x050	/* Ethernet RX producer index (free running) */
 
@@ -374,10 +402,12 @@ enum qhca_wc_opcode {
 #define QHCA_CQE_OWNER_PHASE		(1u << 0)
 
 #define QHCA_CQE_QPN_MASK		0x00ffffffu	/* qpn_status: bits 0-23 */
-#define QHCA_CQE_STATUS_SHIFT		24		/* qpn_status: bits 24-31 */
+#define QHCA_CQE_STATUS_MASK		0xff000000u	/* qpn_status: bits 24-31 */
 #define QHCA_CQE_SRC_QP_MASK		0x00ffffffu	/* src_qp_flags: bits 0-23 */
 #define QHCA_CQE_WQE_INDEX_MASK		0x00ffffffu	/* the same bits in send completions */
-#define QHCA_CQE_FLAGS_SHIFT		24		/* src_qp_flags: bits 24-31 */
+#define QHCA_CQE_FLAGS_MASK		0xff000000u	/* src_qp_flags: bits 24-31 */
+QHCA_ABI_ASSERT_SPLIT(QHCA_CQE_QPN_MASK, QHCA_CQE_STATUS_MASK, 0xffffffffu);
+QHCA_ABI_ASSERT_SPLIT(QHCA_CQE_SRC_QP_MASK, QHCA_CQE_FLAGS_MASK, 0xffffffffu);
 
 struct qhca_cqe {
 	uint64_t wr_id;
@@ -395,9 +425,9 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
 
 /*
  * Doorbells of a user context's page (or page 0 for the kernel's objects), one 64-bit
- * store each: SQ, RQ: qpn (bits 0-31), producer index (32-63, free running); SRQ: srqn,
- * producer index; CQ_ARM, CQ_ARM_SE: cqn, the consumer's index (completions past it
- * fire the event at once).
+ * store each of QHCA_DB_NUM_MASK and QHCA_DB_INDEX_MASK: SQ, RQ: qpn, producer index (free
+ * running); SRQ: srqn, producer index; CQ_ARM, CQ_ARM_SE: cqn, the consumer's index
+ * (completions past it fire the event at once).
  */
 
 /* Access rights: the values of enum ib_access_flags. */
@@ -412,8 +442,12 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
 /*
  * Memory region: [iova, iova + length) maps to the pages of @pbl, the first byte at
  * page_offset in the first page. A PHYS region (kernel PDs only) has no page list.
- * lkey = rkey = (index + 1) << 8 | key, key a per-index generation byte.
+ * lkey = rkey: the region's index + 1 (QHCA_MR_KEY_INDEX_MASK) and a per-index tag byte
+ * (QHCA_MR_KEY_TAG_MASK: the key's variant byte, as in IB keys).
  */
+#define QHCA_MR_KEY_INDEX_MASK		0xffffff00u	/* index + 1; 0 is never a key */
+#define QHCA_MR_KEY_TAG_MASK		0x000000ffu
+QHCA_ABI_ASSERT_SPLIT(QHCA_MR_KEY_TAG_MASK, QHCA_MR_KEY_INDEX_MASK, 0xffffffffu);
 struct qhca_mr_create {
 	uint32_t pd;
 	uint32_t access;		/* QHCA_ACCESS_* */
@@ -651,8 +685,12 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_SRQ		(1u << 3)
 #define QHCA_DEV_CAP_ATOMIC		(1u << 4)
 
+#define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
+#define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */
+#define QHCA_FW_VERSION_PATCH_MASK	0x000000000000ffffull	/* bits 0-15 */
+
 struct qhca_device_attr {
-	uint64_t fw_version;		/* major << 32 | minor << 16 | patch */
+	uint64_t fw_version;		/* QHCA_FW_VERSION_*_MASK; bits 48-63 are 0 */
 	uint64_t node_guid;		/* EUI-64 from the MAC address */
 	uint64_t max_mr_size;
 	uint64_t page_size_cap;

@@ -5,6 +5,7 @@
 #ifndef QHCA_H
 #define QHCA_H
 
+#include <linux/bitfield.h>
 #include <linux/completion.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -29,6 +30,12 @@
 
 /* REG_VERSION minor from which QHCA_CMD_SET_MAC exists. */
 #define QHCA_ABI_MINOR_SET_MAC	2
+
+/* comp_mask bits of the commands of abi/qhca_uabi.h that this driver knows: none yet. */
+#define QHCA_ALLOC_UCONTEXT_CMD_COMP_MASK	0u
+#define QHCA_CREATE_CQ_CMD_COMP_MASK		0u
+#define QHCA_CREATE_QP_CMD_COMP_MASK		0u
+#define QHCA_CREATE_SRQ_CMD_COMP_MASK		0u
 
 /* MSI-X vectors: admin and async events, Ethernet, then the completion vectors. */
 #define QHCA_VEC_ADMIN		0
@@ -162,6 +169,13 @@ static inline bool qhca_log2_fits(u32 log2, u32 max)
 static inline bool qhca_ring_full(const struct qhca_ring *r)
 {
 	return r->pi - (u32)atomic_read(&r->ci) >= 1u << r->log2;
+}
+
+/* A doorbell of the kernel's page: the object it names and its producer/consumer index. */
+static inline void qhca_ring_doorbell(struct qhca_dev *dev, u32 off, u32 num, u32 idx)
+{
+	writeq(FIELD_PREP(QHCA_DB_INDEX_MASK, idx) | FIELD_PREP(QHCA_DB_NUM_MASK, num),
+	       dev->db0 + off);
 }
 
 struct qhca_qp {
@@ -307,5 +321,7 @@ int qhca_destroy_ah(struct ib_ah *ibah, u32 flags);
 
 /* qhca_verbs.c */
 extern const struct ib_device_ops qhca_dev_ops;
+int qhca_ucmd_get(struct ib_udata *udata, void *cmd, size_t len, const u32 *comp_mask,
+		  u32 known);
 
 #endif /* QHCA_H */

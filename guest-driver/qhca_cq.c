@@ -40,7 +40,7 @@ static irqreturn_t qhca_comp_irq(int irq, void *data)
 		eq->ci++;
 	}
 	if (eq->ci != start)
-		writeq((u64)eq->ci << 32 | eq->handle, dev->db0 + QHCA_DB_EQ);
+		qhca_ring_doorbell(dev, QHCA_DB_EQ, eq->handle, eq->ci);
 	return IRQ_HANDLED;
 }
 
@@ -129,12 +129,12 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	xa_init_flags(&cq->qps, XA_FLAGS_LOCK_IRQ);
 	log2 = order_base_2((u64)attr->cqe + 1);	/* one slot stays free */
 	if (uctx) {
-		if (udata->inlen < sizeof(ucmd))
-			return -EINVAL;
-		if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
-			return -EFAULT;
+		err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
+				    QHCA_CREATE_CQ_CMD_COMP_MASK);
+		if (err)
+			return err;
 		/* The provider may round up, never down; checked before any shift. */
-		if (ucmd.log2_entries < log2 || ucmd.log2_entries > QHCA_CQ_MAX_LOG2 || ucmd.rsvd)
+		if (ucmd.log2_entries < log2 || ucmd.log2_entries > QHCA_CQ_MAX_LOG2)
 			return -EINVAL;
 		log2 = ucmd.log2_entries;
 	}
@@ -242,15 +242,19 @@ static enum ib_wc_opcode qhca_wc_opcode(u8 op)
 static void qhca_cqe_retire(struct qhca_qp *qp, const struct qhca_cqe *cqe)
 {
 	struct qhca_ring *r;
-	u32 ci, n;
+	u32 ci, n, idx;
 
-	if (cqe->opcode < QHCA_WC_RECV)
+	if (cqe->opcode < QHCA_WC_RECV) {
 		r = &qp->sq;
-	else
+		ci = atomic_read(&r->ci);
+		/* The WQE's index mod 2^24, the width of its field: so is the count. */
+		idx = FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, cqe->src_qp_flags);
+		n = FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, idx + 1 - ci);
+	} else {
 		r = qp->ibqp.srq ? &to_qsrq(qp->ibqp.srq)->rq : &qp->rq;
-	ci = atomic_read(&r->ci);
-	n = r == &qp->sq ? ((cqe->src_qp_flags & QHCA_CQE_WQE_INDEX_MASK) + 1 - ci) &
-			   QHCA_CQE_WQE_INDEX_MASK : 1;
+		ci = atomic_read(&r->ci);
+		n = 1;
+	}
 	if (n <= READ_ONCE(r->pi) - ci)
 		atomic_add(n, &r->ci);
 }
@@ -301,7 +305,7 @@ void qhca_cq_detach_qp(struct qhca_cq *cq, struct qhca_qp *qp)
 		if (!qhca_cqe_valid(cq, cqe, ci))
 			break;
 		dma_rmb();
-		if ((cqe->qpn_status & QHCA_CQE_QPN_MASK) == qp->qpn)
+		if (FIELD_GET(QHCA_CQE_QPN_MASK, cqe->qpn_status) == qp->qpn)
 			cqe->opcode = QHCA_CQE_OPCODE_STALE;
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
@@ -328,20 +332,20 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		cq->ci++;
 		/* Stays valid until we drop the CQ's lock (qhca_cq_detach_qp). */
 		qp = cqe->opcode == QHCA_CQE_OPCODE_STALE ? NULL :
-		     xa_load(&cq->qps, cqe->qpn_status & QHCA_CQE_QPN_MASK);
+		     xa_load(&cq->qps, FIELD_GET(QHCA_CQE_QPN_MASK, cqe->qpn_status));
 		if (!qp)	/* of a destroyed QP, or not of a QP of this CQ: dropped */
 			continue;
 		memset(&wc[n], 0, sizeof(wc[n]));
 		wc[n].wr_id = cqe->wr_id;
-		wc[n].status = cqe->qpn_status >> QHCA_CQE_STATUS_SHIFT;
+		wc[n].status = FIELD_GET(QHCA_CQE_STATUS_MASK, cqe->qpn_status);
 		wc[n].opcode = qhca_wc_opcode(cqe->opcode);
 		wc[n].byte_len = cqe->byte_len;
 		wc[n].qp = &qp->ibqp;
 		if (cqe->opcode >= QHCA_WC_RECV)
-			wc[n].src_qp = cqe->src_qp_flags & QHCA_CQE_SRC_QP_MASK;
+			wc[n].src_qp = FIELD_GET(QHCA_CQE_SRC_QP_MASK, cqe->src_qp_flags);
 		qhca_cqe_retire(qp, cqe);
 		wc[n].port_num = 1;
-		cflags = cqe->src_qp_flags >> QHCA_CQE_FLAGS_SHIFT;
+		cflags = FIELD_GET(QHCA_CQE_FLAGS_MASK, cqe->src_qp_flags);
 		if (cflags & QHCA_CQE_FLAG_IMM) {
 			wc[n].ex.imm_data = cpu_to_be32(cqe->imm);
 			wc[n].wc_flags |= IB_WC_WITH_IMM;
@@ -370,6 +374,6 @@ int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	u32 off = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ? QHCA_DB_CQ_ARM_SE :
 		  QHCA_DB_CQ_ARM;
 
-	writeq((u64)READ_ONCE(cq->ci) << 32 | cq->cqn, dev->db0 + off);
+	qhca_ring_doorbell(dev, off, cq->cqn, READ_ONCE(cq->ci));
 	return 0;
 }

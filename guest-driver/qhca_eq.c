@@ -164,5 +164,5 @@ void qhca_async_eq_poll(struct qhca_dev *dev)
 		eq->ci++;
 	}
 	if (eq->ci != start)
-		writeq((u64)eq->ci << 32 | eq->handle, dev->db0 + QHCA_DB_EQ);
+		qhca_ring_doorbell(dev, QHCA_DB_EQ, eq->handle, eq->ci);
 }

@@ -19,12 +19,13 @@ static int qhca_check_version(struct qhca_dev *dev)
 {
 	u32 ver = readl(dev->regs + QHCA_REG_VERSION);
 
-	if ((ver >> 16) != QHCA_ABI_VERSION_MAJOR) {
+	if (FIELD_GET(QHCA_VERSION_MAJOR_MASK, ver) != QHCA_ABI_VERSION_MAJOR) {
 		dev_err(&dev->pdev->dev, "device interface %u.%u, driver speaks %u.x\n",
-			ver >> 16, ver & 0xffff, QHCA_ABI_VERSION_MAJOR);
+			FIELD_GET(QHCA_VERSION_MAJOR_MASK, ver),
+			FIELD_GET(QHCA_VERSION_MINOR_MASK, ver), QHCA_ABI_VERSION_MAJOR);
 		return -ENODEV;
 	}
-	dev->abi_minor = ver & 0xffff;
+	dev->abi_minor = FIELD_GET(QHCA_VERSION_MINOR_MASK, ver);
 	return 0;
 }
 

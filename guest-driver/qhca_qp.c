@@ -80,7 +80,7 @@ static u32 qhca_rq_stride_log2(u32 max_sge)
 static int qhca_qp_user_geometry(struct qhca_qp *qp, const struct qhca_create_qp_cmd *u,
 				 bool srq)
 {
-	if (u->rsvd || u->sq_log2 < qp->sq.log2 || u->sq_stride_log2 < qp->sq.stride_log2)
+	if (u->sq_log2 < qp->sq.log2 || u->sq_stride_log2 < qp->sq.stride_log2)
 		return -EINVAL;
 	qp->sq.log2 = u->sq_log2;
 	qp->sq.stride_log2 = u->sq_stride_log2;
@@ -153,10 +153,10 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 		qp->rq.stride_log2 = qhca_rq_stride_log2(cap->max_recv_sge);
 	}
 	if (uctx) {
-		if (udata->inlen < sizeof(ucmd))
-			return -EINVAL;
-		if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
-			return -EFAULT;
+		err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
+				    QHCA_CREATE_QP_CMD_COMP_MASK);
+		if (err)
+			return err;
 		err = qhca_qp_user_geometry(qp, &ucmd, init->srq);
 		if (err)
 			return err;
@@ -502,7 +502,7 @@ int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		qp->sq.pi++;
 	}
 	dma_wmb();	/* WQEs before the doorbell */
-	writeq((u64)qp->sq.pi << 32 | qp->qpn, dev->db0 + QHCA_DB_SQ);
+	qhca_ring_doorbell(dev, QHCA_DB_SQ, qp->qpn, qp->sq.pi);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	return err;
 }
@@ -547,7 +547,7 @@ int qhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 	}
 	dma_wmb();
-	writeq((u64)qp->rq.pi << 32 | qp->qpn, dev->db0 + QHCA_DB_RQ);
+	qhca_ring_doorbell(dev, QHCA_DB_RQ, qp->qpn, qp->rq.pi);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	return err;
 }
@@ -573,13 +573,13 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	srq->rq.log2 = order_base_2(max(init->attr.max_wr, 1u));
 	srq->rq.stride_log2 = qhca_rq_stride_log2(init->attr.max_sge);
 	if (uctx) {
-		if (udata->inlen < sizeof(ucmd))
-			return -EINVAL;
-		if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
-			return -EFAULT;
+		err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
+				    QHCA_CREATE_SRQ_CMD_COMP_MASK);
+		if (err)
+			return err;
 		/* From user space: may round up, never down; checked below before any shift. */
 		if (ucmd.log2 < srq->rq.log2 || ucmd.stride_log2 < srq->rq.stride_log2 ||
-		    ucmd.rsvd0 || ucmd.rsvd1)
+		    ucmd.rsvd)
 			return -EINVAL;
 		srq->rq.log2 = ucmd.log2;
 		srq->rq.stride_log2 = ucmd.stride_log2;
@@ -682,7 +682,7 @@ int qhca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		}
 	}
 	dma_wmb();
-	writeq((u64)srq->rq.pi << 32 | srq->srqn, dev->db0 + QHCA_DB_SRQ);
+	qhca_ring_doorbell(dev, QHCA_DB_SRQ, srq->srqn, srq->rq.pi);
 	spin_unlock_irqrestore(&srq->lock, flags);
 	return err;
 }

@@ -112,8 +112,29 @@ static void qhca_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	u64 fw = to_qdev(ibdev)->attr.fw_version;
 
-	snprintf(str, IB_FW_VERSION_NAME_MAX, "%llu.%llu.%llu", fw >> 32,
-		 (fw >> 16) & 0xffff, fw & 0xffff);
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%llu.%llu.%llu",
+		 FIELD_GET(QHCA_FW_VERSION_MAJOR_MASK, fw),
+		 FIELD_GET(QHCA_FW_VERSION_MINOR_MASK, fw),
+		 FIELD_GET(QHCA_FW_VERSION_PATCH_MASK, fw));
+}
+
+/* ---------------------------------------------------------------- udata */
+/*
+ * Copy the driver part of a uverbs command (abi/qhca_uabi.h) of @len bytes from user space
+ * into @cmd and check it for growth: shorter is EINVAL; bytes past @len (a newer
+ * provider's fields) that are not zero, or a bit in the command's @comp_mask (a field of
+ * @cmd) outside @known, are EOPNOTSUPP. The caller checks reserved fields and values.
+ */
+int qhca_ucmd_get(struct ib_udata *udata, void *cmd, size_t len, const u32 *comp_mask,
+		  u32 known)
+{
+	if (udata->inlen < len)
+		return -EINVAL;
+	if (udata->inlen > len && !ib_is_udata_cleared(udata, len, udata->inlen - len))
+		return -EOPNOTSUPP;
+	if (ib_copy_from_udata(cmd, udata, len))
+		return -EFAULT;
+	return *comp_mask & ~known ? -EOPNOTSUPP : 0;
 }
 
 /* ---------------------------------------------------------------- user contexts */
@@ -122,10 +143,17 @@ static int qhca_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udat
 	struct qhca_ucontext *uctx = to_quctx(ibuctx);
 	struct qhca_dev *dev = to_qdev(ibuctx->device);
 	struct qhca_alloc_ucontext_resp resp = {};
+	struct qhca_alloc_ucontext_cmd ucmd;
 	struct qhca_user_mmap_entry *entry;
 	struct qhca_cmd cmd = {};
 	int err;
 
+	err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
+			    QHCA_ALLOC_UCONTEXT_CMD_COMP_MASK);
+	if (err)
+		return err;
+	if (ucmd.rsvd)
+		return -EINVAL;
 	cmd.hdr.opcode = QHCA_CMD_CREATE_UCTX;
 	err = qhca_admin_exec(dev, &cmd, &uctx->handle, &uctx->db_page);
 	if (err)

@@ -27,9 +27,10 @@ static int qhca_query_device_ex(struct ibv_context *context,
 	if (ret)
 		return ret;
 	fw = resp.base.fw_ver;
-	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
-		 "%u.%u.%u", (unsigned int)(fw >> 32) & 0xffff,
-		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver), "%u.%u.%u",
+		 (unsigned int)QHCA_FIELD_GET(QHCA_FW_VERSION_MAJOR_MASK, fw),
+		 (unsigned int)QHCA_FIELD_GET(QHCA_FW_VERSION_MINOR_MASK, fw),
+		 (unsigned int)QHCA_FIELD_GET(QHCA_FW_VERSION_PATCH_MASK, fw));
 	return 0;
 }
 
@@ -43,8 +44,8 @@ static int qhca_query_port(struct ibv_context *context, uint8_t port,
 
 static struct ibv_pd *qhca_alloc_pd(struct ibv_context *context)
 {
-	struct qhca_alloc_pd_resp_full resp = {};
-	struct ibv_alloc_pd cmd;
+	struct qhca_ualloc_pd_resp resp = {};
+	struct qhca_ualloc_pd cmd = {};
 	struct qhca_pd *pd;
 	int ret;
 
@@ -53,14 +54,14 @@ static struct ibv_pd *qhca_alloc_pd(struct ibv_context *context)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = ibv_cmd_alloc_pd(context, &pd->ibv_pd, &cmd, sizeof(cmd),
+	ret = ibv_cmd_alloc_pd(context, &pd->ibv_pd, &cmd.ibv_cmd, sizeof(cmd),
 			       &resp.ibv_resp, sizeof(resp));
 	if (ret) {
 		free(pd);
 		errno = ret;
 		return NULL;
 	}
-	pd->handle = resp.drv.pd_handle;
+	pd->handle = resp.pd_handle;
 	return &pd->ibv_pd;
 }
 
@@ -127,7 +128,7 @@ static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr
 	}
 	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
 	memcpy(ah->av.sgid, sgid.gid.raw, 16);
-	memcpy(ah->av.dmac, resp.drv.dmac, 6);
+	memcpy(ah->av.dmac, resp.dmac, 6);
 	ah->av.hop_limit = attr->grh.hop_limit;
 	ah->av.tclass = attr->grh.traffic_class;
 	ah->av.flow_label = htole32(attr->grh.flow_label);
@@ -216,8 +217,8 @@ static int query_limits(struct qhca_context *ctx, uint32_t max_inline_data)
 static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 						void *private_data)
 {
-	struct qhca_get_context_resp resp = {};
-	struct ibv_get_context cmd;
+	struct qhca_uget_context_resp resp = {};
+	struct qhca_uget_context cmd = {};
 	struct qhca_context *ctx;
 	int ret;
 
@@ -225,30 +226,30 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cm
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp.ibv_resp,
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp)))
 		goto err;
 	/* Minor 1: send completions carry their WQE index (the provider frees slots by it). */
-	if (resp.drv.abi_minor < 1) {
+	if (resp.abi_minor < 1) {
 		verbs_err(&ctx->ibv_ctx, "qhca: driver ABI 1.%u too old, need 1.1: update qhca.ko\n",
-			  resp.drv.abi_minor);
+			  resp.abi_minor);
 		errno = EPROTONOSUPPORT;
 		goto err;
 	}
-	if (resp.drv.db_page_size != QHCA_DB_PAGE_SIZE) {
+	if (resp.db_page_size != QHCA_DB_PAGE_SIZE) {
 		verbs_err(&ctx->ibv_ctx, "qhca: doorbell page size %u unsupported\n",
-			  resp.drv.db_page_size);
+			  resp.db_page_size);
 		errno = EINVAL;
 		goto err;
 	}
 	ctx->db_page = mmap(NULL, QHCA_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED, cmd_fd,
-			    resp.drv.db_mmap_offset);
+			    resp.db_mmap_offset);
 	if (ctx->db_page == MAP_FAILED) {
 		ctx->db_page = NULL;
 		goto err;
 	}
-	ctx->db_page_index = resp.drv.db_page;
-	ret = query_limits(ctx, resp.drv.max_inline_data);
+	ctx->db_page_index = resp.db_page;
+	ret = query_limits(ctx, resp.max_inline_data);
 	if (ret) {
 		verbs_err(&ctx->ibv_ctx, "qhca: query_device failed: %s\n", strerror(ret));
 		goto err_unmap;

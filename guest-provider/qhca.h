@@ -12,6 +12,7 @@
 #include <infiniband/kern-abi.h>
 
 #include "qhca_uabi.h"
+#include <kernel-abi/qhca_uabi.h>	/* made from it by CMakeLists.txt */
 
 #define QHCA_QP_HASH	256
 
@@ -90,61 +91,24 @@ struct qhca_ah {
 	struct qhca_av av;
 };
 
-/* uverbs commands: the core part, then ours (abi/qhca_uabi.h). */
-struct qhca_ucreate_cq {
-	struct ibv_create_cq ibv_cmd;
-	struct qhca_create_cq_cmd drv;
-};
-
-struct qhca_ucreate_cq_resp {
-	struct ib_uverbs_create_cq_resp ibv_resp;
-	struct qhca_create_cq_resp drv;
-};
-
-struct qhca_ucreate_cq_ex {
-	struct ibv_create_cq_ex ibv_cmd;
-	struct qhca_create_cq_cmd drv;
-};
-
-struct qhca_ucreate_cq_ex_resp {
-	struct ib_uverbs_ex_create_cq_resp ibv_resp;
-	struct qhca_create_cq_resp drv;
-};
-
-struct qhca_ucreate_qp {
-	struct ibv_create_qp ibv_cmd;
-	struct qhca_create_qp_cmd drv;
-};
-
-struct qhca_ucreate_qp_resp {
-	struct ib_uverbs_create_qp_resp ibv_resp;
-	struct qhca_create_qp_resp drv;
-};
-
-struct qhca_ucreate_srq {
-	struct ibv_create_srq ibv_cmd;
-	struct qhca_create_srq_cmd drv;
-};
-
-struct qhca_ucreate_srq_resp {
-	struct ib_uverbs_create_srq_resp ibv_resp;
-	struct qhca_create_srq_resp drv;
-};
-
-struct qhca_ucreate_ah_resp {
-	struct ib_uverbs_create_ah_resp ibv_resp;
-	struct qhca_create_ah_resp drv;
-};
-
-struct qhca_get_context_resp {
-	struct ib_uverbs_get_context_resp ibv_resp;
-	struct qhca_alloc_ucontext_resp drv;
-};
-
-struct qhca_alloc_pd_resp_full {
-	struct ib_uverbs_alloc_pd_resp ibv_resp;
-	struct qhca_alloc_pd_resp drv;
-};
+/*
+ * uverbs commands with driver data (abi/qhca_uabi.h): struct qhca_uX is the core command
+ * (ibv_cmd) followed by ours, struct qhca_uX_resp the core response (ibv_resp) followed by
+ * ours; our fields are members of both, as cmd.buf_addr or resp.cqn. The comp_mask of
+ * every command is 0: the provider uses no optional field yet.
+ */
+DECLARE_DRV_CMD(qhca_uget_context, IB_USER_VERBS_CMD_GET_CONTEXT,
+		qhca_alloc_ucontext_cmd, qhca_alloc_ucontext_resp);
+DECLARE_DRV_CMD(qhca_ualloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, empty, qhca_alloc_pd_resp);
+DECLARE_DRV_CMD(qhca_ucreate_cq, IB_USER_VERBS_CMD_CREATE_CQ, qhca_create_cq_cmd,
+		qhca_create_cq_resp);
+DECLARE_DRV_CMD(qhca_ucreate_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ, qhca_create_cq_cmd,
+		qhca_create_cq_resp);
+DECLARE_DRV_CMD(qhca_ucreate_qp, IB_USER_VERBS_CMD_CREATE_QP, qhca_create_qp_cmd,
+		qhca_create_qp_resp);
+DECLARE_DRV_CMD(qhca_ucreate_srq, IB_USER_VERBS_CMD_CREATE_SRQ, qhca_create_srq_cmd,
+		qhca_create_srq_resp);
+DECLARE_DRV_CMD(qhca_ucreate_ah, IB_USER_VERBS_CMD_CREATE_AH, empty, qhca_create_ah_resp);
 
 static inline struct qhca_context *to_qctx(struct ibv_context *ctx)
 {

@@ -61,7 +61,9 @@ static void ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num, 
 {
 	/* WQEs and records must be visible before the device sees the doorbell. */
 	udma_to_device_barrier();
-	mmio_write64_le((uint8_t *)ctx->db_page + off, htole64((uint64_t)idx << 32 | num));
+	mmio_write64_le((uint8_t *)ctx->db_page + off,
+			htole64(QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, idx) |
+				QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num)));
 }
 
 /*
@@ -72,8 +74,8 @@ static void ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num, 
  */
 static void cqe_retire(struct qhca_context *ctx, const struct qhca_cqe *cqe)
 {
-	uint32_t qpn = le32toh(cqe->qpn_status) & QHCA_CQE_QPN_MASK;
-	uint32_t idx = le32toh(cqe->src_qp_flags) & QHCA_CQE_WQE_INDEX_MASK;
+	uint32_t qpn = QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status));
+	uint32_t idx = QHCA_FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, le32toh(cqe->src_qp_flags));
 	struct qhca_ring *r;
 	struct qhca_qp *qp;
 	uint32_t ci, n;
@@ -84,7 +86,8 @@ static void cqe_retire(struct qhca_context *ctx, const struct qhca_cqe *cqe)
 	if (qp) {
 		r = cqe->opcode < QHCA_WC_RECV ? &qp->sq : qp->srq ? &qp->srq->rq : &qp->rq;
 		ci = __atomic_load_n(&r->ci, __ATOMIC_RELAXED);
-		n = r == &qp->sq ? (idx + 1 - ci) & QHCA_CQE_WQE_INDEX_MASK : 1;
+		/* The WQE's index mod 2^24, the width of its field: so is the count. */
+		n = r == &qp->sq ? QHCA_FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, idx + 1 - ci) : 1;
 		if (n <= __atomic_load_n(&r->pi, __ATOMIC_RELAXED) - ci)
 			__atomic_fetch_add(&r->ci, n, __ATOMIC_RELEASE);
 	}
@@ -145,7 +148,7 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_alloc(to_qctx(context), (uint32_t)cqe, &cmd.drv);
+	cq = cq_alloc(to_qctx(context), (uint32_t)cqe, &cmd.drv_payload);
 	if (!cq)
 		return NULL;
 	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
@@ -153,7 +156,7 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 		cq_free(cq);
 		return NULL;
 	}
-	cq->cqn = resp.drv.cqn;
+	cq->cqn = resp.cqn;
 	return &cq->vcq.cq;
 }
 
@@ -178,7 +181,7 @@ static int cq_ex_take(struct qhca_cq *cq)
 	cq->ci++;
 	cqe_retire(to_qctx(cq->vcq.cq.context), cqe);
 	cq->vcq.cq_ex.wr_id = le64toh(cqe->wr_id);
-	cq->vcq.cq_ex.status = le32toh(cqe->qpn_status) >> QHCA_CQE_STATUS_SHIFT;
+	cq->vcq.cq_ex.status = QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, le32toh(cqe->qpn_status));
 	return 0;
 }
 
@@ -231,19 +234,20 @@ static __be32 cq_ex_read_imm_data(struct ibv_cq_ex *ex)
 
 static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *ex)
 {
-	return le32toh(to_qcq_ex(ex)->cur->qpn_status) & QHCA_CQE_QPN_MASK;
+	return QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(to_qcq_ex(ex)->cur->qpn_status));
 }
 
 static uint32_t cq_ex_read_src_qp(struct ibv_cq_ex *ex)
 {
 	const struct qhca_cqe *cqe = to_qcq_ex(ex)->cur;
 
-	return cqe->opcode >= QHCA_WC_RECV ? le32toh(cqe->src_qp_flags) & QHCA_CQE_SRC_QP_MASK : 0;
+	return cqe->opcode >= QHCA_WC_RECV ?
+	       QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, le32toh(cqe->src_qp_flags)) : 0;
 }
 
 static unsigned int cq_ex_read_wc_flags(struct ibv_cq_ex *ex)
 {
-	uint8_t f = le32toh(to_qcq_ex(ex)->cur->src_qp_flags) >> QHCA_CQE_FLAGS_SHIFT;
+	uint8_t f = QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(to_qcq_ex(ex)->cur->src_qp_flags));
 
 	return (f & QHCA_CQE_FLAG_IMM ? IBV_WC_WITH_IMM : 0) |
 	       (f & QHCA_CQE_FLAG_INV ? IBV_WC_WITH_INV : 0) |
@@ -275,7 +279,7 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = cq_alloc(to_qctx(context), attr->cqe, &cmd.drv);
+	cq = cq_alloc(to_qctx(context), attr->cqe, &cmd.drv_payload);
 	if (!cq)
 		return NULL;
 	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
@@ -283,7 +287,7 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 		cq_free(cq);
 		return NULL;
 	}
-	cq->cqn = resp.drv.cqn;
+	cq->cqn = resp.cqn;
 	ex = &cq->vcq.cq_ex;
 	ex->start_poll = cq_ex_start_poll;
 	ex->next_poll = cq_ex_next_poll;
@@ -350,13 +354,14 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		udma_from_device_barrier();	/* the CQE only after its owner byte */
 		memset(&wc[n], 0, sizeof(wc[n]));
 		wc[n].wr_id = le64toh(cqe->wr_id);
-		wc[n].status = le32toh(cqe->qpn_status) >> QHCA_CQE_STATUS_SHIFT;
+		wc[n].status = QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, le32toh(cqe->qpn_status));
 		wc[n].opcode = wc_opcode(cqe->opcode);
 		wc[n].byte_len = le32toh(cqe->byte_len);
-		wc[n].qp_num = le32toh(cqe->qpn_status) & QHCA_CQE_QPN_MASK;
+		wc[n].qp_num = QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status));
 		if (cqe->opcode >= QHCA_WC_RECV)
-			wc[n].src_qp = le32toh(cqe->src_qp_flags) & QHCA_CQE_SRC_QP_MASK;
-		flags = le32toh(cqe->src_qp_flags) >> QHCA_CQE_FLAGS_SHIFT;
+			wc[n].src_qp = QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK,
+						      le32toh(cqe->src_qp_flags));
+		flags = QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(cqe->src_qp_flags));
 		if (flags & QHCA_CQE_FLAG_IMM) {
 			wc[n].imm_data = htobe32(le32toh(cqe->imm));
 			wc[n].wc_flags |= IBV_WC_WITH_IMM;
@@ -487,7 +492,7 @@ static void qp_created(struct qhca_context *ctx, struct qhca_qp *qp,
 		       const struct qhca_ucreate_qp_resp *resp, struct ibv_qp_cap *cap,
 		       struct ibv_srq *srq)
 {
-	qp->qpn = resp->drv.qpn;
+	qp->qpn = resp->qpn;
 	qp->srq = srq ? to_qsrq(srq) : NULL;
 	cap->max_send_wr = 1u << qp->sq.log2;
 	cap->max_recv_wr = srq ? 0 : 1u << qp->rq.log2;
@@ -503,7 +508,7 @@ struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct qhca_ucreate_qp_resp resp = {};
 	struct qhca_qp *qp;
 
-	qp = qp_alloc(to_qctx(pd->context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv);
+	qp = qp_alloc(to_qctx(pd->context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
 	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
@@ -956,7 +961,7 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	qp = qp_alloc(to_qctx(context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv);
+	qp = qp_alloc(to_qctx(context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
 	if (ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
@@ -1017,13 +1022,13 @@ struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 	srq->rq.buf = ring_alloc((size_t)1 << (srq->rq.log2 + srq->rq.stride_log2));
 	if (!srq->rq.buf)
 		goto err;
-	cmd.drv.buf_addr = (uintptr_t)srq->rq.buf;
-	cmd.drv.log2 = srq->rq.log2;
-	cmd.drv.stride_log2 = srq->rq.stride_log2;
+	cmd.buf_addr = (uintptr_t)srq->rq.buf;
+	cmd.log2 = srq->rq.log2;
+	cmd.stride_log2 = srq->rq.stride_log2;
 	if (ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
 			       sizeof(resp)))
 		goto err;
-	srq->srqn = resp.drv.srqn;
+	srq->srqn = resp.srqn;
 	return &srq->ibv_srq;
 err:
 	free(srq->rq.buf);

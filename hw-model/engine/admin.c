@@ -89,7 +89,8 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	if (q->out_len != sizeof(a) || q->port != 0)
 		return QHCA_ST_BAD_FIELD;
 	memset(&a, 0, sizeof(a));
-	a.fw_version = (uint64_t)QHCA_ABI_VERSION_MAJOR << 32 | QHCA_ABI_VERSION_MINOR << 16;
+	a.fw_version = QHCA_FIELD_PREP(QHCA_FW_VERSION_MAJOR_MASK, QHCA_ABI_VERSION_MAJOR) |
+		       QHCA_FIELD_PREP(QHCA_FW_VERSION_MINOR_MASK, QHCA_ABI_VERSION_MINOR);
 	/* EUI-64 from the MAC: flip the U/L bit and insert ff:fe. */
 	a.node_guid = (uint64_t)(c->mac[0] ^ 2) << 56 | (uint64_t)c->mac[1] << 48 |
 		      (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |

@@ -37,9 +37,10 @@ static void post_send_cqe(struct qhca_engine *e, struct qhca_qp *qp, uint32_t id
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.wr_id = wr_id;
 	cqe.byte_len = len;
-	cqe.qpn_status = qp->qpn | (uint32_t)status << QHCA_CQE_STATUS_SHIFT;
+	cqe.qpn_status = QHCA_FIELD_PREP(QHCA_CQE_QPN_MASK, qp->qpn) |
+			 QHCA_FIELD_PREP(QHCA_CQE_STATUS_MASK, status);
 	cqe.opcode = wc_opcode(opcode);
-	cqe.src_qp_flags = idx & QHCA_CQE_WQE_INDEX_MASK;
+	cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_WQE_INDEX_MASK, idx);
 	qhca_cq_post(e, qp->send_cq, &cqe, false);
 }
 

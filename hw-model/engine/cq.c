@@ -141,13 +141,13 @@ bool qhca_page_owns(struct qhca_engine *e, uint32_t page, uint32_t uctx)
 
 void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, bool solicited)
 {
-	struct qhca_cq *cq = qhca_cq_find(e, (uint32_t)value);
-	uint32_t ci = (uint32_t)(value >> 32);
+	uint32_t cqn = QHCA_FIELD_GET(QHCA_DB_NUM_MASK, value);
+	uint32_t ci = QHCA_FIELD_GET(QHCA_DB_INDEX_MASK, value);
+	struct qhca_cq *cq = qhca_cq_find(e, cqn);
 
 	/* A page may only arm the CQs of the user context it belongs to. */
 	if (!cq || !qhca_page_owns(e, page, cq->uctx)) {
-		qhca_log_guest(e, "CQ arm doorbell on page %u for CQ 0x%x refused", page,
-			       (uint32_t)value);
+		qhca_log_guest(e, "CQ arm doorbell on page %u for CQ 0x%x refused", page, cqn);
 		return;
 	}
 	if (solicited)

@@ -103,10 +103,10 @@ int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t
 }
 
 /* ---------------------------------------------------------------- object tables */
-#define OBJ_INDEX_BITS	20
-#define OBJ_INDEX_MASK	((1u << OBJ_INDEX_BITS) - 1)
-#define OBJ_GEN_MASK	0x7ffu		/* 11 bits of generation fit above the index */
-#define OBJ_USED	0x8000u
+#define OBJ_HANDLE_INDEX_MASK	0x000fffffu	/* index + 1 */
+#define OBJ_HANDLE_GEN_MASK	0x7ff00000u	/* the slot's generation; bit 31 is 0 */
+#define OBJ_GEN_MASK		QHCA_FIELD_GET(OBJ_HANDLE_GEN_MASK, 0xffffffffu)
+#define OBJ_USED		0x8000u
 
 /*
  * Free slots wait in a FIFO, so a freed slot is reused as late as possible: together with
@@ -178,15 +178,17 @@ uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner)
 	t->owner[i] = owner;
 	t->users[i] = 0;
 	t->count++;
-	return ((uint32_t)(t->gen[i] & OBJ_GEN_MASK) << OBJ_INDEX_BITS) | (i + 1);
+	return QHCA_FIELD_PREP(OBJ_HANDLE_GEN_MASK, t->gen[i]) |
+	       QHCA_FIELD_PREP(OBJ_HANDLE_INDEX_MASK, i + 1);
 }
 
 int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle)
 {
-	uint32_t idx = handle & OBJ_INDEX_MASK;
-	uint32_t gen = handle >> OBJ_INDEX_BITS;
+	uint32_t idx = QHCA_FIELD_GET(OBJ_HANDLE_INDEX_MASK, handle);
+	uint32_t gen = QHCA_FIELD_GET(OBJ_HANDLE_GEN_MASK, handle);
 
-	if (idx == 0 || idx > t->capacity || gen > OBJ_GEN_MASK)
+	if (idx == 0 || idx > t->capacity ||
+	    (handle & ~(OBJ_HANDLE_GEN_MASK | OBJ_HANDLE_INDEX_MASK)))
 		return -1;
 	idx--;
 	if (t->gen[idx] != (OBJ_USED | gen))
@@ -196,7 +198,7 @@ int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle)
 
 uint32_t qhca_obj_generation(uint32_t handle)
 {
-	return handle >> OBJ_INDEX_BITS;
+	return QHCA_FIELD_GET(OBJ_HANDLE_GEN_MASK, handle);
 }
 
 void qhca_obj_hold(struct qhca_obj_table *t, uint32_t handle)

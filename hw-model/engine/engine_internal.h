@@ -10,9 +10,9 @@
 #include "roce.h"
 
 /*
- * A table of objects addressed by handles. A handle is (generation << 20) | (index + 1): 0
- * is never valid, and a stale handle of a destroyed object is rejected because its
- * generation no longer matches.
+ * A table of objects addressed by handles. A handle is the slot's generation (bits 20-30)
+ * and its index + 1 (bits 0-19; OBJ_HANDLE_*_MASK in engine.c): 0 is never valid, and a
+ * stale handle of a destroyed object is rejected because its generation no longer matches.
  */
 struct qhca_obj_table {
 	uint32_t capacity;

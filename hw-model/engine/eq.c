@@ -64,7 +64,8 @@ void qhca_eq_reset(struct qhca_engine *e)
 
 void qhca_eq_doorbell(struct qhca_engine *e, uint64_t value)
 {
-	uint32_t handle = (uint32_t)value, ci = (uint32_t)(value >> 32);
+	uint32_t handle = QHCA_FIELD_GET(QHCA_DB_NUM_MASK, value);
+	uint32_t ci = QHCA_FIELD_GET(QHCA_DB_INDEX_MASK, value);
 	int64_t idx = qhca_obj_lookup(&e->eq_table, handle);
 	struct qhca_eq *q;
 

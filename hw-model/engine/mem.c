@@ -106,19 +106,20 @@ int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npage
 /* ---------------------------------------------------------------- memory regions */
 struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key)
 {
-	uint32_t idx = (key >> 8) - 1;
+	uint32_t slot = QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, key);	/* index + 1 */
 	struct qhca_mr *mr;
 
-	if ((key >> 8) == 0 || idx >= e->cfg.max_mr)
+	if (slot == 0 || slot > e->cfg.max_mr)
 		return NULL;
-	mr = e->mr[idx];
+	mr = e->mr[slot - 1];
 	return mr && mr->key == key ? mr : NULL;
 }
 
 /*
- * A key is the region's slot (24 bits) and a tag (8 bits): the slot's generation plus an
- * offset derived from the device's secret, so a reused slot never takes the key it had
- * last, and a peer cannot derive the keys of regions from their slot numbers alone.
+ * A key is the region's slot + 1 (QHCA_MR_KEY_INDEX_MASK) and a tag (QHCA_MR_KEY_TAG_MASK):
+ * the slot's generation plus an offset derived from the device's secret, so a reused slot
+ * never takes the key it had last, and a peer cannot derive the keys of regions from their
+ * slot numbers alone.
  */
 static uint8_t mr_key_tag(const struct qhca_engine *e, uint64_t idx, uint32_t generation)
 {
@@ -171,7 +172,9 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	idx = qhca_obj_lookup(&e->mr_table, h);
 	qhca_obj_hold(&e->pd, c->pd);
 	mr->handle = h;
-	mr->key = (uint32_t)(idx + 1) << 8 | mr_key_tag(e, (uint64_t)idx, h >> 20);
+	mr->key = QHCA_FIELD_PREP(QHCA_MR_KEY_INDEX_MASK, idx + 1) |
+		  QHCA_FIELD_PREP(QHCA_MR_KEY_TAG_MASK,
+				  mr_key_tag(e, (uint64_t)idx, qhca_obj_generation(h)));
 	mr->pd = c->pd;
 	mr->access = c->access;
 	mr->flags = c->flags;
@@ -196,7 +199,7 @@ static void mr_free(struct qhca_mr *mr)
 /* Take the region out of the key table; free it now or with its last reference. */
 static void mr_unlink(struct qhca_engine *e, struct qhca_mr *mr)
 {
-	e->mr[(mr->key >> 8) - 1] = NULL;
+	e->mr[QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, mr->key) - 1] = NULL;
 	qhca_obj_free(&e->mr_table, mr->handle);
 	qhca_obj_unhold(&e->pd, mr->pd);
 	if (mr->refs) {

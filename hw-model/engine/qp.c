@@ -16,22 +16,23 @@ static const char *const state_names[] = {
 };
 
 /*
- * A QPN is the QP's table slot + 2 in its low 21 bits and three bits of the slot's
- * generation above them, so a stale QPN (a doorbell, a command or a packet for a QP that
- * was destroyed) does not reach the QP that took its slot next.
+ * A QPN (24 bits) is the QP's table slot + 2 in its low 21 bits and three bits of the
+ * slot's generation above them, so a stale QPN (a doorbell, a command or a packet for a QP
+ * that was destroyed) does not reach the QP that took its slot next.
  */
-#define QPN_INDEX_BITS	21
+#define QPN_SLOT_MASK	0x001fffffu	/* slot + 2: QPNs 0 and 1 are special */
+#define QPN_GEN_MASK	0x00e00000u
 
 static uint32_t qpn_slot(uint32_t qpn)
 {
-	return (qpn & ((1u << QPN_INDEX_BITS) - 1)) - 2;
+	return QHCA_FIELD_GET(QPN_SLOT_MASK, qpn) - 2;
 }
 
 struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn)
 {
 	struct qhca_qp *qp;
 
-	if ((qpn & ((1u << QPN_INDEX_BITS) - 1)) < 2 || qpn_slot(qpn) >= e->cfg.max_qp)
+	if (QHCA_FIELD_GET(QPN_SLOT_MASK, qpn) < 2 || qpn_slot(qpn) >= e->cfg.max_qp)
 		return NULL;
 	qp = e->qp[qpn_slot(qpn)];
 	return qp && qp->qpn == qpn ? qp : NULL;
@@ -128,14 +129,15 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 	cqe.wr_id = rc->wr_id;
 	cqe.byte_len = byte_len;
 	cqe.imm = imm;
-	cqe.qpn_status = qp->qpn | (uint32_t)status << QHCA_CQE_STATUS_SHIFT;
+	cqe.qpn_status = QHCA_FIELD_PREP(QHCA_CQE_QPN_MASK, qp->qpn) |
+			 QHCA_FIELD_PREP(QHCA_CQE_STATUS_MASK, status);
 	cqe.opcode = opcode;
 	if (p && (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI)) {
 		memcpy(cqe.smac, p->smac, 6);
 		flags |= QHCA_CQE_FLAG_GRH | (p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
-		cqe.src_qp_flags = p->deth_sqpn & QHCA_CQE_SRC_QP_MASK;
+		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK, p->deth_sqpn);
 	}
-	cqe.src_qp_flags |= (uint32_t)flags << QHCA_CQE_FLAGS_SHIFT;
+	cqe.src_qp_flags |= QHCA_FIELD_PREP(QHCA_CQE_FLAGS_MASK, flags);
 	rc->active = false;
 	qhca_sgl_release(&rc->sgl);
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: receive wr_id 0x%llx status %u len %u", qp->qpn,
@@ -216,8 +218,8 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	if (!h)
 		goto err;
 	qp->handle = h;
-	qp->qpn = (qhca_obj_generation(h) & 7) << QPN_INDEX_BITS |
-		  ((uint32_t)qhca_obj_lookup(&e->qp_table, h) + 2);
+	qp->qpn = QHCA_FIELD_PREP(QPN_GEN_MASK, qhca_obj_generation(h)) |
+		  QHCA_FIELD_PREP(QPN_SLOT_MASK, qhca_obj_lookup(&e->qp_table, h) + 2);
 	qp->type = c->type;
 	qp->state = QHCA_QPS_RESET;
 	qp->sig_all = c->sq_sig_all;
@@ -461,7 +463,8 @@ uint16_t qhca_qp_query(struct qhca_engine *e, uint32_t qpn, struct qhca_qp_attr 
 /* ---------------------------------------------------------------- doorbells */
 void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64_t value)
 {
-	uint32_t num = (uint32_t)value, pi = (uint32_t)(value >> 32);
+	uint32_t num = QHCA_FIELD_GET(QHCA_DB_NUM_MASK, value);
+	uint32_t pi = QHCA_FIELD_GET(QHCA_DB_INDEX_MASK, value);
 	struct qhca_wq *wq;
 	struct qhca_qp *qp = NULL;
 	struct qhca_srq *srq = NULL;

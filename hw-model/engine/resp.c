@@ -158,7 +158,8 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 		return true;
 	if (qp->state < QHCA_QPS_RTR || qp->state == QHCA_QPS_ERR ||
 	    (mr && !qhca_mr_usable(mr))) {
-		/* The region went away under the READ: the requester times out and fails. */
+		/* The region went away under the READ: the requester times out, asks again
+		 * and gets a NAK (resp_duplicate checks the region anew). */
 		read_end(qp);
 		return true;
 	}

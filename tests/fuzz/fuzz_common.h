@@ -90,6 +90,12 @@ struct fz_state {
 	uint32_t eq, pd, mr, cq[2], qpn[4], srq;
 };
 
+/* A doorbell's 64-bit value: the object it names and an index. */
+static inline uint64_t fz_db(uint32_t num, uint32_t idx)
+{
+	return QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num) | QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, idx);
+}
+
 static struct qhca_pbl fz_pbl(unsigned slot, uint64_t buf, uint32_t pages)
 {
 	uint64_t list = FZ_PBL + slot * 0x400ull;

@@ -119,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			args(&data, &size, b, 2);
 			num = (b[0] & 3) == 2 ? s.cq[obj & 1] : (b[0] & 3) == 3 ? s.srq :
 			      s.qpn[obj & 3];
-			qhca_engine_db_write(&s.e, regs[b[0] & 3], (uint64_t)b[1] << 32 | num, 8);
+			qhca_engine_db_write(&s.e, regs[b[0] & 3], fz_db(num, b[1]), 8);
 			break;
 		}
 		case OP_MEM: {

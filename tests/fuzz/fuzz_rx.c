@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	qhca_engine_db_write(&s.e, QHCA_DB_ETH_RX, 4, 4);
 	for (i = 0; i < 4; i++)
-		qhca_engine_db_write(&s.e, QHCA_DB_RQ, 4ull << 32 | s.qpn[i], 8);
+		qhca_engine_db_write(&s.e, QHCA_DB_RQ, fz_db(s.qpn[i], 4), 8);
 	while (size >= 2) {
 		unsigned raw = data[0] | data[1] << 8;
 		size_t len = raw % sizeof(frame);

@@ -37,8 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (data[i] & 0x80)
 			reg = QHCA_DB_CQ_ARM;
-		qhca_engine_db_write(&s.e, reg, (uint64_t)pi << 32 |
-				     (reg == QHCA_DB_CQ_ARM ? s.cq[q & 1] : s.qpn[q]), 8);
+		qhca_engine_db_write(&s.e, reg,
+				     fz_db(reg == QHCA_DB_CQ_ARM ? s.cq[q & 1] : s.qpn[q], pi), 8);
 	}
 	fz_drain_timers(&s);
 	qhca_engine_tx_resume(&s.e);

@@ -301,11 +301,12 @@ static void test_bad_properties_rejected(void)
         g_autofree char *cmd = g_strdup_printf(
             "%s -nodefaults -display none -machine pc,accel=qtest -device qhca,%s 2>&1",
             g_getenv("QTEST_QEMU_BINARY"), bad[i]);
+        const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
         g_autofree char *out = NULL;
         int status;
 
-        g_assert_true(g_spawn_sync(NULL, (char *[]){ "/bin/sh", "-c", cmd, NULL }, NULL, 0,
-                                   NULL, NULL, &out, NULL, &status, NULL));
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out, NULL,
+                                   &status, NULL));
         g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
         g_assert_nonnull(strstr(out, "qhca: "));
     }
@@ -535,6 +536,17 @@ static void node_connect(Node *n, Node *peer)
                      ==, QHCA_ST_OK);
 }
 
+/* A doorbell's 64-bit value: the object it names and a producer or consumer index. */
+static uint64_t db_value(uint32_t num, uint32_t idx)
+{
+    return QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num) | QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, idx);
+}
+
+static unsigned cqe_status(const struct qhca_cqe *c)
+{
+    return QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, c->qpn_status);
+}
+
 /* Wait for the next CQE on CQ @i of @n (the peer's QEMU runs meanwhile). */
 static struct qhca_cqe node_cqe(Node *n, int i)
 {
@@ -590,10 +602,10 @@ static void test_two_devices_verbs(void)
     sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data), .lkey = a.mrkey };
     qtest_memwrite(a.h->qts, a.sq, &w, sizeof(w));
     qtest_memwrite(a.h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
-    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
     c = node_cqe(&a, 0);
     g_assert_cmphex(c.wr_id, ==, 0x11);
-    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
     g_assert_cmpuint(c.opcode, ==, QHCA_WC_RDMA_WRITE);
     qtest_memread(b.h->qts, b.buf + 4096, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
@@ -602,21 +614,21 @@ static void test_two_devices_verbs(void)
     sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096, .lkey = b.mrkey };
     qtest_memwrite(b.h->qts, b.rq, &rw, sizeof(rw));
     qtest_memwrite(b.h->qts, b.rq + sizeof(rw), &sge, sizeof(sge));
-    qpci_io_writeq(b.h->dev, b.db, QHCA_DB_RQ, (uint64_t)++b.rq_pi << 32 | b.qpn);
+    qpci_io_writeq(b.h->dev, b.db, QHCA_DB_RQ, db_value(b.qpn, ++b.rq_pi));
     w.wr_id = 0x22;
     w.opcode = QHCA_WR_SEND;
     sge = (struct qhca_sge){ .addr = a.buf_va + 1000, .length = 100, .lkey = a.mrkey };
     qtest_memwrite(a.h->qts, a.sq + 128, &w, sizeof(w));
     qtest_memwrite(a.h->qts, a.sq + 128 + sizeof(w), &sge, sizeof(sge));
-    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
     c = node_cqe(&a, 0);
     g_assert_cmphex(c.wr_id, ==, 0x22);
-    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
     c = node_cqe(&b, 1);
     g_assert_cmphex(c.wr_id, ==, 0x77);
     g_assert_cmpuint(c.opcode, ==, QHCA_WC_RECV);
     g_assert_cmpuint(c.byte_len, ==, 100);
-    g_assert_cmpuint(c.qpn_status & QHCA_CQE_QPN_MASK, ==, b.qpn);
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), ==, b.qpn);
     qtest_memread(b.h->qts, b.buf, got, 100);
     g_assert_cmpmem(got, 100, data + 1000, 100);
 
@@ -628,10 +640,10 @@ static void test_two_devices_verbs(void)
     sge = (struct qhca_sge){ .addr = a.buf_va, .length = 64, .lkey = a.mrkey };
     qtest_memwrite(a.h->qts, a.sq + 256, &w, sizeof(w));
     qtest_memwrite(a.h->qts, a.sq + 256 + sizeof(w), &sge, sizeof(sge));
-    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
     c = node_cqe(&a, 0);
     g_assert_cmphex(c.wr_id, ==, 0x33);
-    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_REM_ACCESS_ERR);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_REM_ACCESS_ERR);
     qtest_memread(b.h->qts, b.buf, got, 100);
     g_assert_cmpmem(got, 100, data + 1000, 100);
 
@@ -664,7 +676,7 @@ static void test_timers_follow_guest_clock(void)
     sge = (struct qhca_sge){ .addr = a.buf_va, .length = 64, .lkey = a.mrkey };
     qtest_memwrite(h->qts, a.sq, &w, sizeof(w));
     qtest_memwrite(h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
-    qpci_io_writeq(h->dev, a.db, QHCA_DB_SQ, (uint64_t)++a.sq_pi << 32 | a.qpn);
+    qpci_io_writeq(h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
     g_usleep(1500 * 1000);      /* host time: would be three times the whole retry budget */
     slot = a.cq_ring[0];
     qtest_memread(h->qts, slot, &c, sizeof(c));
@@ -672,7 +684,7 @@ static void test_timers_follow_guest_clock(void)
     qtest_clock_step(h->qts, 2000000000LL);
     c = node_cqe(&a, 0);
     g_assert_cmphex(c.wr_id, ==, 0x44);
-    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_RETRY_EXC_ERR);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_RETRY_EXC_ERR);
     qhca_stop(h);
 }
 
@@ -720,10 +732,10 @@ static void test_hostile_objects(void)
     sge = (struct qhca_sge){ .addr = 0x5000000, .length = 16, .lkey = key2 };
     qtest_memwrite(h->qts, n.sq, &w, sizeof(w));
     qtest_memwrite(h->qts, n.sq + sizeof(w), &sge, sizeof(sge));
-    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)++n.sq_pi << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, ++n.sq_pi));
     c = node_cqe(&n, 0);
     g_assert_cmphex(c.wr_id, ==, 0x44);
-    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_LOC_PROT_ERR);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_LOC_PROT_ERR);
 
     /* Destroy twice, use after destroy, destroy while in use. */
     g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_BUSY);
@@ -739,7 +751,7 @@ static void test_hostile_objects(void)
                      QHCA_ST_OK);
     g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0, NULL, 0, NULL), ==,
                      QHCA_ST_BAD_HANDLE);
-    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)++n.sq_pi << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, ++n.sq_pi));
     qpci_io_writeq(h->dev, n.db, QHCA_DB_CQ_ARM, n.scq);
     g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
                      QHCA_ST_OK);
@@ -785,7 +797,7 @@ static void test_hostile_objects(void)
         qtest_memwrite(h->qts, n.sq + i * 128, &w, sizeof(w));
         qtest_memwrite(h->qts, n.sq + i * 128 + sizeof(w), &sge, sizeof(sge));
     }
-    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)(n.sq_pi += 4) << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, n.sq_pi += 4));
     for (i = 0; i < 100; i++) {
         qtest_memread(h->qts, eq_ring, &eqe, sizeof(eqe));
         if (eqe.flags & QHCA_EQE_PHASE) {
@@ -799,9 +811,9 @@ static void test_hostile_objects(void)
     g_assert_cmphex(c.wr_id, ==, 0x50);     /* the first CQE was not overwritten */
 
     /* A reset in the middle of traffic, then a well-behaved user gets a working device. */
-    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)(n.sq_pi + 2) << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, n.sq_pi + 2));
     wr(h, QHCA_REG_CTRL, QHCA_CTRL_RESET);
-    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)(n.sq_pi + 3) << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, n.sq_pi + 3));
     g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, 0);
     node_setup(&n, h, 7);
     node_connect(&n, &n);
@@ -812,10 +824,10 @@ static void test_hostile_objects(void)
     sge = (struct qhca_sge){ .addr = n.buf_va, .length = 64, .lkey = n.mrkey };
     qtest_memwrite(h->qts, n.sq, &w, sizeof(w));
     qtest_memwrite(h->qts, n.sq + sizeof(w), &sge, sizeof(sge));
-    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, (uint64_t)++n.sq_pi << 32 | n.qpn);
+    qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, ++n.sq_pi));
     c = node_cqe(&n, 0);
     g_assert_cmphex(c.wr_id, ==, 0x66);
-    g_assert_cmpuint(c.qpn_status >> QHCA_CQE_STATUS_SHIFT, ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
     qhca_stop(h);
 }
 

@@ -620,7 +620,8 @@ static struct qhca_eqe *eqe_at(unsigned i)
 
 static void eq_doorbell(uint32_t handle, uint32_t ci)
 {
-	qhca_engine_db_write(&eng, QHCA_DB_EQ, (uint64_t)ci << 32 | handle, 8);
+	qhca_engine_db_write(&eng, QHCA_DB_EQ, QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, ci) |
+			     QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, handle), 8);
 }
 
 static void test_eq_events(void)

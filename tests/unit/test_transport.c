@@ -294,7 +294,12 @@ static int poll_cq(struct node *n, struct cq *cq, struct qhca_cqe *out)
 
 static uint8_t cqe_status(const struct qhca_cqe *c)
 {
-	return (uint8_t)(c->qpn_status >> QHCA_CQE_STATUS_SHIFT);
+	return (uint8_t)QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, c->qpn_status);
+}
+
+static uint8_t cqe_flags(const struct qhca_cqe *c)
+{
+	return (uint8_t)QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, c->src_qp_flags);
 }
 
 struct qp {
@@ -397,7 +402,8 @@ static uint64_t va_to_gpa(uint64_t va)
 
 static void ring(struct node *n, uint32_t reg, uint32_t num, uint32_t pi)
 {
-	qhca_engine_db_write(&n->e, reg, (uint64_t)pi << 32 | num, 8);
+	qhca_engine_db_write(&n->e, reg, QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, pi) |
+			     QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num), 8);
 }
 
 static void post_recv(struct qp *q, uint64_t wr_id, uint64_t va, uint32_t len, uint32_t lkey)
@@ -511,9 +517,8 @@ static void test_rc_send(void)
 			CHECK_EQ(cqe_status(&c), QHCA_WC_SUCCESS);
 			CHECK_EQ(c.opcode, QHCA_WC_RECV);
 			CHECK_EQ(c.byte_len, sizes[i]);
-			CHECK_EQ(c.qpn_status & QHCA_CQE_QPN_MASK, b.qpn);
-			CHECK_EQ(!!(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_IMM),
-				 i & 1);
+			CHECK_EQ(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), b.qpn);
+			CHECK_EQ(!!(cqe_flags(&c) & QHCA_CQE_FLAG_IMM), i & 1);
 			if (i & 1)
 				CHECK_EQ(c.imm, 0x12345678);
 		}
@@ -805,10 +810,20 @@ static void test_send_cqe_index(void)
 		}
 		CHECK_EQ(c.wr_id, want[i].wr_id);
 		CHECK_EQ(cqe_status(&c), want[i].status);
-		CHECK_EQ(c.src_qp_flags & QHCA_CQE_WQE_INDEX_MASK, want[i].wr_id);
+		CHECK_EQ(QHCA_FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, c.src_qp_flags), want[i].wr_id);
 	}
 	expect_empty(&nodes[0], &a.scq);
 	teardown();
+}
+
+static uint32_t key_slot(uint32_t key)
+{
+	return QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, key);
+}
+
+static uint8_t key_tag(uint32_t key)
+{
+	return (uint8_t)QHCA_FIELD_GET(QHCA_MR_KEY_TAG_MASK, key);
 }
 
 /* Keys: a reused slot never repeats its last key; the device secret changes the tags. */
@@ -823,9 +838,9 @@ static void test_mr_keys(void)
 	nodes[1].e.cfg.key_secret = 0xfedcba9876543210ull;
 	for (i = 0; i < 4; i++)
 		k[i] = make_mr(&nodes[i & 1], 4096, QHCA_ACCESS_ALL, &buf);
-	CHECK_EQ(k[0] >> 8, k[1] >> 8);			/* same slot on both devices, */
+	CHECK_EQ(key_slot(k[0]), key_slot(k[1]));	/* same slot on both devices, */
 	CHECK(k[0] != k[1]);				/* other tags */
-	CHECK((k[0] & 0xff) - (k[2] & 0xff) != (k[1] & 0xff) - (k[3] & 0xff));
+	CHECK(key_tag(k[0]) - key_tag(k[2]) != key_tag(k[1]) - key_tag(k[3]));
 	/* Slots come back oldest first; a reused slot never brings back a key. */
 	for (i = 0; i < 300; i++) {
 		nodes[0].brk = MEM_BASE + (4u << 20);	/* recycle guest memory */
@@ -834,7 +849,7 @@ static void test_mr_keys(void)
 		again = make_mr(&nodes[0], 4096, QHCA_ACCESS_ALL, &buf);
 		for (j = 0; j < i; j++) {
 			CHECK(again != seen[j]);
-			reused += (again >> 8) == (seen[j] >> 8);
+			reused += key_slot(again) == key_slot(seen[j]);
 		}
 		CHECK(qhca_mr_find(&nodes[0].e, again) != NULL);
 		seen[i] = k[0] = again;
@@ -1099,9 +1114,9 @@ static void test_ud(void)
 	expect_cqe(&nodes[0], &a.scq, 51, QHCA_WC_SUCCESS, QHCA_WC_SEND, 1000);
 	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
 	CHECK_EQ(c.byte_len, 40 + 1000);
-	CHECK_EQ(c.src_qp_flags & QHCA_CQE_SRC_QP_MASK, a.qpn);
-	CHECK(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_GRH);
-	CHECK(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_IPV4);
+	CHECK_EQ(QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, c.src_qp_flags), a.qpn);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_GRH);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_IPV4);
 	CHECK_EQ(c.imm, 0x01020304);
 	CHECK(!memcmp(c.smac, nodes[0].mac, 6));
 	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 40, 1000));
@@ -1195,7 +1210,7 @@ static void test_send_with_invalidate(void)
 	pump();
 	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_SEND, 16);
 	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
-	CHECK(c.src_qp_flags >> QHCA_CQE_FLAGS_SHIFT & QHCA_CQE_FLAG_INV);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_INV);
 	CHECK_EQ(c.imm, tkey);
 	/* The invalidated rkey no longer grants anything. */
 	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 2, lbuf, 16, lkey);

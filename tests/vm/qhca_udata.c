@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * qhca-udata: the driver's checks of the driver-specific udata of abi/qhca_uabi.h, which
- * user space writes and the provider normally fills in. It sends create_cq, create_qp and
- * create_srq through the uverbs write interface (the context's command fd) with hostile
- * ring geometry: log2 entry counts and WQE strides of 16 to 0xffffffff (a shift by them is
- * undefined), values below what the core attributes need, reserved fields set, udata too
- * short; and registers a region whose iova range wraps. Every one must fail with EINVAL.
- * Each group has a well-formed control that must succeed (and is destroyed), so that a
- * failure means the driver refused the udata, not that the command was malformed.
+ * user space writes and the provider normally fills in. It sends alloc_ucontext (on fresh
+ * uverbs fds), create_cq, create_qp and create_srq through the uverbs write interface with
+ * hostile udata. Refused with EINVAL: ring geometry with log2 entry counts and WQE strides
+ * of 16 to 0xffffffff (a shift by them is undefined), values below what the core
+ * attributes need, reserved fields set, udata too short; and a region whose iova range
+ * wraps. Refused with EOPNOTSUPP (the rules for growth): a comp_mask bit the driver does
+ * not know, and nonzero bytes past the structure the driver knows. Each group has a
+ * well-formed control that must succeed (and is destroyed), so that a failure means the
+ * driver refused the udata, not that the command was malformed.
  *
  *   qhca-udata [DEVICE]        prints "ok"/"not ok" lines, exits 0 when all pass
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,14 +64,85 @@ static int uverbs_write(int fd, uint32_t command, void *core, size_t core_len,
 	return write(fd, buf, len) == (ssize_t)len ? 0 : errno;
 }
 
+/* The comp_mask bits no driver of this ABI knows (none is defined yet), low and high. */
+static const uint32_t unknown_comp_mask[] = { 1u << 0, 1u << 31 };
+
+/* ---------------------------------------------------------------- user context */
+struct uctx_resp {
+	struct ib_uverbs_get_context_resp core;
+	struct qhca_alloc_ucontext_resp drv;
+};
+
+/*
+ * alloc_ucontext on a fresh fd of the device (a context per fd), closed again with what
+ * it made. @drv_len bytes of @drv are the driver udata.
+ */
+static int alloc_ucontext(const char *uverbs, const void *drv, size_t drv_len)
+{
+	struct ib_uverbs_get_context core = {};
+	struct uctx_resp resp;
+	int fd, err;
+
+	fd = open(uverbs, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	err = uverbs_write(fd, IB_USER_VERBS_CMD_GET_CONTEXT, &core, sizeof(core), drv, drv_len,
+			   &resp, sizeof(resp));
+	if (!err && resp.drv.db_page_size != 4096)
+		err = EPROTO;	/* the response is not where this ABI puts it */
+	if (!err || err == EPROTO)
+		close(resp.core.async_fd);
+	close(fd);
+	return err;
+}
+
+static void uctx_tests(const char *uverbs)
+{
+	struct qhca_alloc_ucontext_cmd good = {}, c;
+	struct {
+		struct qhca_alloc_ucontext_cmd cmd;
+		uint64_t next;		/* a field of a later ABI */
+	} longer = {};
+	char what[128];
+	unsigned i;
+	int err;
+
+	err = alloc_ucontext(uverbs, &good, sizeof(good));
+	report(!err, "alloc_ucontext: well-formed udata (control)", err);
+	for (i = 0; i < sizeof(unknown_comp_mask) / sizeof(unknown_comp_mask[0]); i++) {
+		c = good;
+		c.comp_mask = unknown_comp_mask[i];
+		err = alloc_ucontext(uverbs, &c, sizeof(c));
+		snprintf(what, sizeof(what),
+			 "alloc_ucontext: unknown comp_mask 0x%x refused with EOPNOTSUPP",
+			 unknown_comp_mask[i]);
+		report(err == EOPNOTSUPP, what, err);
+	}
+	c = good;
+	c.rsvd = 1;
+	err = alloc_ucontext(uverbs, &c, sizeof(c));
+	report(err == EINVAL, "alloc_ucontext: rsvd set refused with EINVAL", err);
+	err = alloc_ucontext(uverbs, &good, 4);
+	report(err == EINVAL,
+	       "alloc_ucontext: udata shorter than qhca_alloc_ucontext_cmd refused with EINVAL",
+	       err);
+	err = alloc_ucontext(uverbs, NULL, 0);
+	report(err == EINVAL, "alloc_ucontext: no udata refused with EINVAL", err);
+	err = alloc_ucontext(uverbs, &longer, sizeof(longer));
+	report(!err, "alloc_ucontext: longer udata, zero past the structure (control)", err);
+	longer.next = 1;
+	err = alloc_ucontext(uverbs, &longer, sizeof(longer));
+	report(err == EOPNOTSUPP,
+	       "alloc_ucontext: nonzero udata past the structure refused with EOPNOTSUPP", err);
+}
+
 /* ---------------------------------------------------------------- CQ */
 struct cq_resp {
 	struct ib_uverbs_create_cq_resp core;
 	struct qhca_create_cq_resp drv;
 };
 
-static int create_cq(int fd, const struct qhca_create_cq_cmd *drv, size_t drv_len,
-		     uint32_t *handle)
+static int create_cq(int fd, const void *drv, size_t drv_len, uint32_t *handle)
 {
 	struct ib_uverbs_create_cq core = { .cqe = 1, .comp_channel = -1 };
 	struct cq_resp resp;
@@ -95,6 +169,10 @@ static void cq_tests(int fd, void *ring)
 					     0xffffffffu };
 	struct qhca_create_cq_cmd good = { .buf_addr = (uintptr_t)ring, .log2_entries = 1 };
 	struct qhca_create_cq_cmd c;
+	struct {
+		struct qhca_create_cq_cmd cmd;
+		uint64_t next;		/* a field of a later ABI */
+	} longer = { .cmd = good };
 	char what[128];
 	uint32_t h;
 	unsigned i;
@@ -114,10 +192,23 @@ static void cq_tests(int fd, void *ring)
 			 bad_log2[i]);
 		report(err == EINVAL, what, err);
 	}
-	c = good;
-	c.rsvd = 1;
-	err = create_cq(fd, &c, sizeof(c), &h);
-	report(err == EINVAL, "create_cq: rsvd set refused with EINVAL", err);
+	for (i = 0; i < sizeof(unknown_comp_mask) / sizeof(unknown_comp_mask[0]); i++) {
+		c = good;
+		c.comp_mask = unknown_comp_mask[i];
+		err = create_cq(fd, &c, sizeof(c), &h);
+		snprintf(what, sizeof(what),
+			 "create_cq: unknown comp_mask 0x%x refused with EOPNOTSUPP",
+			 unknown_comp_mask[i]);
+		report(err == EOPNOTSUPP, what, err);
+	}
+	err = create_cq(fd, &longer, sizeof(longer), &h);
+	report(!err, "create_cq: longer udata, zero past the structure (control)", err);
+	if (!err)
+		destroy_cq(fd, h);
+	longer.next = 1;
+	err = create_cq(fd, &longer, sizeof(longer), &h);
+	report(err == EOPNOTSUPP,
+	       "create_cq: nonzero udata past the structure refused with EOPNOTSUPP", err);
 	err = create_cq(fd, &good, 8, &h);
 	report(err == EINVAL, "create_cq: udata shorter than qhca_create_cq_cmd refused with EINVAL",
 	       err);
@@ -222,10 +313,15 @@ static void qp_tests(int fd, uint32_t pd, uint32_t cq, uint32_t srq, unsigned ch
 			 names[f]);
 		report(err == EINVAL, what, err);
 	}
-	c = good;
-	c.rsvd = 1;
-	err = create_qp(fd, pd, cq, 0, &c, &h);
-	report(err == EINVAL, "create_qp: rsvd set refused with EINVAL", err);
+	for (i = 0; i < sizeof(unknown_comp_mask) / sizeof(unknown_comp_mask[0]); i++) {
+		c = good;
+		c.comp_mask = unknown_comp_mask[i];
+		err = create_qp(fd, pd, cq, 0, &c, &h);
+		snprintf(what, sizeof(what),
+			 "create_qp: unknown comp_mask 0x%x refused with EOPNOTSUPP",
+			 unknown_comp_mask[i]);
+		report(err == EOPNOTSUPP, what, err);
+	}
 
 	/* With an SRQ the QP has no receive ring: its fields must be 0. */
 	with_srq.rq_addr = 0;
@@ -309,13 +405,18 @@ static void srq_tests(int fd, uint32_t pd, void *ring)
 		report(err == EINVAL, what, err);
 	}
 	c = good;
-	c.rsvd0 = 1;
+	c.rsvd = 1;
 	err = create_srq(fd, pd, &c, &h);
-	report(err == EINVAL, "create_srq: rsvd0 set refused with EINVAL", err);
-	c = good;
-	c.rsvd1 = 1;
-	err = create_srq(fd, pd, &c, &h);
-	report(err == EINVAL, "create_srq: rsvd1 set refused with EINVAL", err);
+	report(err == EINVAL, "create_srq: rsvd set refused with EINVAL", err);
+	for (i = 0; i < sizeof(unknown_comp_mask) / sizeof(unknown_comp_mask[0]); i++) {
+		c = good;
+		c.comp_mask = unknown_comp_mask[i];
+		err = create_srq(fd, pd, &c, &h);
+		snprintf(what, sizeof(what),
+			 "create_srq: unknown comp_mask 0x%x refused with EOPNOTSUPP",
+			 unknown_comp_mask[i]);
+		report(err == EOPNOTSUPP, what, err);
+	}
 }
 
 int main(int argc, char **argv)
@@ -328,6 +429,7 @@ int main(int argc, char **argv)
 	struct ibv_srq *srq;
 	struct ibv_mr *mr;
 	unsigned char *ring;
+	char uverbs[128];
 
 	ctx = vm_open(name);
 	if (!ctx) {
@@ -344,6 +446,8 @@ int main(int argc, char **argv)
 	}
 	memset(ring, 0, RING_BYTES);
 
+	snprintf(uverbs, sizeof(uverbs), "/dev/infiniband/%s", ctx->device->dev_name);
+	uctx_tests(uverbs);
 	cq_tests(ctx->cmd_fd, ring);
 	qp_tests(ctx->cmd_fd, pd->handle, cq->handle, srq->handle, ring);
 	srq_tests(ctx->cmd_fd, pd->handle, ring);
