@@ -1372,6 +1372,18 @@ static void step_one(void)
 	qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
 }
 
+/* Two connected RC QPs and a region on each: @lkey on node 0 (local write), @rkey on
+ * node 1 with @raccess; @size bytes each. */
+static void rc_pair(struct qp *a, struct qp *b, size_t size, uint32_t *lkey, uint64_t *lbuf,
+		    uint32_t *rkey, uint64_t *rbuf, uint32_t raccess)
+{
+	*a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	*b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(a, b);
+	*lkey = make_mr(&nodes[0], size, QHCA_ACCESS_LOCAL_WRITE, lbuf);
+	*rkey = make_mr(&nodes[1], size, raccess, rbuf);
+}
+
 /*
  * Register, in the current PD of node 1, @size bytes of fresh memory at virtual address
  * @iova, over and over until the region gets the key @want (its 8-bit tag repeats after
@@ -1419,11 +1431,7 @@ static void test_dereg_during_write(void)
 	struct qp a, b;
 
 	setup();
-	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-	connect_pair(&a, &b);
-	lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
-	rkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_ALL, &rbuf);
+	rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
 	fill(&nodes[0], lbuf, 65536, 5);
 	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 65536, lkey);	/* 64 packets */
 	w->remote_addr = rbuf;
@@ -1457,11 +1465,7 @@ static void test_dereg_during_send(void)
 	struct qp a, b;
 
 	setup();
-	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-	connect_pair(&a, &b);
-	skey = make_mr(&nodes[0], 16384, QHCA_ACCESS_LOCAL_WRITE, &sbuf);
-	rkey = make_mr(&nodes[1], 16384, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	rc_pair(&a, &b, 16384, &skey, &sbuf, &rkey, &rbuf, QHCA_ACCESS_LOCAL_WRITE);
 	fill(&nodes[0], sbuf, 16384, 8);
 	post_recv(&b, 50, rbuf, 16384, rkey);
 	sq_wqe(&a, QHCA_WR_SEND, 2, sbuf, 16384, skey);
@@ -1492,11 +1496,7 @@ static void test_dereg_during_transmit(void)
 
 	setup();
 	link_cap = 4;
-	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-	connect_pair(&a, &b);
-	lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
-	rkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_ALL, &rbuf);
+	rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
 	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf, 65536, lkey);
 	w->remote_addr = rbuf;
 	w->rkey = rkey;
@@ -1511,11 +1511,7 @@ static void test_dereg_during_transmit(void)
 	/* READ: the responder's source region goes away while its responses wait. */
 	setup();
 	link_cap = 4;
-	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-	connect_pair(&a, &b);
-	lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
-	rkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_ALL, &rbuf);
+	rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
 	xkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_ALL, &xbuf);
 	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 4, lbuf, 65536, lkey);
 	w->remote_addr = rbuf;
@@ -1546,11 +1542,7 @@ static void test_destroy_in_flight(void)
 	for (round = 0; round < 3; round++) {
 		setup();
 		link_cap = 3;
-		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-		connect_pair(&a, &b);
-		lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
-		rkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_ALL, &rbuf);
+		rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
 		post_recv(&b, 7, rbuf, 65536, rkey);
 		sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 30000, lkey);
 		post_send(&a);
