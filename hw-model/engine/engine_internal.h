@@ -175,6 +175,7 @@ struct qhca_qp {
 	struct qhca_av av;
 	/* requester */
 	struct qhca_send_wqe *win;	/* QHCA_SQ_WINDOW snapshots, by SQ index */
+	uint8_t *inline_mem;		/* their inline data, max_inline bytes each */
 	uint32_t sq_next;	/* next SQ index to start */
 	uint32_t tx_idx;	/* first started WQE that may still owe packets */
 	uint32_t psn;		/* next PSN to send */
@@ -277,6 +278,7 @@ struct qhca_engine {
 	uint8_t *payload;	/* one MTU of payload being gathered */
 	/* frames to our own port, delivered after the current work (no recursion) */
 	uint8_t **loop_q;
+	uint8_t *loop_mem;	/* the frames of loop_q */
 	size_t *loop_len;
 	unsigned loop_head, loop_count;
 	bool in_loop;

@@ -183,6 +183,15 @@ void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event)
 }
 
 /* ---------------------------------------------------------------- create and destroy */
+static void qp_mem_free(struct qhca_qp *qp)
+{
+	free(qp->inline_mem);
+	free(qp->win);
+	free(qp->sq.pages);
+	free(qp->rq.pages);
+	free(qp);
+}
+
 uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn)
 {
 	struct qhca_cq *scq = qhca_cq_find(e, c->send_cq), *rcq = qhca_cq_find(e, c->recv_cq);
@@ -205,10 +214,12 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qp->win = calloc(QHCA_SQ_WINDOW, sizeof(*qp->win));
 	if (!qp->win)
 		goto err;
-	for (i = 0; i < QHCA_SQ_WINDOW && c->max_inline; i++) {
-		qp->win[i].inline_data = malloc(c->max_inline);
-		if (!qp->win[i].inline_data)
+	if (c->max_inline) {
+		qp->inline_mem = malloc((size_t)QHCA_SQ_WINDOW * c->max_inline);
+		if (!qp->inline_mem)
 			goto err;
+		for (i = 0; i < QHCA_SQ_WINDOW; i++)
+			qp->win[i].inline_data = qp->inline_mem + (size_t)i * c->max_inline;
 	}
 	/* The SQ holds the header, a UD segment and the SGEs or inline data of a WQE. */
 	if (wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6) ||
@@ -245,28 +256,15 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x type %u created", qp->qpn, qp->type);
 	return QHCA_ST_OK;
 err_bad:
-	free(qp->sq.pages);
-	free(qp->rq.pages);
-	for (i = 0; i < QHCA_SQ_WINDOW; i++)
-		free(qp->win[i].inline_data);
-	free(qp->win);
-	free(qp);
+	qp_mem_free(qp);
 	return QHCA_ST_BAD_FIELD;
 err:
-	free(qp->sq.pages);
-	free(qp->rq.pages);
-	if (qp->win)
-		for (i = 0; i < QHCA_SQ_WINDOW; i++)
-			free(qp->win[i].inline_data);
-	free(qp->win);
-	free(qp);
+	qp_mem_free(qp);
 	return QHCA_ST_NO_RESOURCES;
 }
 
 static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
 {
-	uint32_t i;
-
 	qhca_req_release(qp);
 	qhca_resp_reset(e, qp);
 	qp->send_cq->refs--;
@@ -278,12 +276,7 @@ static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
 	qhca_qp_unlink(e, qp);
 	e->qp[qpn_slot(qp->qpn)] = NULL;
 	qhca_obj_free(&e->qp_table, qp->handle);
-	for (i = 0; i < QHCA_SQ_WINDOW; i++)
-		free(qp->win[i].inline_data);
-	free(qp->win);
-	free(qp->sq.pages);
-	free(qp->rq.pages);
-	free(qp);
+	qp_mem_free(qp);
 }
 
 uint16_t qhca_qp_destroy(struct qhca_engine *e, uint32_t qpn)

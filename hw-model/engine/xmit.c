@@ -51,6 +51,7 @@ void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p
 /* ---------------------------------------------------------------- loopback */
 /* Requesters stop at half: the rest is room for ACKs and READ responses. */
 #define LOOP_QUEUE	1024
+#define LOOP_FRAME	(ROCE_MAX_HDR + 4096 + 8)
 
 static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
@@ -92,30 +93,27 @@ void qhca_loopback_drain(struct qhca_engine *e)
 	e->in_loop = false;
 }
 
+/* The queue's frames live in one block: one allocation, however many slots. */
 int qhca_loopback_init(struct qhca_engine *e)
 {
 	unsigned i;
 
 	e->loop_q = calloc(LOOP_QUEUE, sizeof(*e->loop_q));
 	e->loop_len = calloc(LOOP_QUEUE, sizeof(*e->loop_len));
-	if (!e->loop_q || !e->loop_len)
+	e->loop_mem = malloc((size_t)LOOP_QUEUE * LOOP_FRAME);
+	if (!e->loop_q || !e->loop_len || !e->loop_mem)
 		return -1;
-	for (i = 0; i < LOOP_QUEUE; i++) {
-		e->loop_q[i] = malloc(ROCE_MAX_HDR + 4096 + 8);
-		if (!e->loop_q[i])
-			return -1;
-	}
+	for (i = 0; i < LOOP_QUEUE; i++)
+		e->loop_q[i] = e->loop_mem + (size_t)i * LOOP_FRAME;
 	return 0;
 }
 
 void qhca_loopback_fini(struct qhca_engine *e)
 {
-	unsigned i;
-
-	for (i = 0; e->loop_q && i < LOOP_QUEUE; i++)
-		free(e->loop_q[i]);
+	free(e->loop_mem);
 	free(e->loop_q);
 	free(e->loop_len);
+	e->loop_mem = NULL;
 	e->loop_q = NULL;
 	e->loop_len = NULL;
 }
