@@ -21,7 +21,7 @@
 
 static uint8_t guest[GUEST_SIZE];
 static unsigned irqs;
-static unsigned guest_errors;
+static unsigned guest_errors, host_errors;
 
 static int fake_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
@@ -65,6 +65,8 @@ static void fake_log(void *opaque, enum qhca_log_level level, const char *func,
 {
 	if (level == QHCA_LOG_GUEST)
 		guest_errors++;
+	if (level == QHCA_LOG_ERR)
+		host_errors++;
 	if (getenv("QHCA_TEST_VERBOSE"))
 		fprintf(stderr, "    [%d] %s: %s\n", level, func, msg);
 }
@@ -97,7 +99,7 @@ static uint16_t next_id;
 static void start(const struct qhca_engine_config *cfg)
 {
 	memset(guest, 0, sizeof(guest));
-	irqs = guest_errors = tx_count = 0;
+	irqs = guest_errors = host_errors = tx_count = 0;
 	memset(irq_vec, 0, sizeof(irq_vec));
 	sq_tail = cq_head = 0;
 	phase = QHCA_CQE_PHASE;
@@ -679,10 +681,14 @@ static void test_eq_rejects_bad_parameters(void)
 	CHECK_EQ(exec_create_eq(EQ_RING, 2, 5, 0, &eq), QHCA_ST_BAD_FIELD);	/* 5 vectors */
 	CHECK_EQ(exec_create_eq(EQ_RING, 2, 0, 0x80, &eq), QHCA_ST_BAD_FIELD);
 	CHECK_EQ(exec_create_eq(0xfffffffffffff000ull, 12, 0, 0, &eq), QHCA_ST_BAD_FIELD);
-	/* A ring outside guest memory is accepted but each event write fails cleanly. */
+	/* A ring outside guest memory is accepted but each event write fails cleanly, as
+	 * the guest's error: nothing reaches the host's log. */
 	CHECK_EQ(exec_create_eq(0x7000000000ull, 2, 1, QHCA_EQ_ASYNC, &eq), QHCA_ST_OK);
+	guest_errors = 0;
 	qhca_engine_set_link(&eng, true);
 	CHECK_EQ(irq_vec[1], 0);
+	CHECK(guest_errors > 0);
+	CHECK_EQ(host_errors, 0);
 	eq_doorbell(0xdead, 1);	/* bad handle: logged */
 	CHECK(guest_errors > 0);
 	stop();

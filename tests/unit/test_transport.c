@@ -114,6 +114,17 @@ static void op_timer(void *o, uint64_t deadline)
 	((struct node *)o)->deadline = deadline;
 }
 
+/* Host-side error reports: a guest can cause none of them (they reach the host's log). */
+static unsigned long host_errors;
+
+static void op_log(void *o, enum qhca_log_level level, const char *func, const char *msg)
+{
+	if (level == QHCA_LOG_ERR) {
+		host_errors++;
+		fprintf(stderr, "  host error from %s: %s\n", func, msg);
+	}
+}
+
 static const struct qhca_engine_ops ops = {
 	.dma_read = op_read,
 	.dma_write = op_write,
@@ -121,6 +132,7 @@ static const struct qhca_engine_ops ops = {
 	.xmit = op_xmit,
 	.now_ns = op_now,
 	.timer_arm = op_timer,
+	.log = op_log,
 };
 
 /* Deliver frames (maybe out of order) and fire timers until nothing is left to do. */
@@ -250,12 +262,15 @@ static void setup(void)
 	now = 1000;
 	drop_pct = dup_pct = reorder_pct = link_cap = 0;
 	tx_blocks = 0;
+	host_errors = 0;
 	node_init(&nodes[0], 0);
 	node_init(&nodes[1], 1);
 }
 
 static void teardown(void)
 {
+	/* Whatever the test made the guests do, nothing was the host's fault. */
+	CHECK_EQ(host_errors, 0);
 	qhca_engine_fini(&nodes[0].e);
 	qhca_engine_fini(&nodes[1].e);
 }
