@@ -25,7 +25,7 @@ qemu_fuzzer() {	# qemu_fuzzer SECONDS CORPUS LOG
     QEMU_FUZZ_ARGS="-nodefaults -L /usr/share/seabios -L $QHCA_CACHE/qemu/pc-bios/optionrom -device qhca,mac=52:54:00:51:48:09" \
     QEMU_FUZZ_OBJECTS="qhca*" \
         "$b" --fuzz-target=generic-fuzz -max_total_time="$1" -print_final_stats=1 \
-        -timeout=10 -rss_limit_mb=4096 "$2" > "$3" 2>&1
+        -timeout=10 -rss_limit_mb=4096 "$2" "$dir/seeds/qemu" > "$3" 2>&1
 }
 
 for t in "${targets[@]}"; do

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Write seed corpora for the fuzz targets: well-formed inputs that reach deep code.
 
-  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx and DIR/mixed
+  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx, DIR/mixed and DIR/qemu
 """
 import os
 import struct
@@ -116,11 +116,42 @@ def mixed_seeds():
                                           OP_RESET, OP_TIMER, 1]))
 
 
+def qemu_seeds():
+    """QEMU's generic-fuzz: operations joined by b"FUZZ" (tests/qtest/fuzz/generic_fuzz.c).
+
+    A write is op 3 with {u8 size (2: 32 bits), u8 region, u32 offset, u64 value}; which
+    region an index names depends on the BAR layout, so each seed tries the first four.
+    op 7 adds a DMA pattern (u8 index, u8 stride, bytes): what the device reads from guest
+    memory (its admin commands, their arguments) is filled with it. op 9 steps the clock.
+    """
+    def write(region, off, val, size=2):
+        return bytes([3]) + struct.pack("<BBxxIQ", size, region, off, val)
+
+    def pattern(data):
+        return bytes([7, 0, 0]) + data
+
+    asq, acq = 0x100000, 0x101000
+    commands = (cmd(0x12, struct.pack("<II", 0, 0)),                         # CREATE_PD
+                cmd(0x01, struct.pack("<QII", 0x102000, 144, 0)),            # QUERY_DEVICE
+                cmd(0x20, struct.pack("<QIHH", 0x103000, 4, 0, 1)),          # CREATE_EQ
+                cmd(0x10))                                                   # CREATE_UCTX
+    for region in range(4):
+        for c in commands:
+            ops = [pattern(c),
+                   write(region, 0x18, asq), write(region, 0x20, acq), write(region, 0x28, 2),
+                   write(region, 0x10, 1), write(region, 0x2c, 1), bytes([9]),
+                   write(region, 0x2c, 2), write(region, 0x30, 1), bytes([9])]
+            yield b"FUZZ".join(ops)
+        # Doorbells of page 0 and 1 (SQ, CQ arm, EQ) on whatever region this is.
+        yield b"FUZZ".join([write(region, 0x10, 1), write(region, 0x0, 1 << 32 | 2, 3),
+                            write(region, 0x1018, 3 << 32 | 1, 3), write(region, 0x40, 5, 3)])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds),
-                      ("mixed", mixed_seeds)):
+                      ("mixed", mixed_seeds), ("qemu", qemu_seeds)):
         d = os.path.join(sys.argv[1], name)
         os.makedirs(d, exist_ok=True)
         for i, seed in enumerate(gen()):
