@@ -8,7 +8,9 @@
 #ifndef QHCA_FUZZ_COMMON_H
 #define QHCA_FUZZ_COMMON_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,9 +75,24 @@ static void fz_timer(void *o, uint64_t d)
 {
 }
 
+/* QHCA_FUZZ_LOG=1 prints what the engine does (to replay a reproducer by hand). */
+static bool fz_log_enabled(void *o, enum qhca_log_level level)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("QHCA_FUZZ_LOG") != NULL;
+	return on;
+}
+
+static void fz_log(void *o, enum qhca_log_level level, const char *func, const char *msg)
+{
+	fprintf(stderr, "[%d] %s: %s\n", level, func, msg);
+}
+
 static const struct qhca_engine_ops fz_ops = {
 	.dma_read = fz_read, .dma_write = fz_write, .notify = fz_notify, .xmit = fz_xmit,
-	.now_ns = fz_clock, .timer_arm = fz_timer,
+	.now_ns = fz_clock, .timer_arm = fz_timer, .log_enabled = fz_log_enabled, .log = fz_log,
 };
 
 static const struct qhca_engine_config fz_cfg = {

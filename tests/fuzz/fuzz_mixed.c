@@ -101,8 +101,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t frame[ROCE_MAX_HDR + 4096 + 8];
 	unsigned steps = 0;
 
+	/* Nothing may carry over from the last input: a finding must replay on its own. */
 	fz_xmit_hook = keep_frame;
 	kept_next = 0;
+	memset(kept_len, 0, sizeof(kept_len));
 	setup();
 	while (size && steps++ < 256) {
 		uint8_t op = data[0] & 15, obj = data[0] >> 4;
