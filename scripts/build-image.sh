@@ -14,6 +14,9 @@ fetch_guest_kernel
 
 img="$QHCA_CACHE/image"
 mkdir -p "$img"
+# One image build at a time (VM tests and builds may run side by side).
+exec 9> "$img/.lock"
+flock 9
 mods_src="$KERNEL_DIR/root/lib/modules/$KERNEL_REL"
 
 # ---------------------------------------------------------------- base layer
