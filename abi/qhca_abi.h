@@ -53,8 +53,8 @@
 
 /* Interface version: major changes are incompatible, minor ones add features. */
 #define QHCA_ABI_VERSION_MAJOR		1
-#define QHCA_ABI_VERSION_MINOR		2	/* 1: send CQEs carry their WQE index;
-						 * 2: SET_MAC */
+#define QHCA_ABI_VERSION_MINOR		3	/* 1: send CQEs carry their WQE index;
+						 * 2: SET_MAC; 3: fast-register regions */
 #define QHCA_VERSION_MAJOR_MASK		0xffff0000u	/* QHCA_REG_VERSION: bits 16-31 */
 #define QHCA_VERSION_MINOR_MASK		0x0000ffffu	/* bits 0-15 */
 #define QHCA_ABI_VERSION		(QHCA_FIELD_PREP(QHCA_VERSION_MAJOR_MASK,		\
@@ -438,10 +438,14 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
 #define QHCA_ACCESS_ALL			0xfu
 
 #define QHCA_MR_PHYS			(1u << 0)	/* iova is the guest physical address */
+#define QHCA_MR_FAST_REG		(1u << 1)	/* registered by REG_MR WQEs (below) */
 
 /*
  * Memory region: [iova, iova + length) maps to the pages of @pbl, the first byte at
  * page_offset in the first page. A PHYS region (kernel PDs only) has no page list.
+ * A FAST_REG region (kernel PDs only) is created free, with room for pbl.npages pages
+ * (at most max_fast_reg_page_list_len) and access, iova, length, page_offset, pbl.addr
+ * and pbl.levels all 0; REG_MR WQEs make it valid, LOCAL_INV and SEND_WITH_INV free it.
  * lkey = rkey: the region's index + 1 (QHCA_MR_KEY_INDEX_MASK) and a per-index tag byte
  * (QHCA_MR_KEY_TAG_MASK: the key's variant byte, as in IB keys).
  */
@@ -567,8 +571,9 @@ enum qhca_wr_opcode {
 	QHCA_WR_RDMA_READ = 4,
 	QHCA_WR_ATOMIC_CMP_AND_SWP = 5,
 	QHCA_WR_ATOMIC_FETCH_AND_ADD = 6,
+	QHCA_WR_LOCAL_INV = 7,		/* imm_inv: the key to invalidate */
 	QHCA_WR_SEND_WITH_INV = 9,
-	QHCA_WR_LOCAL_INV = 7,
+	QHCA_WR_REG_MR = 0x20,		/* a struct qhca_reg_mr_seg follows the header */
 };
 
 #define QHCA_WQE_SIGNALED		(1u << 0)
@@ -612,6 +617,30 @@ struct qhca_ud_seg {
 	uint64_t rsvd;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_ud_seg, 64);
+
+/*
+ * REG_MR (RC and UC QPs): executed in send queue order, it makes the free FAST_REG region
+ * of @key's index valid under @key (its low byte is the consumer's variant, checked on
+ * every use): [iova, iova + length) maps to the npages pages of 2^page_shift bytes whose
+ * addresses (each a multiple of the page size) are at pbl_addr, the first byte at
+ * page_offset in the first page. Registering over a valid key fails the WQE.
+ */
+#define QHCA_FAST_REG_MIN_SHIFT		12
+#define QHCA_FAST_REG_MAX_SHIFT		31
+#define QHCA_FAST_REG_PAGE_SIZES	0xfffff000ull	/* page_size_cap: 4 KiB to 2 GiB */
+struct qhca_reg_mr_seg {
+	uint64_t iova;
+	uint64_t length;
+	uint64_t pbl_addr;		/* npages 64-bit addresses, 8-byte aligned */
+	uint32_t key;
+	uint32_t access;		/* QHCA_ACCESS_* */
+	uint32_t npages;
+	uint32_t page_offset;		/* < 2^page_shift */
+	uint8_t page_shift;		/* QHCA_FAST_REG_MIN_SHIFT to QHCA_FAST_REG_MAX_SHIFT */
+	uint8_t rsvd0[7];
+	uint64_t rsvd1[2];
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_reg_mr_seg, 64);
 
 /* Receive WQE: this header and num_sge SGEs. */
 struct qhca_rq_wqe {
@@ -684,6 +713,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_UD			(1u << 2)
 #define QHCA_DEV_CAP_SRQ		(1u << 3)
 #define QHCA_DEV_CAP_ATOMIC		(1u << 4)
+#define QHCA_DEV_CAP_FAST_REG		(1u << 5)	/* FAST_REG regions, REG_MR, LOCAL_INV */
 
 #define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
 #define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */

@@ -96,12 +96,12 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 		      (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |
 		      (uint64_t)c->mac[3] << 16 | (uint64_t)c->mac[4] << 8 | c->mac[5];
 	a.max_mr_size = (uint64_t)c->max_mr_size_mb << 20;
-	a.page_size_cap = 0x1000;
+	a.page_size_cap = QHCA_FAST_REG_PAGE_SIZES;
 	a.vendor_id = QHCA_PCI_VENDOR_ID;
 	a.vendor_part_id = QHCA_PCI_DEVICE_ID;
 	a.hw_version = QHCA_PCI_REVISION;
 	a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_UC | QHCA_DEV_CAP_UD | QHCA_DEV_CAP_SRQ |
-		     QHCA_DEV_CAP_ATOMIC;
+		     QHCA_DEV_CAP_ATOMIC | QHCA_DEV_CAP_FAST_REG;
 	a.max_uctx = e->uctx.capacity;
 	a.max_pd = c->max_pd;
 	a.max_qp = c->max_qp;
@@ -119,7 +119,7 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.max_qp_rd_atom = QHCA_MAX_RD_ATOMIC;
 	a.max_qp_init_rd_atom = QHCA_MAX_RD_ATOMIC;
 	a.max_inline_data = c->max_inline;
-	a.max_fast_reg_page_list_len = 512;
+	a.max_fast_reg_page_list_len = QHCA_MAX_FAST_REG_PAGES;
 	a.num_comp_vectors = c->msix_vectors - 2;	/* 0: admin/async, 1: Ethernet */
 	a.max_pkeys = 1;
 	a.local_ca_ack_delay = 15;

@@ -23,6 +23,10 @@ static uint8_t wc_opcode(uint8_t wr)
 		return QHCA_WC_COMP_SWAP;
 	case QHCA_WR_ATOMIC_FETCH_AND_ADD:
 		return QHCA_WC_FETCH_ADD;
+	case QHCA_WR_REG_MR:
+		return QHCA_WC_REG_MR;
+	case QHCA_WR_LOCAL_INV:
+		return QHCA_WC_LOCAL_INV;
 	default:
 		return QHCA_WC_SEND;
 	}

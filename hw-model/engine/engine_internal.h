@@ -27,6 +27,7 @@ struct qhca_obj_table {
 #define QHCA_MAX_EQ		64
 #define QHCA_SQ_WINDOW		64	/* send WQEs in flight per QP at most */
 #define QHCA_MAX_RD_ATOMIC	16	/* READ/ATOMIC requests in flight per QP */
+#define QHCA_MAX_FAST_REG_PAGES	512	/* max_fast_reg_page_list_len */
 
 struct qhca_mr {
 	uint32_t handle;
@@ -36,9 +37,11 @@ struct qhca_mr {
 	uint32_t flags;
 	uint32_t page_offset;
 	uint32_t npages;
+	uint8_t page_shift;	/* of the pages: 12, or what a REG_MR chose */
+	uint32_t max_pages;	/* FAST_REG: the room of pages[] */
 	uint64_t iova, length;
 	uint64_t *pages;
-	bool invalid;		/* invalidated by SEND_WITH_INV (IBA 10.6.7) */
+	bool invalid;		/* FAST_REG: free (not registered, or invalidated) */
 	bool dead;		/* deregistered; freed with its last reference */
 	uint32_t refs;		/* messages in flight moving bytes through it (mem.c) */
 };
@@ -123,7 +126,10 @@ struct qhca_srq {
 /* A send WQE the requester has started: a snapshot, so the guest cannot change it. */
 struct qhca_send_wqe {
 	struct qhca_sq_wqe hdr;
-	struct qhca_ud_seg ud;
+	union {
+		struct qhca_ud_seg ud;		/* UD and GSI QPs */
+		struct qhca_reg_mr_seg reg;	/* REG_MR */
+	};
 	struct qhca_sgl sgl;	/* held from start to completion */
 	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
 	uint64_t length;	/* message length */
@@ -338,6 +344,8 @@ int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npage
 struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);
 uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key);
 uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key);
+uint8_t qhca_mr_fast_reg(struct qhca_engine *e, uint32_t pd, const struct qhca_reg_mr_seg *r);
+uint8_t qhca_mr_invalidate(struct qhca_engine *e, uint32_t pd, uint32_t key, const char **why);
 void qhca_mr_reset(struct qhca_engine *e);
 struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
 			      uint64_t len, uint32_t access, const char **why);
@@ -396,6 +404,12 @@ static inline bool qhca_wr_is_rd_atomic(uint8_t op)
 {
 	return op == QHCA_WR_RDMA_READ || op == QHCA_WR_ATOMIC_CMP_AND_SWP ||
 	       op == QHCA_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Memory operations the device executes itself, sending nothing. */
+static inline bool qhca_wr_is_local(uint8_t op)
+{
+	return op == QHCA_WR_REG_MR || op == QHCA_WR_LOCAL_INV;
 }
 
 /* req.c: requester */

@@ -72,28 +72,23 @@ err:
 	return -1;
 }
 
-/* Guest address of byte @off of the buffer behind @pages; the caller keeps off in range. */
-static inline uint64_t page_addr(const uint64_t *pages, uint64_t off)
+/* Copy @len bytes at byte offset @off of a buffer of pages of 2^@shift bytes. */
+static int pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages,
+		      unsigned int shift, uint64_t off, void *buf, size_t len, bool to_guest)
 {
-	return pages[off >> QHCA_PAGE_SHIFT] + (off & (QHCA_PAGE_SIZE - 1));
-}
-
-/* Copy @len bytes at byte offset @off of a paged buffer; to the guest when @to_guest. */
-int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages, uint64_t off,
-		    void *buf, size_t len, bool to_guest)
-{
+	uint64_t mask = (1ull << shift) - 1;
 	uint8_t *b = buf;
 
-	if (off + len < off || off + len > (uint64_t)npages << QHCA_PAGE_SHIFT)
+	if (off + len < off || off + len > (uint64_t)npages << shift)
 		return -1;
 	while (len) {
-		size_t chunk = QHCA_PAGE_SIZE - (off & (QHCA_PAGE_SIZE - 1));
+		uint64_t addr = pages[off >> shift] + (off & mask);
+		size_t chunk = (size_t)(mask + 1 - (off & mask));
 		int rc;
 
 		if (chunk > len)
 			chunk = len;
-		rc = to_guest ? qhca_dma_write(e, page_addr(pages, off), b, chunk) :
-				qhca_dma_read(e, page_addr(pages, off), b, chunk);
+		rc = to_guest ? qhca_dma_write(e, addr, b, chunk) : qhca_dma_read(e, addr, b, chunk);
 		if (rc)
 			return -1;
 		b += chunk;
@@ -103,15 +98,26 @@ int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npage
 	return 0;
 }
 
+/* Copy @len bytes at byte offset @off of a buffer of 4 KiB pages; to the guest when @to_guest. */
+int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages, uint64_t off,
+		    void *buf, size_t len, bool to_guest)
+{
+	return pages_xfer(e, pages, npages, QHCA_PAGE_SHIFT, off, buf, len, to_guest);
+}
+
 /* ---------------------------------------------------------------- memory regions */
-struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key)
+/* The region in @key's index, whatever its variant byte. */
+static struct qhca_mr *mr_slot(struct qhca_engine *e, uint32_t key)
 {
 	uint32_t slot = QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, key);	/* index + 1 */
-	struct qhca_mr *mr;
 
-	if (slot == 0 || slot > e->cfg.max_mr)
-		return NULL;
-	mr = e->mr[slot - 1];
+	return slot == 0 || slot > e->cfg.max_mr ? NULL : e->mr[slot - 1];
+}
+
+struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key)
+{
+	struct qhca_mr *mr = mr_slot(e, key);
+
 	return mr && mr->key == key ? mr : NULL;
 }
 
@@ -126,6 +132,13 @@ static uint8_t mr_key_tag(const struct qhca_engine *e, uint64_t idx, uint32_t ge
 	return (uint8_t)((e->cfg.key_secret * (2 * idx + 1)) >> 56) + (uint8_t)generation;
 }
 
+/* Remote write or atomic access needs local write too (IBA 10.6.3.1). */
+static bool access_ok(uint32_t access)
+{
+	return !(access & (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_ATOMIC)) ||
+	       (access & QHCA_ACCESS_LOCAL_WRITE);
+}
+
 uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key)
 {
 	int64_t pd = qhca_obj_lookup(&e->pd, c->pd);
@@ -136,16 +149,19 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 
 	if (pd < 0)
 		return QHCA_ST_BAD_HANDLE;
-	if ((c->access & ~QHCA_ACCESS_ALL) || (c->flags & ~QHCA_MR_PHYS) ||
-	    c->page_offset >= QHCA_PAGE_SIZE)
-		return QHCA_ST_BAD_FIELD;
-	/* Remote write or atomic access needs local write too (IBA 10.6.3.1). */
-	if ((c->access & (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_ATOMIC)) &&
-	    !(c->access & QHCA_ACCESS_LOCAL_WRITE))
+	if ((c->access & ~QHCA_ACCESS_ALL) || (c->flags & ~(QHCA_MR_PHYS | QHCA_MR_FAST_REG)) ||
+	    c->flags == (QHCA_MR_PHYS | QHCA_MR_FAST_REG) || c->page_offset >= QHCA_PAGE_SIZE ||
+	    !access_ok(c->access))
 		return QHCA_ST_BAD_FIELD;
 	if (c->flags & QHCA_MR_PHYS) {
 		/* Guest-physical regions only for the kernel's PDs. */
 		if (e->pd.owner[pd] != QHCA_HANDLE_KERNEL || c->iova || c->page_offset)
+			return QHCA_ST_BAD_FIELD;
+	} else if (c->flags & QHCA_MR_FAST_REG) {
+		/* Room for the pages REG_MR WQEs will bring; the rest comes with them. */
+		if (e->pd.owner[pd] != QHCA_HANDLE_KERNEL || c->iova || c->length ||
+		    c->page_offset || c->access || c->pbl.addr || c->pbl.levels ||
+		    !c->pbl.npages || c->pbl.npages > QHCA_MAX_FAST_REG_PAGES)
 			return QHCA_ST_BAD_FIELD;
 	} else {
 		uint64_t span = c->page_offset + c->length;
@@ -158,8 +174,17 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return QHCA_ST_NO_RESOURCES;
-	if (!(c->flags & QHCA_MR_PHYS) &&
-	    qhca_pbl_load(e, &c->pbl, (uint32_t)(max_size >> QHCA_PAGE_SHIFT) + 1, &mr->pages)) {
+	if (c->flags & QHCA_MR_FAST_REG) {
+		mr->pages = calloc(c->pbl.npages, sizeof(*mr->pages));
+		if (!mr->pages) {
+			free(mr);
+			return QHCA_ST_NO_RESOURCES;
+		}
+		mr->max_pages = c->pbl.npages;
+		mr->invalid = true;	/* free until a REG_MR */
+	} else if (!(c->flags & QHCA_MR_PHYS) &&
+		   qhca_pbl_load(e, &c->pbl, (uint32_t)(max_size >> QHCA_PAGE_SHIFT) + 1,
+				 &mr->pages)) {
 		free(mr);
 		return QHCA_ST_BAD_FIELD;
 	}
@@ -181,7 +206,8 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	mr->iova = c->iova;
 	mr->length = (c->flags & QHCA_MR_PHYS) ? UINT64_MAX : c->length;
 	mr->page_offset = c->page_offset;
-	mr->npages = c->pbl.npages;
+	mr->npages = (c->flags & QHCA_MR_FAST_REG) ? 0 : c->pbl.npages;
+	mr->page_shift = QHCA_PAGE_SHIFT;
 	e->mr[idx] = mr;
 	*key = mr->key;
 	qhca_log(e, QHCA_LOG_EVENT, "MR key 0x%x pd 0x%x iova 0x%llx len %llu access 0x%x",
@@ -229,12 +255,120 @@ void qhca_mr_put(struct qhca_mr *mr)
 
 uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
 {
-	struct qhca_mr *mr = qhca_mr_find(e, key);
+	struct qhca_mr *mr = mr_slot(e, key);
 
-	if (!mr)
+	/* A fast-register region is named by any variant of its key: the driver may not
+	 * know whether its last REG_MR executed. */
+	if (!mr || (mr->key != key && !(mr->flags & QHCA_MR_FAST_REG)))
 		return QHCA_ST_BAD_HANDLE;
 	mr_unlink(e, mr);
 	return QHCA_ST_OK;
+}
+
+/* ---------------------------------------------------------------- fast registration */
+/*
+ * A fast-register region is free or valid (IBA 10.6.1.2). Messages in flight that hold
+ * references on it fail once it is invalidated (qhca_mr_usable); a REG_MR while such
+ * references remain gives the region a new record, so that they can never reach the pages
+ * of the new registration: the old record is freed with its last reference.
+ */
+static struct qhca_mr *mr_renew(struct qhca_engine *e, struct qhca_mr *old)
+{
+	struct qhca_mr *mr = malloc(sizeof(*mr));
+	uint64_t *pages = calloc(old->max_pages, sizeof(*pages));
+
+	if (!mr || !pages) {
+		free(mr);
+		free(pages);
+		return NULL;
+	}
+	*mr = *old;
+	mr->pages = pages;
+	mr->refs = 0;
+	old->dead = true;
+	e->mr[QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, old->key) - 1] = mr;
+	return mr;
+}
+
+/* Execute a REG_MR WQE of a QP of @pd; returns a work completion status. */
+uint8_t qhca_mr_fast_reg(struct qhca_engine *e, uint32_t pd, const struct qhca_reg_mr_seg *r)
+{
+	struct qhca_mr *mr = mr_slot(e, r->key);
+	uint64_t span, max_size = (uint64_t)e->cfg.max_mr_size_mb << 20;
+	const char *why;
+	uint32_t i;
+
+	if (!mr || !(mr->flags & QHCA_MR_FAST_REG)) {
+		why = "not a fast-register region";
+		goto err;
+	}
+	if (mr->pd != pd) {
+		qhca_log_guest(e, "REG_MR key 0x%x: region of another protection domain", r->key);
+		return QHCA_WC_LOC_PROT_ERR;
+	}
+	span = (uint64_t)r->page_offset + r->length;
+	why = "bad fields";
+	if (!mr->invalid) {
+		why = "the region is valid (invalidate it first)";
+	} else if (r->page_shift < QHCA_FAST_REG_MIN_SHIFT ||
+		   r->page_shift > QHCA_FAST_REG_MAX_SHIFT || r->page_offset >> r->page_shift ||
+		   !r->npages || r->npages > mr->max_pages || r->pbl_addr % 8) {
+		why = "bad page list";
+	} else if ((r->access & ~QHCA_ACCESS_ALL) || !access_ok(r->access)) {
+		why = "bad access rights";
+	} else if (r->length > max_size || r->iova + r->length < r->iova ||
+		   span > (uint64_t)r->npages << r->page_shift) {
+		why = "length outside the pages";
+	} else if (r->rsvd0[0] || r->rsvd0[1] || r->rsvd0[2] || r->rsvd0[3] || r->rsvd0[4] ||
+		   r->rsvd0[5] || r->rsvd0[6] || r->rsvd1[0] || r->rsvd1[1]) {
+		why = "reserved bytes set";
+	} else if (mr->refs && !(mr = mr_renew(e, mr))) {
+		why = "out of memory";
+	} else if (qhca_dma_read(e, r->pbl_addr, mr->pages, (size_t)r->npages * 8)) {
+		why = "page list unreadable";
+	} else {
+		for (i = 0; i < r->npages; i++)
+			if (!mr->pages[i] || mr->pages[i] & ((1ull << r->page_shift) - 1))
+				break;
+		if (i == r->npages) {
+			mr->key = r->key;
+			mr->access = r->access;
+			mr->iova = r->iova;
+			mr->length = r->length;
+			mr->page_offset = r->page_offset;
+			mr->page_shift = r->page_shift;
+			mr->npages = r->npages;
+			mr->invalid = false;
+			qhca_log(e, QHCA_LOG_EVENT, "REG_MR key 0x%x iova 0x%llx len %llu, %u pages of %u KiB",
+				 mr->key, (unsigned long long)mr->iova, (unsigned long long)mr->length,
+				 mr->npages, 1u << (mr->page_shift - 10));
+			return QHCA_WC_SUCCESS;
+		}
+		why = "page address not aligned to the page size";
+	}
+err:
+	qhca_log_guest(e, "REG_MR key 0x%x: %s", r->key, why);
+	return QHCA_WC_LOC_QP_OP_ERR;
+}
+
+/*
+ * Invalidate @key for a QP of @pd (LOCAL_INV, or a SEND_WITH_INV that arrived): only a
+ * fast-register region, under its current key; invalidating a free one is allowed.
+ */
+uint8_t qhca_mr_invalidate(struct qhca_engine *e, uint32_t pd, uint32_t key, const char **why)
+{
+	struct qhca_mr *mr = qhca_mr_find(e, key);
+
+	if (!mr || !(mr->flags & QHCA_MR_FAST_REG)) {
+		*why = mr ? "not a fast-register region" : "no such key";
+		return QHCA_WC_LOC_QP_OP_ERR;
+	}
+	if (mr->pd != pd) {
+		*why = "key of another protection domain";
+		return QHCA_WC_LOC_PROT_ERR;
+	}
+	mr->invalid = true;
+	return QHCA_WC_SUCCESS;
 }
 
 void qhca_mr_reset(struct qhca_engine *e)
@@ -261,7 +395,7 @@ struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, 
 		return NULL;
 	}
 	if (mr->invalid) {
-		*why = "key invalidated";
+		*why = "key not registered (free or invalidated)";
 		return NULL;
 	}
 	if (mr->pd != pd) {
@@ -288,8 +422,8 @@ int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, v
 		return 0;
 	if (mr->flags & QHCA_MR_PHYS)
 		return to_guest ? qhca_dma_write(e, va, buf, len) : qhca_dma_read(e, va, buf, len);
-	return qhca_pages_xfer(e, mr->pages, mr->npages, va - mr->iova + mr->page_offset, buf, len,
-			       to_guest);
+	return pages_xfer(e, mr->pages, mr->npages, mr->page_shift, va - mr->iova + mr->page_offset,
+			  buf, len, to_guest);
 }
 
 /* ---------------------------------------------------------------- SGE lists */

@@ -24,6 +24,9 @@ static bool op_allowed(uint8_t type, uint8_t op)
 	case QHCA_WR_ATOMIC_FETCH_AND_ADD:
 	case QHCA_WR_SEND_WITH_INV:
 		return type == QHCA_QPT_RC;
+	case QHCA_WR_REG_MR:
+	case QHCA_WR_LOCAL_INV:
+		return type == QHCA_QPT_RC || type == QHCA_QPT_UC;
 	default:
 		return false;
 	}
@@ -47,6 +50,15 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		return QHCA_WC_LOC_QP_OP_ERR;
 	if (!op_allowed(qp->type, sw->hdr.opcode) || (sw->hdr.flags & ~0xfu))
 		return QHCA_WC_LOC_QP_OP_ERR;
+	if (qhca_wr_is_local(sw->hdr.opcode)) {
+		if (sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE))
+			return QHCA_WC_LOC_QP_OP_ERR;
+		if (sw->hdr.opcode == QHCA_WR_REG_MR &&
+		    (off + sizeof(sw->reg) > stride ||
+		     qhca_wq_read(e, &qp->sq, idx, off, &sw->reg, sizeof(sw->reg))))
+			return QHCA_WC_LOC_QP_OP_ERR;
+		return QHCA_WC_SUCCESS;
+	}
 	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
 		if (qhca_wq_read(e, &qp->sq, idx, off, &sw->ud, sizeof(sw->ud)) ||
 		    roce_gid_is_v4(sw->ud.av.sgid) != roce_gid_is_v4(sw->ud.av.dgid))
@@ -246,6 +258,28 @@ static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	return true;
 }
 
+/* REG_MR and LOCAL_INV, executed when the requester reaches them in SQ order. */
+static uint8_t local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+{
+	const char *why;
+	uint8_t status;
+
+	if (sw->hdr.opcode == QHCA_WR_REG_MR)
+		return qhca_mr_fast_reg(e, qp->pd, &sw->reg);
+	status = qhca_mr_invalidate(e, qp->pd, sw->hdr.imm_inv, &why);
+	if (status != QHCA_WC_SUCCESS)
+		qhca_log_guest(e, "QP 0x%x LOCAL_INV key 0x%x: %s", qp->qpn, sw->hdr.imm_inv, why);
+	return status;
+}
+
+/* Did the last WQE started fail? Nothing after it starts: it takes the QP to error. */
+static bool sq_failed(struct qhca_qp *qp)
+{
+	const struct qhca_send_wqe *last = qhca_sq_slot(qp, qp->sq_next - 1);
+
+	return qp->sq_next != qp->sq.ci && last->done && last->status != QHCA_WC_SUCCESS;
+}
+
 /* Start the WQEs posted, up to the window, and send them; true if any started. */
 static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 {
@@ -253,11 +287,21 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 
 	/* Started messages go out whole before the next one starts, also in SQD. */
 	while (tx_pump(e, qp) && qp->sq_next != qp->sq.pi &&
-	       qp->sq_next - qp->sq.ci < QHCA_SQ_WINDOW && qp->state == QHCA_QPS_RTS) {
+	       qp->sq_next - qp->sq.ci < QHCA_SQ_WINDOW && qp->state == QHCA_QPS_RTS &&
+	       !sq_failed(qp)) {
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, qp->sq_next);
 		uint8_t status;
 
 		status = wqe_load(e, qp, qp->sq_next, sw);
+		if (status == QHCA_WC_SUCCESS && qhca_wr_is_local(sw->hdr.opcode)) {
+			/* A fenced one waits until every earlier WQE has completed. */
+			if ((sw->hdr.flags & QHCA_WQE_FENCE) && qp->sq.ci != qp->sq_next)
+				break;
+			qp->sq_next++;
+			sw->done = true;
+			sw->status = local_op(e, qp, sw);
+			continue;
+		}
 		if (status == QHCA_WC_SUCCESS && qp->type == QHCA_QPT_RC) {
 			/* A fence waits for earlier READs and ATOMICs (IBA 10.8.3.3). */
 			if ((sw->hdr.flags & QHCA_WQE_FENCE) && qp->rd_atomic_out)

@@ -395,17 +395,18 @@ static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 			cflags = QHCA_CQE_FLAG_IMM;
 			imm = p->imm;
 		} else if (f & ROCE_F_IETH) {
-			struct qhca_mr *mr = qhca_mr_find(e, p->ieth_rkey);
+			const char *why;
 
-			/* Invalidate only a region of this QP's protection domain. */
-			if (!mr || mr->pd != qp->pd) {
+			/* Only a fast-register region of this QP's protection domain. */
+			if (qhca_mr_invalidate(e, qp->pd, p->ieth_rkey, &why) != QHCA_WC_SUCCESS) {
 				qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_REM_INV_REQ_ERR,
 						   QHCA_WC_RECV, 0, 0, 0, NULL, false);
+				qhca_log_guest(e, "QP 0x%x: SEND_WITH_INV of key 0x%x: %s", qp->qpn,
+					       p->ieth_rkey, why);
 				resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
-					   "SEND_WITH_INV of a foreign key");
+					   "SEND_WITH_INV of a key it may not invalidate");
 				return;
 			}
-			mr->invalid = true;
 			cflags = QHCA_CQE_FLAG_INV;
 			imm = p->ieth_rkey;
 		}

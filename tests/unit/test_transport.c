@@ -1203,13 +1203,14 @@ static void test_loopback(void)
 	teardown();
 }
 
+/* SEND_WITH_INV may free only a fast-register region (IBA 10.6.7): naming an ordinary
+ * region fails the receive and NAKs the sender, and the region keeps working. */
 static void test_send_with_invalidate(void)
 {
 	struct qp a, b;
 	uint64_t lbuf, rbuf, tbuf;
 	uint32_t lkey, rkey, tkey;
 	struct qhca_sq_wqe *w;
-	struct qhca_cqe c;
 
 	setup();
 	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
@@ -1223,17 +1224,19 @@ static void test_send_with_invalidate(void)
 	w->imm_inv = tkey;
 	post_send(&a);
 	pump();
-	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_SEND, 16);
-	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
-	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_INV);
-	CHECK_EQ(c.imm, tkey);
-	/* The invalidated rkey no longer grants anything. */
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	expect_cqe(&nodes[1], &b.rcq, 1, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	CHECK(!qhca_mr_find(&nodes[1].e, tkey)->invalid);
+	/* The region still grants what it granted. */
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
 	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 2, lbuf, 16, lkey);
 	w->remote_addr = tbuf;
 	w->rkey = tkey;
 	post_send(&a);
 	pump();
-	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 16);
 	teardown();
 }
 
@@ -1617,6 +1620,433 @@ static void test_stale_qpn(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- fast registration */
+static void drop_pair(struct qp *a, struct qp *b)
+{
+	CHECK_EQ(qhca_qp_destroy(&a->n->e, a->qpn), QHCA_ST_OK);
+	CHECK_EQ(qhca_qp_destroy(&b->n->e, b->qpn), QHCA_ST_OK);
+	CHECK_EQ(qhca_cq_destroy(&a->n->e, a->scq.cqn), QHCA_ST_OK);
+	CHECK_EQ(qhca_cq_destroy(&a->n->e, a->rcq.cqn), QHCA_ST_OK);
+	CHECK_EQ(qhca_cq_destroy(&b->n->e, b->scq.cqn), QHCA_ST_OK);
+	CHECK_EQ(qhca_cq_destroy(&b->n->e, b->rcq.cqn), QHCA_ST_OK);
+}
+
+static uint32_t make_frmr(struct node *n, uint32_t max_pages)
+{
+	struct qhca_mr_create c = { .pd = n->pd, .flags = QHCA_MR_FAST_REG,
+				    .pbl.npages = max_pages };
+	uint32_t key;
+
+	CHECK_EQ(qhca_mr_create(&n->e, &c, &key), QHCA_ST_OK);
+	return key;
+}
+
+/* The key with its variant byte replaced (ib_update_fast_reg_key). */
+static uint32_t variant(uint32_t key, uint8_t v)
+{
+	return (key & QHCA_MR_KEY_INDEX_MASK) | v;
+}
+
+/* A REG_MR WQE on @q for @key; the caller fills the rest of the segment. */
+static struct qhca_reg_mr_seg *reg_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
+{
+	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_REG_MR, wr_id, 0, 0, 0);
+	struct qhca_reg_mr_seg *r = (struct qhca_reg_mr_seg *)(h + 1);
+
+	h->num_sge = 0;
+	memset(r, 0, sizeof(*r));
+	r->key = key;
+	r->access = QHCA_ACCESS_ALL;
+	r->page_shift = 12;
+	return r;
+}
+
+static void inv_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
+{
+	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_LOCAL_INV, wr_id, 0, 0, 0);
+
+	h->num_sge = 0;
+	h->imm_inv = key;
+}
+
+/*
+ * @np pages of 2^@shift bytes at scattered, descending guest addresses, and a page list
+ * for them in guest memory; returns the page list's address, the pages in @pages.
+ */
+static uint64_t scattered_pages(struct node *n, uint32_t np, unsigned shift, uint64_t *pages)
+{
+	uint64_t size = 1ull << shift, list = galloc(n, np * 8ull);
+	uint64_t base = galloc(n, (np * 2 + 1) * size);
+	uint32_t i;
+
+	base = (base + size - 1) & ~(size - 1);
+	for (i = 0; i < np; i++) {
+		pages[i] = base + (uint64_t)(np - 1 - i) * 2 * size;
+		((uint64_t *)gptr(n, list))[i] = pages[i];
+	}
+	return list;
+}
+
+/* Guest address of message byte @off of a fast-registered buffer. */
+static uint64_t frmr_gpa(const uint64_t *pages, unsigned shift, uint32_t first_off, uint64_t off)
+{
+	off += first_off;
+	return pages[off >> shift] + (off & ((1ull << shift) - 1));
+}
+
+/*
+ * A fast-register region over scattered pages, with a first-page offset and a length that
+ * is not a page multiple, at 4 KiB and 64 KiB pages: RDMA WRITE lands byte for byte in
+ * the right places, READ brings it back, and only the new variant of the key works.
+ */
+static void test_fast_reg(void)
+{
+	static const unsigned shifts[] = { 12, 16 };
+	unsigned t;
+
+	for (t = 0; t < 2; t++) {
+		unsigned shift = shifts[t];
+		uint32_t lkey, len, frkey, key, off0 = 0x123, i;
+		uint64_t lbuf, pages[4], list, iova = 0x5a5a00000000ull + off0;
+		struct qhca_reg_mr_seg *r;
+		struct qhca_sq_wqe *w;
+		struct qp a, b;
+		bool ok = true;
+
+		setup();
+		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+		connect_pair(&a, &b);
+		len = (uint32_t)(3 << shift) - off0 - 100;	/* spans 3 of 4 pages */
+		lkey = make_mr(&nodes[0], 2 * len, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+		frkey = make_frmr(&nodes[1], 8);
+		list = scattered_pages(&nodes[1], 4, shift, pages);
+		key = variant(frkey, (uint8_t)(frkey + 1));
+		/* Free after allocation: nothing reaches it yet. */
+		fill(&nodes[0], lbuf, len, 3);
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 64, lkey);
+		w->remote_addr = iova;
+		w->rkey = frkey;
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+		/* The QPs went to error; a fresh pair for the rest. */
+		drop_pair(&a, &b);
+		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+		connect_pair(&a, &b);
+
+		r = reg_wqe(&b, 2, key);
+		r->iova = iova;
+		r->length = len;
+		r->pbl_addr = list;
+		r->npages = 4;
+		r->page_offset = off0;
+		r->page_shift = (uint8_t)shift;
+		post_send(&b);
+		pump();
+		expect_cqe(&nodes[1], &b.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_REG_MR, 0);
+
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf, len, lkey);
+		w->remote_addr = iova;
+		w->rkey = key;
+		post_send(&a);
+		w = sq_wqe(&a, QHCA_WR_RDMA_READ, 4, lbuf + len, len, lkey);
+		w->remote_addr = iova;
+		w->rkey = key;
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, len);
+		expect_cqe(&nodes[0], &a.scq, 4, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, len);
+		for (i = 0; i < len && ok; i++)
+			ok = *(uint8_t *)gptr(&nodes[1], frmr_gpa(pages, shift, off0, i)) ==
+			     *(uint8_t *)gptr(&nodes[0], va_to_gpa(lbuf + i));
+		CHECK(ok);
+		CHECK(all_zero(&nodes[1], pages[0], off0));
+		CHECK(all_zero(&nodes[1], frmr_gpa(pages, shift, off0, len), 100));
+		CHECK(all_zero(&nodes[1], pages[3], 1ull << shift));
+		CHECK(same(&nodes[0], lbuf, &nodes[0], lbuf + len, len));
+		/* The old variant, and one byte past the registered length: refused. */
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 5, lbuf, 2, lkey);
+		w->remote_addr = iova;
+		w->rkey = frkey;
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 5, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+		drop_pair(&a, &b);
+		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+		connect_pair(&a, &b);
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 6, lbuf, 2, lkey);
+		w->remote_addr = iova + len - 1;
+		w->rkey = key;
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 6, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+		CHECK(all_zero(&nodes[1], frmr_gpa(pages, shift, off0, len), 100));
+		teardown();
+	}
+}
+
+/* Register b's region of @np pages at iova 0x10000 for @len bytes; expect @status. */
+static void reg_frmr(struct qp *b, uint32_t key, uint64_t list, uint32_t np, uint32_t len,
+		     uint64_t wr_id, uint8_t status)
+{
+	struct qhca_reg_mr_seg *r = reg_wqe(b, wr_id, key);
+
+	r->iova = 0x10000;
+	r->length = len;
+	r->pbl_addr = list;
+	r->npages = np;
+	post_send(b);
+	pump();
+	expect_cqe(b->n, &b->scq, wr_id, status, QHCA_WC_REG_MR, 0);
+}
+
+/*
+ * A key is free, valid or invalid: LOCAL_INV and a SEND_WITH_INV from the peer free it
+ * (the receiver's completion names the key), writes to a freed key fail on both sides and
+ * change nothing, a new REG_MR makes it valid again, and registering over a valid key
+ * fails the WQE and the QP.
+ */
+static void test_invalidate(void)
+{
+	uint32_t lkey, rkey, frkey, key;
+	uint64_t lbuf, rbuf, pages[2], list;
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe c;
+	struct qp a, b;
+
+	setup();
+	rc_pair(&a, &b, 8192, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_LOCAL_WRITE);
+	frkey = make_frmr(&nodes[1], 2);
+	list = scattered_pages(&nodes[1], 2, 12, pages);
+	key = variant(frkey, 0x11);
+	reg_frmr(&b, key, list, 2, 8192, 1, QHCA_WC_SUCCESS);
+	/* LOCAL_INV with a stale variant fails; with the right one it frees the key. */
+	inv_wqe(&b, 2, key);
+	post_send(&b);
+	pump();
+	expect_cqe(&nodes[1], &b.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_LOCAL_INV, 0);
+	fill(&nodes[0], lbuf, 4096, 9);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf, 4096, lkey);
+	w->remote_addr = 0x10000;
+	w->rkey = key;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	CHECK(all_zero(&nodes[1], pages[0], 4096));
+	CHECK(all_zero(&nodes[1], pages[1], 4096));
+	CHECK_EQ(qhca_qp_find(&nodes[1].e, b.qpn)->state, QHCA_QPS_ERR);
+
+	/* Valid again under a new variant; the peer invalidates it with SEND_WITH_INV. */
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	key = variant(frkey, 0x12);
+	reg_frmr(&b, key, list, 2, 8192, 4, QHCA_WC_SUCCESS);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 5, lbuf, 4096, lkey);
+	w->remote_addr = 0x10000 + 100;
+	w->rkey = key;
+	post_send(&a);
+	post_recv(&b, 6, rbuf, 4096, rkey);
+	w = sq_wqe(&a, QHCA_WR_SEND_WITH_INV, 7, lbuf, 16, lkey);
+	w->imm_inv = key;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 5, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 4096);
+	expect_cqe(&nodes[0], &a.scq, 7, QHCA_WC_SUCCESS, QHCA_WC_SEND, 16);
+	CHECK(!memcmp(gptr(&nodes[1], pages[0] + 100), gptr(&nodes[0], va_to_gpa(lbuf)), 3996));
+	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
+	CHECK_EQ(cqe_status(&c), QHCA_WC_SUCCESS);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_INV);
+	CHECK_EQ(c.imm, key);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 8, lbuf, 16, lkey);
+	w->remote_addr = 0x10000;
+	w->rkey = key;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 8, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+
+	/* Registering over a valid key fails, and so does the WQE after it. */
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	key = variant(frkey, 0x13);
+	reg_frmr(&b, key, list, 2, 8192, 9, QHCA_WC_SUCCESS);
+	reg_wqe(&b, 10, variant(frkey, 0x14))->npages = 1;
+	post_send(&b);
+	w = sq_wqe(&b, QHCA_WR_SEND, 11, rbuf, 16, rkey);
+	post_send(&b);
+	pump();
+	expect_cqe(&nodes[1], &b.scq, 10, QHCA_WC_LOC_QP_OP_ERR, 0, 0);
+	expect_cqe(&nodes[1], &b.scq, 11, QHCA_WC_WR_FLUSH_ERR, 0, 0);
+	CHECK_EQ(qhca_qp_find(&nodes[1].e, b.qpn)->state, QHCA_QPS_ERR);
+	CHECK_EQ(qhca_mr_find(&nodes[1].e, key)->invalid, false);	/* still the first one */
+	/* Any variant names the region for destruction. */
+	CHECK_EQ(qhca_mr_destroy(&nodes[1].e, variant(frkey, 0x77)), QHCA_ST_OK);
+	CHECK(qhca_mr_find(&nodes[1].e, key) == NULL);
+	teardown();
+}
+
+/* Every malformed REG_MR and LOCAL_INV fails its WQE with the right status, and nothing
+ * posted after it reaches the wire. */
+static void test_fast_reg_checks(void)
+{
+	enum { SHIFT_LOW, SHIFT_HIGH, NO_PAGES, TOO_MANY, LIST_ALIGN, PAGE_ALIGN, PAGE_ZERO,
+	       TOO_LONG, OFFSET, RSVD, ACCESS, REGULAR, FOREIGN, WRAP, INV_STALE, INV_REGULAR,
+	       INV_FOREIGN, NCASES };
+	uint32_t frkey, other_pd_key, rkey, list_bad, c;
+	uint64_t pages[2], list, rbuf;
+	struct qhca_mr_create mc;
+
+	setup();
+	frkey = make_frmr(&nodes[1], 2);
+	list = scattered_pages(&nodes[1], 2, 12, pages);
+	list_bad = (uint32_t)galloc(&nodes[1], 16);
+	((uint64_t *)gptr(&nodes[1], list_bad))[0] = pages[0] + 8;
+	((uint64_t *)gptr(&nodes[1], list_bad))[1] = 0;
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &rbuf);
+	mc = (struct qhca_mr_create){ .pd = qhca_obj_alloc(&nodes[1].e.pd, QHCA_HANDLE_KERNEL),
+				      .flags = QHCA_MR_FAST_REG, .pbl.npages = 2 };
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &other_pd_key), QHCA_ST_OK);
+	for (c = 0; c < NCASES; c++) {
+		uint8_t want = c == FOREIGN || c == INV_FOREIGN ? QHCA_WC_LOC_PROT_ERR :
+			       QHCA_WC_LOC_QP_OP_ERR;
+		struct qhca_reg_mr_seg *r;
+		unsigned long sent;
+		struct qp a, b;
+
+		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+		connect_pair(&a, &b);
+		if (c >= INV_STALE) {
+			reg_frmr(&b, variant(frkey, (uint8_t)(0x40 + c)), list, 2, 8192, 1,
+				 QHCA_WC_SUCCESS);
+			inv_wqe(&b, 2, c == INV_STALE ? variant(frkey, 0x3f) :
+				       c == INV_REGULAR ? rkey : other_pd_key);
+		} else {
+			r = reg_wqe(&b, 2, variant(frkey, (uint8_t)(0x40 + c)));
+			r->iova = 0x10000;
+			r->length = 8192;
+			r->pbl_addr = list;
+			r->npages = 2;
+			switch (c) {
+			case SHIFT_LOW: r->page_shift = 11; break;
+			case SHIFT_HIGH: r->page_shift = 32; break;
+			case NO_PAGES: r->npages = 0; break;
+			case TOO_MANY: r->npages = 3; break;
+			case LIST_ALIGN: r->pbl_addr = list + 4; break;
+			case PAGE_ALIGN: r->pbl_addr = list_bad; break;
+			case PAGE_ZERO: r->pbl_addr = list_bad + 8; r->npages = 1;
+				r->length = 10; break;
+			case TOO_LONG: r->length = 8193; break;
+			case OFFSET: r->page_offset = 4096; break;
+			case RSVD: r->rsvd0[3] = 1; break;
+			case ACCESS: r->access = QHCA_ACCESS_REMOTE_WRITE; break;
+			case REGULAR: r->key = rkey; break;
+			case FOREIGN: r->key = other_pd_key; break;
+			case WRAP: r->iova = UINT64_MAX - 100; break;
+			}
+		}
+		post_send(&b);
+		sq_wqe(&b, QHCA_WR_SEND, 3, rbuf, 16, rkey);
+		post_send(&b);
+		sent = frames_sent;
+		pump();
+		expect_cqe(&nodes[1], &b.scq, 2, want, 0, 0);
+		expect_cqe(&nodes[1], &b.scq, 3, QHCA_WC_WR_FLUSH_ERR, 0, 0);
+		CHECK_EQ(frames_sent, sent);	/* the SEND never left */
+		if (c >= INV_STALE) {	/* the failed invalidation left the region valid */
+			CHECK(qhca_mr_find(&nodes[1].e, variant(frkey, (uint8_t)(0x40 + c))) != NULL);
+			CHECK(!qhca_mr_find(&nodes[1].e, variant(frkey, (uint8_t)(0x40 + c)))->invalid);
+			qhca_mr_find(&nodes[1].e, variant(frkey, (uint8_t)(0x40 + c)))->invalid = true;
+		} else {
+			CHECK(qhca_mr_find(&nodes[1].e, frkey) == NULL ||
+			      qhca_mr_find(&nodes[1].e, frkey)->invalid);
+		}
+		drop_pair(&a, &b);
+	}
+	/* Creation: kernel PDs only, room within the limit, nothing else set. */
+	mc = (struct qhca_mr_create){ .pd = qhca_obj_alloc(&nodes[1].e.pd, 1),	/* a user's */
+				      .flags = QHCA_MR_FAST_REG, .pbl.npages = 2 };
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
+	mc.pd = nodes[1].pd;
+	mc.pbl.npages = QHCA_MAX_FAST_REG_PAGES + 1;
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
+	mc.pbl.npages = 0;
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
+	mc.pbl.npages = 2;
+	mc.flags |= QHCA_MR_PHYS;
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
+	mc.flags = QHCA_MR_FAST_REG;
+	mc.pbl.addr = list;
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
+	mc.pbl.addr = 0;
+	mc.access = QHCA_ACCESS_REMOTE_READ;
+	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(host_errors, 0);
+	teardown();
+}
+
+/*
+ * A multi-packet RDMA WRITE into a fast-registered region is under way when the owner
+ * invalidates the key and registers other pages under a new variant: the rest of the
+ * message reaches neither the old pages nor the new ones (ASan would see a stale page
+ * list), and the requester gets a remote access error.
+ */
+static void test_reregister_in_flight(void)
+{
+	uint64_t lbuf, old_pages[16], new_pages[16], old_list, new_list;
+	uint32_t lkey, frkey, key;
+	struct qhca_reg_mr_seg *r;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	frkey = make_frmr(&nodes[1], 16);
+	old_list = scattered_pages(&nodes[1], 16, 12, old_pages);
+	new_list = scattered_pages(&nodes[1], 16, 12, new_pages);
+	key = variant(frkey, 1);
+	reg_frmr(&b, key, old_list, 16, 65536, 1, QHCA_WC_SUCCESS);
+	fill(&nodes[0], lbuf, 65536, 1);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 2, lbuf, 65536, lkey);
+	w->remote_addr = 0x10000;
+	w->rkey = key;
+	post_send(&a);
+	step_one();	/* WRITE_FIRST lands */
+	CHECK(!memcmp(gptr(&nodes[1], old_pages[0]), gptr(&nodes[0], va_to_gpa(lbuf)), 1024));
+	/* The owner posts LOCAL_INV and a new REG_MR; only they run on its engine. */
+	inv_wqe(&b, 3, key);
+	post_send(&b);
+	r = reg_wqe(&b, 4, variant(frkey, 2));
+	r->iova = 0x10000;
+	r->length = 65536;
+	r->pbl_addr = new_list;
+	r->npages = 16;
+	post_send(&b);
+	pump();
+	expect_cqe(&nodes[1], &b.scq, 3, QHCA_WC_SUCCESS, QHCA_WC_LOCAL_INV, 0);
+	expect_cqe(&nodes[1], &b.scq, 4, QHCA_WC_SUCCESS, QHCA_WC_REG_MR, 0);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	CHECK(all_zero(&nodes[1], old_pages[0] + 1024, 3072));
+	{
+		bool zero = true;
+		int i;
+
+		for (i = 1; i < 16; i++)
+			zero &= all_zero(&nodes[1], old_pages[i], 4096);
+		for (i = 0; i < 16; i++)
+			zero &= all_zero(&nodes[1], new_pages[i], 4096);
+		CHECK(zero);
+	}
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -1641,6 +2071,10 @@ static const struct unit_test tests[] = {
 	{ "dereg_during_transmit", test_dereg_during_transmit },
 	{ "destroy_in_flight", test_destroy_in_flight },
 	{ "stale_qpn", test_stale_qpn },
+	{ "fast_reg", test_fast_reg },
+	{ "invalidate", test_invalidate },
+	{ "fast_reg_checks", test_fast_reg_checks },
+	{ "reregister_in_flight", test_reregister_in_flight },
 	{}
 };
 
