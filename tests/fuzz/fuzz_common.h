@@ -25,6 +25,7 @@
 #define FZ_PBL		(FZ_BASE + 0x04000)	/* page lists */
 #define FZ_RINGS	(FZ_BASE + 0x10000)	/* CQ, SQ and RQ rings */
 #define FZ_BUF		(FZ_BASE + 0x80000)	/* data buffers, the MR */
+#define FZ_FRMR_PBL	(FZ_PBL + 24 * 0x400)	/* a page list for REG_MR WQEs: FZ_BUF's pages */
 
 static uint8_t fz_mem[FZ_SIZE];
 static uint64_t fz_now;
@@ -104,7 +105,7 @@ static const struct qhca_engine_config fz_cfg = {
 
 struct fz_state {
 	struct qhca_engine e;
-	uint32_t eq, pd, mr, cq[2], qpn[4], srq;
+	uint32_t eq, pd, mr, frmr, cq[2], qpn[4], srq;
 };
 
 /* A doorbell's 64-bit value: the object it names and an index. */
@@ -159,6 +160,14 @@ static void fz_setup(struct fz_state *s, int deep)
 
 		m.pbl = fz_pbl(2, FZ_BUF, 8);
 		qhca_mr_create(&s->e, &m, &s->mr);
+	}
+	{
+		/* A fast-register region, free until a REG_MR WQE (key 0x200) registers it. */
+		struct qhca_mr_create f = { .pd = s->pd, .flags = QHCA_MR_FAST_REG,
+					    .pbl.npages = 8 };
+
+		fz_pbl(24, FZ_BUF, 8);
+		qhca_mr_create(&s->e, &f, &s->frmr);
 	}
 	for (i = 0; i < 4; i++) {
 		struct qhca_qp_create q = { .pd = s->pd, .send_cq = s->cq[0], .recv_cq = s->cq[1],

@@ -23,7 +23,8 @@ enum fz_op {
 	OP_TIMER,	/* step8: advance time by step * 64 us and run the timer */
 	OP_TX,		/* flag: block (odd) or resume the transmit path */
 	OP_MR_DESTROY,	/* destroy region (hi) */
-	OP_MR_CREATE,	/* access8, page8, npages8, off16: a region over the data buffer */
+	OP_MR_CREATE,	/* access8, page8, npages8, off16: a region over the data buffer
+			 * (access bit 7: a free fast-register region of npages) */
 	OP_QP_DESTROY,	/* destroy QP (hi) */
 	OP_QP_MODIFY,	/* state8, mask32: modify QP (hi) with fuzzed attributes */
 	OP_QP_CREATE,	/* type8, log2 8: a QP in slot (hi) on the CQs */
@@ -192,6 +193,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			m.page_offset = b[3] & 0xff;
 			m.length = npages * 4096ull - m.page_offset - (b[4] & 0x7f);
 			m.pbl = fz_pbl(12 + obj % MAX_MRS, FZ_BUF + page * 4096ull, npages);
+			if (b[0] & 0x80) {
+				m = (struct qhca_mr_create){ .pd = s.pd, .flags = QHCA_MR_FAST_REG,
+							     .pbl.npages = npages };
+			}
 			qhca_mr_create(&s.e, &m, &mrs[obj % MAX_MRS]);
 			break;
 		}

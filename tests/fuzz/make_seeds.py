@@ -31,14 +31,38 @@ def admin_seeds():
     yield b"\3" + cmd(0x50, obj(0, 0, 256)) + b"\0" * 192          # QUERY_COUNTERS
 
 
+FRMR_KEY = 0x200	# the fast-register region of fz_setup (index 1, first generation)
+FRMR_PBL = 0x100000 + 0x4000 + 24 * 0x400	# FZ_FRMR_PBL
+
+
+def send_wqe(op, length=64, remote=0x10000, rkey=0, imm_inv=0x11223344, flags=1):
+    w = struct.pack("<QBBBBIIIQIIQQQ", 7, op, flags, 1, 0, imm_inv, 0, 0, remote, rkey, 0, 1, 2, 0)
+    return w + struct.pack("<QII", 0x10000, length, 1 << 8 | 0)
+
+
+def reg_wqe(key, iova=0x40000, length=0x2000, npages=2, shift=12, flags=1):
+    w = struct.pack("<QBBBBIIIQIIQQQ", 8, 0x20, flags, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return w + struct.pack("<QQQIIIIB7xQQ", iova, length, FRMR_PBL, key, 0xf, npages, 0, shift, 0, 0)
+
+
+def inv_wqe(key, flags=1):
+    return struct.pack("<QBBBBIIIQIIQQQ", 9, 7, flags, 0, 0, key, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
 def wqe_seeds():
+    rq = (struct.pack("<QII", 9, 1, 0) + struct.pack("<QII", 0x10000, 4096, 1 << 8)).ljust(64, b"\0") * 8
     for op in (0, 1, 2, 3, 4, 5, 6, 9):
-        w = struct.pack("<QBBBBIIIQIIQQQ", 7, op, 1, 1, 0, 0x11223344, 0, 0, 0x10000, 0, 0, 1, 2, 0)
-        sge = struct.pack("<QII", 0x10000, 64 if op < 5 else 8, 1 << 8 | 0)
-        ring = (w + sge).ljust(256, b"\0") * 8
-        rq = (struct.pack("<QII", 9, 1, 0) + struct.pack("<QII", 0x10000, 4096, 1 << 8)).ljust(64, b"\0") * 8
+        ring = send_wqe(op, 64 if op < 5 else 8).ljust(256, b"\0") * 8
         qp = ring[:2048].ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
         yield bytes([0x04, 0x44, 0x05, 0x45, 0x84, 0x85, 0x06, 0x46]) + qp * 4
+    # Fast registration on the RC QP: REG_MR, a WRITE through the new key, LOCAL_INV
+    # (fenced), a WRITE to the freed key, SEND_WITH_INV of a new registration.
+    key = FRMR_KEY | 5
+    slots = [reg_wqe(key), send_wqe(0, 4000, 0x40000, key), inv_wqe(key, flags=5),
+             send_wqe(0, 64, 0x40000, key), reg_wqe(key + 1), send_wqe(9, 64, imm_inv=key + 1)]
+    ring = b"".join(s.ljust(256, b"\0") for s in slots).ljust(2048, b"\0")
+    qp = ring.ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
+    yield bytes([0x44, 0x0c, 0x10, 0x18, 0x45, 0x46, 0x85, 0x84]) + qp * 4
 
 
 def roce_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
@@ -110,6 +134,14 @@ def mixed_seeds():
     yield (away + mem(sq0, wqe(0, 5000)) + bytes([OP_DOORBELL, 0, 1, OP_REPLAY, 0, OP_REPLAY, 1,
                                                  OP_REPLAY, 0, OP_QP_DESTROY, OP_REPLAY, 2,
                                                  OP_TIMER, 50]))
+    # A long WRITE into a fast-registered region, held by back-pressure, while the region
+    # is invalidated and registered again under a new variant.
+    key = FRMR_KEY | 7
+    yield (mem(rq0, rq) + mem(sq0, reg_wqe(key, length=0x8000, npages=8)) +
+           mem(sq0 + 256, send_wqe(0, 8192, 0x40000, key)) +
+           bytes([0x10 | OP_TX, OP_DOORBELL, 0, 2]) +
+           mem(sq0 + 512, inv_wqe(key)) + mem(sq0 + 768, reg_wqe(key + 1)) +
+           bytes([OP_DOORBELL, 0, 4, OP_TX, OP_TIMER, 200]))
     # A READ answered in pieces; the region is replaced while responses wait.
     yield (mem(sq0, wqe(4, 8192)) + bytes([0x10 | OP_TX, OP_DOORBELL, 0, 1, OP_MR_DESTROY,
                                           OP_MR_CREATE, 15, 0, 8, 0, 0, OP_TX, OP_TIMER, 255,
