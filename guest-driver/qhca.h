@@ -200,6 +200,11 @@ struct qhca_mr {
 	struct ib_mr ibmr;
 	u32 key;
 	struct ib_umem *umem;
+	/* fast-register regions: the page list REG_MR WQEs point the device at */
+	__le64 *pages;
+	dma_addr_t pages_dma;
+	u32 max_pages, npages;
+	u32 page_offset;	/* of the first byte in the first page, from map_mr_sg */
 };
 
 struct qhca_ah {
@@ -285,6 +290,9 @@ struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
 			       int access, struct ib_udata *udata);
 int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *qhca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg);
+int qhca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset);
 
 /* qhca_cq.c */
 int qhca_comp_eqs_init(struct qhca_dev *dev);

@@ -225,6 +225,10 @@ static enum ib_wc_opcode qhca_wc_opcode(u8 op)
 		return IB_WC_COMP_SWAP;
 	case QHCA_WC_FETCH_ADD:
 		return IB_WC_FETCH_ADD;
+	case QHCA_WC_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case QHCA_WC_REG_MR:
+		return IB_WC_REG_MR;
 	case QHCA_WC_RECV:
 		return IB_WC_RECV;
 	case QHCA_WC_RECV_RDMA_WITH_IMM:

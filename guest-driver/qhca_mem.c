@@ -215,17 +215,89 @@ err_free:
 	return ERR_PTR(err);
 }
 
+/*
+ * Fast-register regions (kernel ULPs): ib_alloc_mr reserves the key and room for
+ * @max_num_sg pages; ib_map_mr_sg fills the page list; an IB_WR_REG_MR WQE makes the
+ * device read the list and validate the key (qhca_qp.c builds it).
+ */
+struct ib_mr *qhca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg)
+{
+	struct qhca_dev *dev = to_qdev(ibpd->device);
+	struct qhca_mr_create c = {};
+	struct qhca_mr *mr;
+	bool keep;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG || !max_num_sg ||
+	    max_num_sg > dev->attr.max_fast_reg_page_list_len)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->max_pages = max_num_sg;
+	mr->pages = dma_alloc_coherent(&dev->pdev->dev, (size_t)max_num_sg * sizeof(u64),
+				       &mr->pages_dma, GFP_KERNEL);
+	if (!mr->pages) {
+		kfree(mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	c.pd = to_qpd(ibpd)->handle;
+	c.flags = QHCA_MR_FAST_REG;
+	c.pbl.npages = max_num_sg;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_MR, 0, &c, sizeof(c), NULL, 0, &mr->key);
+	if (err) {
+		keep = qhca_admin_cmd_keep(dev, err);
+		qhca_admin_put_coherent(dev, keep, (size_t)max_num_sg * sizeof(u64), mr->pages,
+					mr->pages_dma);
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	mr->ibmr.lkey = mr->ibmr.rkey = mr->key;
+	return &mr->ibmr;
+}
+
+static int qhca_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct qhca_mr *mr = to_qmr(ibmr);
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	mr->pages[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+int qhca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset)
+{
+	struct qhca_dev *dev = to_qdev(ibmr->device);
+	struct qhca_mr *mr = to_qmr(ibmr);
+	int n;
+
+	/* ib_map_mr_sg() checked page_size against page_size_cap. */
+	if (!is_power_of_2(ibmr->page_size) || !(ibmr->page_size & dev->attr.page_size_cap))
+		return -EINVAL;
+	mr->npages = 0;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qhca_set_page);
+	/* The first byte's offset in the first page: the ULP may move iova later. */
+	mr->page_offset = ibmr->iova & (ibmr->page_size - 1);
+	return n;
+}
+
 int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qdev(ibmr->device);
 	struct qhca_mr *mr = to_qmr(ibmr);
+	bool keep;
 	int err;
 
 	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_MR, mr->key, NULL, 0, NULL, 0, NULL);
 	if (err && !qhca_admin_dead(dev))
 		return err;
 	/* A dead queue: the region is gone for the OS, its pages stay pinned until reset. */
-	qhca_admin_put_umem(dev, qhca_admin_obj_keep(dev, err), mr->umem);
+	keep = qhca_admin_obj_keep(dev, err);
+	qhca_admin_put_umem(dev, keep, mr->umem);
+	qhca_admin_put_coherent(dev, keep, (size_t)mr->max_pages * sizeof(u64), mr->pages,
+				mr->pages_dma);
 	kfree(mr);
 	return 0;
 }

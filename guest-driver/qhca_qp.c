@@ -61,8 +61,10 @@ static bool qhca_ring_geometry_ok(const struct qhca_ring *r, u32 max_wr)
 /* Computed in 64 bits: the counts come from the caller and the device. */
 static u32 qhca_sq_stride_log2(u32 max_sge, u32 max_inline, bool ud)
 {
+	/* Room for a REG_MR segment too (kernel QPs; user QPs get the provider's stride). */
 	u64 bytes = sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
-		    max_t(u64, (u64)max_sge * sizeof(struct qhca_sge), max_inline);
+		    max3((u64)max_sge * sizeof(struct qhca_sge), (u64)max_inline,
+			 (u64)sizeof(struct qhca_reg_mr_seg));
 
 	return order_base_2(bytes);
 }
@@ -405,9 +407,39 @@ static int qhca_wr_opcode(enum ib_wr_opcode op, u8 *out)
 	case IB_WR_SEND_WITH_INV:
 		*out = QHCA_WR_SEND_WITH_INV;
 		return 0;
+	case IB_WR_LOCAL_INV:
+		*out = QHCA_WR_LOCAL_INV;
+		return 0;
+	case IB_WR_REG_MR:
+		*out = QHCA_WR_REG_MR;
+		return 0;
 	default:
 		return -EOPNOTSUPP;
 	}
+}
+
+/* The segment of a REG_MR WQE: the region's page list as map_mr_sg left it. */
+static int qhca_build_reg_mr(const struct ib_reg_wr *wr, struct qhca_reg_mr_seg *r, void *end)
+{
+	struct qhca_mr *mr = to_qmr(wr->mr);
+
+	if ((void *)(r + 1) > end || !mr->pages || !mr->npages)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->iova = mr->ibmr.iova;
+	r->length = mr->ibmr.length;
+	r->pbl_addr = mr->pages_dma;
+	r->key = wr->key;
+	r->access = (wr->access & IB_ACCESS_LOCAL_WRITE ? QHCA_ACCESS_LOCAL_WRITE : 0) |
+		    (wr->access & IB_ACCESS_REMOTE_WRITE ? QHCA_ACCESS_REMOTE_WRITE : 0) |
+		    (wr->access & IB_ACCESS_REMOTE_READ ? QHCA_ACCESS_REMOTE_READ : 0) |
+		    (wr->access & IB_ACCESS_REMOTE_ATOMIC ? QHCA_ACCESS_REMOTE_ATOMIC : 0);
+	r->npages = mr->npages;
+	r->page_offset = mr->page_offset;
+	r->page_shift = ilog2(mr->ibmr.page_size);
+	/* The device reads the key from the WQE; ib_core already gave the MR the new one. */
+	mr->key = wr->key;
+	return 0;
 }
 
 static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void *w)
@@ -424,10 +456,15 @@ static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void
 	h->flags = (wr->send_flags & IB_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
 		   (wr->send_flags & IB_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
 		   (wr->send_flags & IB_SEND_FENCE ? QHCA_WQE_FENCE : 0);
-	if (wr->opcode == IB_WR_SEND_WITH_INV)
+	if (wr->opcode == IB_WR_SEND_WITH_INV || wr->opcode == IB_WR_LOCAL_INV)
 		h->imm_inv = wr->ex.invalidate_rkey;
 	else
 		h->imm_inv = be32_to_cpu(wr->ex.imm_data);
+	if (wr->opcode == IB_WR_REG_MR || wr->opcode == IB_WR_LOCAL_INV) {
+		if (qp->type != IB_QPT_RC && qp->type != IB_QPT_UC)
+			return -EINVAL;
+		return wr->opcode == IB_WR_REG_MR ? qhca_build_reg_mr(reg_wr(wr), seg, w + stride) : 0;
+	}
 	switch (wr->opcode) {
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:

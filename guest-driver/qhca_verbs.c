@@ -51,6 +51,10 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 	attr->max_res_rd_atom = min_t(u64, (u64)a->max_qp_rd_atom * a->max_qp, INT_MAX);
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_CHANGE_PHY_PORT;
+	if (a->dev_caps & QHCA_DEV_CAP_FAST_REG)
+		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	else
+		attr->max_fast_reg_page_list_len = 0;
 	return 0;
 }
 
@@ -331,6 +335,8 @@ const struct ib_device_ops qhca_dev_ops = {
 	.dealloc_pd = qhca_dealloc_pd,
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.dereg_mr = qhca_dereg_mr,
+	.alloc_mr = qhca_alloc_mr,
+	.map_mr_sg = qhca_map_mr_sg,
 	.destroy_ah = qhca_destroy_ah,
 	.destroy_cq = qhca_destroy_cq,
 	.destroy_qp = qhca_destroy_qp,
