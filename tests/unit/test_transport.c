@@ -2047,6 +2047,52 @@ static void test_reregister_in_flight(void)
 	teardown();
 }
 
+/*
+ * A fenced LOCAL_INV waits for every earlier WQE of its send queue: the RDMA READ before
+ * it lands in the region it invalidates, and completes first.
+ */
+static void test_fenced_invalidate(void)
+{
+	uint64_t pages[4], list, rbuf;
+	uint32_t frkey, key, rkey;
+	struct qhca_reg_mr_seg *r;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	rkey = make_mr(&nodes[1], 16384, QHCA_ACCESS_ALL, &rbuf);
+	fill(&nodes[1], rbuf, 16384, 21);
+	frkey = make_frmr(&nodes[0], 4);
+	list = scattered_pages(&nodes[0], 4, 12, pages);
+	key = variant(frkey, 9);
+	r = reg_wqe(&a, 1, key);
+	r->iova = 0x20000;
+	r->length = 16384;
+	r->pbl_addr = list;
+	r->npages = 4;
+	r->access = QHCA_ACCESS_LOCAL_WRITE;
+	post_send(&a);
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 2, 0x20000, 16384, key);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	inv_wqe(&a, 3, key);
+	((struct qhca_sq_wqe *)gptr(&nodes[0], a.sq + ((uint64_t)(a.sq_pi & (SQ_SIZE - 1)) <<
+						       SQ_STRIDE_LOG2)))->flags |= QHCA_WQE_FENCE;
+	post_send(&a);
+	CHECK(!qhca_mr_find(&nodes[0].e, key)->invalid);	/* waiting for the READ */
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_REG_MR, 0);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 16384);
+	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_SUCCESS, QHCA_WC_LOCAL_INV, 0);
+	CHECK(qhca_mr_find(&nodes[0].e, key)->invalid);
+	CHECK(!memcmp(gptr(&nodes[0], pages[2]), gptr(&nodes[1], va_to_gpa(rbuf) + 8192), 4096));
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2075,6 +2121,7 @@ static const struct unit_test tests[] = {
 	{ "invalidate", test_invalidate },
 	{ "fast_reg_checks", test_fast_reg_checks },
 	{ "reregister_in_flight", test_reregister_in_flight },
+	{ "fenced_invalidate", test_fenced_invalidate },
 	{}
 };
 
