@@ -680,11 +680,26 @@ static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t 
 	return 0;
 }
 
+/*
+ * Posting is refused in the states where IBA forbids it (o11-2.1.1): sends in RESET, INIT
+ * and RTR, receives in RESET. libibverbs keeps ibqp->state; the device's own transitions
+ * (to SQE or ERR) are states that accept posts (they complete flushed).
+ */
+static bool send_allowed(const struct ibv_qp *ibqp)
+{
+	return ibqp->state != IBV_QPS_RESET && ibqp->state != IBV_QPS_INIT &&
+	       ibqp->state != IBV_QPS_RTR;
+}
+
 int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct qhca_qp *qp = to_qqp(ibqp);
 	int ret = 0;
 
+	if (!send_allowed(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		ret = ring_full(&qp->sq) ? ENOMEM : build_send(qp, wr, wqe_at(&qp->sq, qp->sq.pi));
@@ -727,8 +742,10 @@ int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	struct qhca_qp *qp = to_qqp(ibqp);
 	int ret = 0;
 
-	if (ibqp->srq)
+	if (ibqp->srq || ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
 		return EINVAL;
+	}
 	pthread_spin_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
 		ret = build_recv(&qp->rq, wr);
@@ -763,6 +780,8 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	struct qhca_qp *qp = to_qqp_ex(ex);
 	int err = qp->wr_err;
 
+	if (!err && !send_allowed(&ex->qp_base))
+		err = EINVAL;
 	if (err)
 		qp->sq.pi = qp->wr_start_pi;	/* nothing of a failed batch is posted */
 	else

@@ -5,7 +5,9 @@
  * ibv_wr_* API for SEND, SEND with immediate, RDMA WRITE, RDMA READ and FETCH_AND_ADD,
  * including an aborted batch. Checks every completion and every byte. Then queue depth:
  * a full SQ or RQ refuses posts (ibv_post_send, ibv_post_recv, ibv_wr_complete) with
- * ENOMEM until completions are polled, signaled or not. Exit 0 if all hold.
+ * ENOMEM until completions are polled, signaled or not. Posting in a state that does not
+ * allow it fails with EINVAL: sends in RESET, INIT and RTR, receives in RESET (IBA
+ * o11-2.1.1). Exit 0 if all hold.
  */
 #include <endian.h>
 #include <stdio.h>
@@ -162,6 +164,51 @@ static void queue_depth(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int 
 	ibv_destroy_qp(b);
 }
 
+/* Which states accept posts: a new QP walked from RESET to RTS, then back to RESET. */
+static void post_states(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
+			union ibv_gid *gid)
+{
+	struct ibv_sge s = { (uintptr_t)buf, 16, mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 7, .sg_list = &s, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr w = { .wr_id = 8, .sg_list = &s, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	uint64_t ids[2];
+	int st[2], op[2];
+	uint32_t len[2];
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp *qp = make_qp(cq, 8);
+	struct ibv_qp_ex *x = qp ? ibv_qp_to_qp_ex(qp) : NULL;
+
+	EXPECT(qp && x);
+	if (!qp || !x)
+		return;
+	EXPECT(ibv_post_recv(qp, &r, &rbad) == EINVAL && rbad == &r);
+	EXPECT(ibv_post_send(qp, &w, &sbad) == EINVAL && sbad == &w);
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 16);
+	EXPECT(ibv_wr_complete(x) == EINVAL);
+	/* Connected to itself: INIT and RTR take receives, not sends. */
+	EXPECT(vm_connect(qp, ALL_REMOTE, qp->qp_num, gid_index, gid) == 0);
+	EXPECT(ibv_post_recv(qp, &r, &rbad) == 0);	/* RTS: both */
+	EXPECT(ibv_post_send(qp, &w, &sbad) == 0);
+	EXPECT(poll_ex(cq, 2, ids, st, op, len) == 2 && st[0] == IBV_WC_SUCCESS &&
+	       st[1] == IBV_WC_SUCCESS);
+	EXPECT(ibv_modify_qp(qp, &reset, IBV_QP_STATE) == 0);
+	EXPECT(ibv_post_recv(qp, &r, &rbad) == EINVAL);
+	EXPECT(ibv_post_send(qp, &w, &sbad) == EINVAL);
+	{
+		struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+					    .qp_access_flags = ALL_REMOTE };
+
+		EXPECT(ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS) == 0);
+		EXPECT(ibv_post_recv(qp, &r, &rbad) == 0);
+		EXPECT(ibv_post_send(qp, &w, &sbad) == EINVAL);
+	}
+	ibv_destroy_qp(qp);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS };
@@ -265,6 +312,7 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 	queue_depth(cq, mr, buf, gid_index, &gid);
+	post_states(cq, mr, buf, gid_index, &gid);
 	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
