@@ -970,11 +970,15 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 {
 	struct qhca_ucreate_qp cmd = {};
 	struct qhca_ucreate_qp_resp resp = {};
+	struct ibv_qp_init_attr_ex a;
 	struct ibv_qp_ex *ex;
 	struct qhca_qp *qp;
 
-	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+	/* CREATE_FLAGS is accepted with no flag: none is implemented. */
+	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
 	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     (attr->send_ops_flags & ~(uint64_t)QHCA_SEND_OPS))) {
 		errno = EOPNOTSUPP;
@@ -983,11 +987,15 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	qp = qp_alloc(to_qctx(context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv_payload);
 	if (!qp)
 		return NULL;
-	if (ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+	/* libibverbs' command takes no CREATE_FLAGS mask: it is empty here anyway. */
+	a = *attr;
+	a.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	if (ibv_cmd_create_qp_ex(context, &qp->vqp, &a, &cmd.ibv_cmd, sizeof(cmd),
 				 &resp.ibv_resp, sizeof(resp))) {
 		qp_free(qp);
 		return NULL;
 	}
+	attr->cap = a.cap;
 	qp_created(to_qctx(context), qp, &resp, &attr->cap, attr->srq);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ex = &qp->vqp.qp_ex;

@@ -7,9 +7,11 @@
  * a full SQ or RQ refuses posts (ibv_post_send, ibv_post_recv, ibv_wr_complete) with
  * ENOMEM until completions are polled, signaled or not. Posting in a state that does not
  * allow it fails with EINVAL: sends in RESET, INIT and RTR, receives in RESET (IBA
- * o11-2.1.1). Exit 0 if all hold.
+ * o11-2.1.1). ibv_create_qp_ex makes RC, UC and UD QPs with an empty CREATE_FLAGS mask.
+ * Exit 0 if all hold.
  */
 #include <endian.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +166,36 @@ static void queue_depth(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int 
 	ibv_destroy_qp(b);
 }
 
+/* ibv_create_qp_ex for every type, with the CREATE_FLAGS mask set and no flag (as pyverbs
+ * does); a flag the device does not have is refused with EOPNOTSUPP. */
+static void create_ex_types(struct ibv_cq_ex *cq)
+{
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		struct ibv_qp_init_attr_ex a = {
+			.qp_type = types[i],
+			.send_cq = ibv_cq_ex_to_cq(cq),
+			.recv_cq = ibv_cq_ex_to_cq(cq),
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+			.pd = pd,
+		};
+		struct ibv_qp *qp = ibv_create_qp_ex(ctx, &a);
+
+		EXPECT(qp != NULL);
+		if (qp)
+			ibv_destroy_qp(qp);
+		a.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+		qp = ibv_create_qp_ex(ctx, &a);
+		EXPECT(!qp && errno == EOPNOTSUPP);
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+}
+
 /* Which states accept posts: a new QP walked from RESET to RTS, then back to RESET. */
 static void post_states(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
 			union ibv_gid *gid)
@@ -313,6 +345,7 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(b);
 	queue_depth(cq, mr, buf, gid_index, &gid);
 	post_states(cq, mr, buf, gid_index, &gid);
+	create_ex_types(cq);
 	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
