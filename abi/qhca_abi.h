@@ -54,7 +54,8 @@
 /* Interface version: major changes are incompatible, minor ones add features. */
 #define QHCA_ABI_VERSION_MAJOR		1
 #define QHCA_ABI_VERSION_MINOR		3	/* 1: send CQEs carry their WQE index;
-						 * 2: SET_MAC; 3: fast-register regions */
+						 * 2: SET_MAC; 3: fast-register regions,
+						 * memory windows */
 #define QHCA_VERSION_MAJOR_MASK		0xffff0000u	/* QHCA_REG_VERSION: bits 16-31 */
 #define QHCA_VERSION_MINOR_MASK		0x0000ffffu	/* bits 0-15 */
 #define QHCA_ABI_VERSION		(QHCA_FIELD_PREP(QHCA_VERSION_MAJOR_MASK,		\
@@ -389,6 +390,7 @@ enum qhca_wc_opcode {
 	QHCA_WC_RDMA_READ = 2,
 	QHCA_WC_COMP_SWAP = 3,
 	QHCA_WC_FETCH_ADD = 4,
+	QHCA_WC_BIND_MW = 5,
 	QHCA_WC_LOCAL_INV = 6,
 	QHCA_WC_REG_MR = 10,
 	QHCA_WC_RECV = 128,
@@ -436,9 +438,13 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
 #define QHCA_ACCESS_REMOTE_READ		(1u << 2)
 #define QHCA_ACCESS_REMOTE_ATOMIC	(1u << 3)
 #define QHCA_ACCESS_ALL			0xfu
+#define QHCA_ACCESS_MW_BIND		(1u << 4)	/* regions: windows may be bound to it */
+#define QHCA_ACCESS_MR_ALL		(QHCA_ACCESS_ALL | QHCA_ACCESS_MW_BIND)
 
 #define QHCA_MR_PHYS			(1u << 0)	/* iova is the guest physical address */
 #define QHCA_MR_FAST_REG		(1u << 1)	/* registered by REG_MR WQEs (below) */
+#define QHCA_MR_MW_TYPE1		(1u << 2)	/* a memory window of type 1 (BIND_MW) */
+#define QHCA_MR_MW_TYPE2		(1u << 3)	/* a memory window of type 2B */
 
 /*
  * Memory region: [iova, iova + length) maps to the pages of @pbl, the first byte at
@@ -572,6 +578,7 @@ enum qhca_wr_opcode {
 	QHCA_WR_ATOMIC_CMP_AND_SWP = 5,
 	QHCA_WR_ATOMIC_FETCH_AND_ADD = 6,
 	QHCA_WR_LOCAL_INV = 7,		/* imm_inv: the key to invalidate */
+	QHCA_WR_BIND_MW = 8,		/* a struct qhca_bind_mw_seg follows the header */
 	QHCA_WR_SEND_WITH_INV = 9,
 	QHCA_WR_REG_MR = 0x20,		/* a struct qhca_reg_mr_seg follows the header */
 };
@@ -641,6 +648,24 @@ struct qhca_reg_mr_seg {
 	uint64_t rsvd1[2];
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_reg_mr_seg, 64);
+
+/*
+ * BIND_MW (RC and UC QPs): binds the window of @mw_key's index, under @mw_key (a new variant),
+ * to [addr, addr + length) of the region @mr_lkey (which has MW_BIND access) with the
+ * remote rights in @access (LOCAL_WRITE is ignored; remote write or atomic needs a region
+ * with local write). Length 0 unbinds. A type 2 window must be free and is then reachable
+ * only through the QP that bound it; a type 1 window may be bound again at any time.
+ */
+struct qhca_bind_mw_seg {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t mw_key;
+	uint32_t mr_lkey;
+	uint32_t access;		/* QHCA_ACCESS_* */
+	uint32_t rsvd0;
+	uint64_t rsvd1[4];
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_bind_mw_seg, 64);
 
 /* Receive WQE: this header and num_sge SGEs. */
 struct qhca_rq_wqe {
@@ -714,6 +739,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_SRQ		(1u << 3)
 #define QHCA_DEV_CAP_ATOMIC		(1u << 4)
 #define QHCA_DEV_CAP_FAST_REG		(1u << 5)	/* FAST_REG regions, REG_MR, LOCAL_INV */
+#define QHCA_DEV_CAP_MW			(1u << 6)	/* memory windows of type 1 and 2B */
 
 #define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
 #define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */

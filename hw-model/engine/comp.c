@@ -27,6 +27,8 @@ static uint8_t wc_opcode(uint8_t wr)
 		return QHCA_WC_REG_MR;
 	case QHCA_WR_LOCAL_INV:
 		return QHCA_WC_LOCAL_INV;
+	case QHCA_WR_BIND_MW:
+		return QHCA_WC_BIND_MW;
 	default:
 		return QHCA_WC_SEND;
 	}

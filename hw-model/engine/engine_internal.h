@@ -41,15 +41,22 @@ struct qhca_mr {
 	uint32_t max_pages;	/* FAST_REG: the room of pages[] */
 	uint64_t iova, length;
 	uint64_t *pages;
-	bool invalid;		/* FAST_REG: free (not registered, or invalidated) */
+	bool invalid;		/* FAST_REG, windows: free (not registered or bound) */
 	bool dead;		/* deregistered; freed with its last reference */
 	uint32_t refs;		/* messages in flight moving bytes through it (mem.c) */
+	/* memory windows: the region bound to (with a reference), the QP of a type 2B one */
+	struct qhca_mr *parent;
+	uint32_t qpn;
+	uint32_t windows;	/* regions: windows bound to it (DESTROY_MR is BUSY) */
 };
 
-/* May a message in flight still move bytes through @mr? */
+#define QHCA_MR_WINDOW		(QHCA_MR_MW_TYPE1 | QHCA_MR_MW_TYPE2)
+
+/* May a message in flight still move bytes through @mr (a window: and its region)? */
 static inline bool qhca_mr_usable(const struct qhca_mr *mr)
 {
-	return !mr->dead && !mr->invalid;
+	return !mr->dead && !mr->invalid &&
+	       (!mr->parent || (!mr->parent->dead && !mr->parent->invalid));
 }
 
 /* The SGEs of a WQE, each with a reference on its region (qhca_sgl_load). */
@@ -129,6 +136,7 @@ struct qhca_send_wqe {
 	union {
 		struct qhca_ud_seg ud;		/* UD and GSI QPs */
 		struct qhca_reg_mr_seg reg;	/* REG_MR */
+		struct qhca_bind_mw_seg bind;	/* BIND_MW */
 	};
 	struct qhca_sgl sgl;	/* held from start to completion */
 	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
@@ -345,7 +353,12 @@ struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);
 uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key);
 uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key);
 uint8_t qhca_mr_fast_reg(struct qhca_engine *e, uint32_t pd, const struct qhca_reg_mr_seg *r);
-uint8_t qhca_mr_invalidate(struct qhca_engine *e, uint32_t pd, uint32_t key, const char **why);
+uint8_t qhca_mr_invalidate(struct qhca_engine *e, const struct qhca_qp *qp, uint32_t key,
+			   bool remote, const char **why);
+uint8_t qhca_mw_bind(struct qhca_engine *e, const struct qhca_qp *qp,
+		     const struct qhca_bind_mw_seg *b);
+struct qhca_mr *qhca_rkey_check(struct qhca_engine *e, const struct qhca_qp *qp, uint32_t key,
+				uint64_t va, uint64_t len, uint32_t access, const char **why);
 void qhca_mr_reset(struct qhca_engine *e);
 struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
 			      uint64_t len, uint32_t access, const char **why);
@@ -409,7 +422,7 @@ static inline bool qhca_wr_is_rd_atomic(uint8_t op)
 /* Memory operations the device executes itself, sending nothing. */
 static inline bool qhca_wr_is_local(uint8_t op)
 {
-	return op == QHCA_WR_REG_MR || op == QHCA_WR_LOCAL_INV;
+	return op == QHCA_WR_REG_MR || op == QHCA_WR_LOCAL_INV || op == QHCA_WR_BIND_MW;
 }
 
 /* req.c: requester */

@@ -149,11 +149,17 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 
 	if (pd < 0)
 		return QHCA_ST_BAD_HANDLE;
-	if ((c->access & ~QHCA_ACCESS_ALL) || (c->flags & ~(QHCA_MR_PHYS | QHCA_MR_FAST_REG)) ||
-	    c->flags == (QHCA_MR_PHYS | QHCA_MR_FAST_REG) || c->page_offset >= QHCA_PAGE_SIZE ||
-	    !access_ok(c->access))
+	/* At most one kind: PHYS, FAST_REG or a window of either type. */
+	if ((c->access & ~QHCA_ACCESS_MR_ALL) || (c->flags & (c->flags - 1)) ||
+	    (c->flags & ~(QHCA_MR_PHYS | QHCA_MR_FAST_REG | QHCA_MR_WINDOW)) ||
+	    c->page_offset >= QHCA_PAGE_SIZE || !access_ok(c->access))
 		return QHCA_ST_BAD_FIELD;
-	if (c->flags & QHCA_MR_PHYS) {
+	if (c->flags & QHCA_MR_WINDOW) {
+		/* Only the PD: a bind gives the rest. */
+		if (c->iova || c->length || c->page_offset || c->access || c->pbl.addr ||
+		    c->pbl.npages || c->pbl.levels)
+			return QHCA_ST_BAD_FIELD;
+	} else if (c->flags & QHCA_MR_PHYS) {
 		/* Guest-physical regions only for the kernel's PDs. */
 		if (e->pd.owner[pd] != QHCA_HANDLE_KERNEL || c->iova || c->page_offset)
 			return QHCA_ST_BAD_FIELD;
@@ -182,6 +188,8 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 		}
 		mr->max_pages = c->pbl.npages;
 		mr->invalid = true;	/* free until a REG_MR */
+	} else if (c->flags & QHCA_MR_WINDOW) {
+		mr->invalid = true;	/* free until a bind */
 	} else if (!(c->flags & QHCA_MR_PHYS) &&
 		   qhca_pbl_load(e, &c->pbl, (uint32_t)(max_size >> QHCA_PAGE_SHIFT) + 1,
 				 &mr->pages)) {
@@ -206,7 +214,7 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	mr->iova = c->iova;
 	mr->length = (c->flags & QHCA_MR_PHYS) ? UINT64_MAX : c->length;
 	mr->page_offset = c->page_offset;
-	mr->npages = (c->flags & QHCA_MR_FAST_REG) ? 0 : c->pbl.npages;
+	mr->npages = (c->flags & (QHCA_MR_FAST_REG | QHCA_MR_WINDOW)) ? 0 : c->pbl.npages;
 	mr->page_shift = QHCA_PAGE_SHIFT;
 	e->mr[idx] = mr;
 	*key = mr->key;
@@ -223,8 +231,21 @@ static void mr_free(struct qhca_mr *mr)
 }
 
 /* Take the region out of the key table; free it now or with its last reference. */
+/* A window lets go of its region and is free. */
+static void mw_unbind(struct qhca_mr *mw)
+{
+	if (mw->parent) {
+		mw->parent->windows--;
+		qhca_mr_put(mw->parent);
+		mw->parent = NULL;
+	}
+	mw->invalid = true;
+}
+
 static void mr_unlink(struct qhca_engine *e, struct qhca_mr *mr)
 {
+	if (mr->flags & QHCA_MR_WINDOW)
+		mw_unbind(mr);
 	e->mr[QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, mr->key) - 1] = NULL;
 	qhca_obj_free(&e->mr_table, mr->handle);
 	qhca_obj_unhold(&e->pd, mr->pd);
@@ -257,10 +278,12 @@ uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
 {
 	struct qhca_mr *mr = mr_slot(e, key);
 
-	/* A fast-register region is named by any variant of its key: the driver may not
-	 * know whether its last REG_MR executed. */
-	if (!mr || (mr->key != key && !(mr->flags & QHCA_MR_FAST_REG)))
+	/* A fast-register region or a window is named by any variant of its key: the
+	 * driver may not know whether its last REG_MR or bind executed. */
+	if (!mr || (mr->key != key && !(mr->flags & (QHCA_MR_FAST_REG | QHCA_MR_WINDOW))))
 		return QHCA_ST_BAD_HANDLE;
+	if (mr->windows)
+		return QHCA_ST_BUSY;	/* windows are bound to it (IBA 10.6.7.1) */
 	mr_unlink(e, mr);
 	return QHCA_ST_OK;
 }
@@ -275,9 +298,9 @@ uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
 static struct qhca_mr *mr_renew(struct qhca_engine *e, struct qhca_mr *old)
 {
 	struct qhca_mr *mr = malloc(sizeof(*mr));
-	uint64_t *pages = calloc(old->max_pages, sizeof(*pages));
+	uint64_t *pages = old->max_pages ? calloc(old->max_pages, sizeof(*pages)) : NULL;
 
-	if (!mr || !pages) {
+	if (!mr || (old->max_pages && !pages)) {
 		free(mr);
 		free(pages);
 		return NULL;
@@ -286,6 +309,7 @@ static struct qhca_mr *mr_renew(struct qhca_engine *e, struct qhca_mr *old)
 	mr->pages = pages;
 	mr->refs = 0;
 	old->dead = true;
+	old->parent = NULL;	/* a window's binding moves to the new record */
 	e->mr[QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, old->key) - 1] = mr;
 	return mr;
 }
@@ -352,22 +376,87 @@ err:
 }
 
 /*
- * Invalidate @key for a QP of @pd (LOCAL_INV, or a SEND_WITH_INV that arrived): only a
- * fast-register region, under its current key; invalidating a free one is allowed.
+ * Invalidate @key for @qp (LOCAL_INV, or with @remote a SEND_WITH_INV that arrived): a
+ * fast-register region or a type 2 window of the QP's PD, under its current key (a window
+ * remotely only through the QP it is bound to); invalidating a free one is allowed.
  */
-uint8_t qhca_mr_invalidate(struct qhca_engine *e, uint32_t pd, uint32_t key, const char **why)
+uint8_t qhca_mr_invalidate(struct qhca_engine *e, const struct qhca_qp *qp, uint32_t key,
+			   bool remote, const char **why)
 {
 	struct qhca_mr *mr = qhca_mr_find(e, key);
 
-	if (!mr || !(mr->flags & QHCA_MR_FAST_REG)) {
-		*why = mr ? "not a fast-register region" : "no such key";
+	if (!mr || !(mr->flags & (QHCA_MR_FAST_REG | QHCA_MR_MW_TYPE2))) {
+		*why = !mr ? "no such key" : (mr->flags & QHCA_MR_MW_TYPE1) ?
+		       "a type 1 window is unbound, not invalidated" :
+		       "not a fast-register region or type 2 window";
 		return QHCA_WC_LOC_QP_OP_ERR;
 	}
-	if (mr->pd != pd) {
-		*why = "key of another protection domain";
+	if (mr->pd != qp->pd || (remote && (mr->flags & QHCA_MR_MW_TYPE2) && !mr->invalid &&
+				 mr->qpn != qp->qpn)) {
+		*why = mr->pd != qp->pd ? "key of another protection domain" :
+		       "window bound to another QP";
 		return QHCA_WC_LOC_PROT_ERR;
 	}
-	mr->invalid = true;
+	if (mr->flags & QHCA_MR_WINDOW)
+		mw_unbind(mr);
+	else
+		mr->invalid = true;
+	return QHCA_WC_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- memory windows */
+/* Execute a BIND_MW WQE of @qp (IBA 10.6.7.2); returns a work completion status. */
+uint8_t qhca_mw_bind(struct qhca_engine *e, const struct qhca_qp *qp,
+		     const struct qhca_bind_mw_seg *b)
+{
+	const uint32_t remote = QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_WRITE |
+				QHCA_ACCESS_REMOTE_ATOMIC;
+	struct qhca_mr *mw = mr_slot(e, b->mw_key), *mr = NULL;
+	const char *why = NULL;
+
+	if (!mw || !(mw->flags & QHCA_MR_WINDOW))
+		why = "not a memory window";
+	else if (mw->pd != qp->pd)
+		why = "window of another protection domain";
+	else if ((mw->flags & QHCA_MR_MW_TYPE2) && !mw->invalid)
+		why = "type 2 window already bound (invalidate it first)";
+	else if (b->rsvd0 || b->rsvd1[0] || b->rsvd1[1] || b->rsvd1[2] || b->rsvd1[3] ||
+		 (b->access & ~QHCA_ACCESS_ALL))
+		why = "reserved bits set";
+	if (!why && b->length) {
+		mr = qhca_mr_find(e, b->mr_lkey);
+		if (!mr || (mr->flags & QHCA_MR_WINDOW) || !qhca_mr_usable(mr))
+			why = "no such region";
+		else if (mr->pd != qp->pd)
+			why = "region of another protection domain";
+		else if (!(mr->access & QHCA_ACCESS_MW_BIND))
+			why = "region without MW_BIND access";
+		else if ((b->access & (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_ATOMIC)) &&
+			 !(mr->access & QHCA_ACCESS_LOCAL_WRITE))
+			why = "remote write or atomic on a region without local write";
+		else if (b->addr < mr->iova || b->addr + b->length < b->addr ||
+			 b->addr - mr->iova > mr->length ||
+			 b->length > mr->length - (b->addr - mr->iova))
+			why = "outside the region";
+	}
+	if (!why && mw->refs && !(mw = mr_renew(e, mw)))
+		why = "out of memory";
+	if (why) {
+		qhca_log_guest(e, "QP 0x%x BIND_MW 0x%x to 0x%x: %s", qp->qpn, b->mw_key,
+			       b->mr_lkey, why);
+		return QHCA_WC_MW_BIND_ERR;
+	}
+	mw_unbind(mw);	/* a type 1 window's last binding; length 0 ends here */
+	mw->key = b->mw_key;
+	if (!b->length)
+		return QHCA_WC_SUCCESS;
+	mw->parent = qhca_mr_get(mr);
+	mr->windows++;
+	mw->iova = b->addr;
+	mw->length = b->length;
+	mw->access = b->access & remote;
+	mw->qpn = qp->qpn;
+	mw->invalid = false;
 	return QHCA_WC_SUCCESS;
 }
 
@@ -385,8 +474,8 @@ void qhca_mr_reset(struct qhca_engine *e)
  * Check that @key names a region of @pd that grants @access over [va, va + len); returns
  * the region or NULL with the reason in *why.
  */
-struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
-			      uint64_t len, uint32_t access, const char **why)
+static struct qhca_mr *key_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
+				  uint64_t len, uint32_t access, const char **why)
 {
 	struct qhca_mr *mr = qhca_mr_find(e, key);
 
@@ -414,12 +503,48 @@ struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, 
 	return mr;
 }
 
-/* Move @len bytes between @buf and the region at @va (already checked). */
+/* An lkey: a region, never a window (IBA 10.6.7). */
+struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
+			      uint64_t len, uint32_t access, const char **why)
+{
+	struct qhca_mr *mr = key_check(e, key, pd, va, len, access, why);
+
+	if (mr && (mr->flags & QHCA_MR_WINDOW)) {
+		*why = "a memory window is not an lkey";
+		return NULL;
+	}
+	return mr;
+}
+
+/* An rkey that arrived on @qp: a region or a window of its PD (a type 2 window: bound by
+ * this very QP), granting @access over [va, va + len). */
+struct qhca_mr *qhca_rkey_check(struct qhca_engine *e, const struct qhca_qp *qp, uint32_t key,
+				uint64_t va, uint64_t len, uint32_t access, const char **why)
+{
+	struct qhca_mr *mr = key_check(e, key, qp->pd, va, len, access, why);
+
+	if (mr && (mr->flags & QHCA_MR_MW_TYPE2) && mr->qpn != qp->qpn) {
+		*why = "type 2 window bound to another QP";
+		return NULL;
+	}
+	if (mr && !qhca_mr_usable(mr)) {
+		*why = "the window's region was invalidated";
+		return NULL;
+	}
+	return mr;
+}
+
+/* Move @len bytes between @buf and the region (or the window's region) at @va, checked. */
 int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
 		 size_t len, bool to_guest)
 {
 	if (!len)
 		return 0;
+	if (mr->flags & QHCA_MR_WINDOW) {
+		if (!mr->parent)
+			return -1;
+		mr = mr->parent;	/* windows address the region's virtual addresses */
+	}
 	if (mr->flags & QHCA_MR_PHYS)
 		return to_guest ? qhca_dma_write(e, va, buf, len) : qhca_dma_read(e, va, buf, len);
 	return pages_xfer(e, mr->pages, mr->npages, mr->page_shift, va - mr->iova + mr->page_offset,

@@ -26,6 +26,7 @@ static bool op_allowed(uint8_t type, uint8_t op)
 		return type == QHCA_QPT_RC;
 	case QHCA_WR_REG_MR:
 	case QHCA_WR_LOCAL_INV:
+	case QHCA_WR_BIND_MW:
 		return type == QHCA_QPT_RC || type == QHCA_QPT_UC;
 	default:
 		return false;
@@ -53,7 +54,8 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 	if (qhca_wr_is_local(sw->hdr.opcode)) {
 		if (sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE))
 			return QHCA_WC_LOC_QP_OP_ERR;
-		if (sw->hdr.opcode == QHCA_WR_REG_MR &&
+		/* REG_MR and BIND_MW: their segment, of the same size (a union) */
+		if (sw->hdr.opcode != QHCA_WR_LOCAL_INV &&
 		    (off + sizeof(sw->reg) > stride ||
 		     qhca_wq_read(e, &qp->sq, idx, off, &sw->reg, sizeof(sw->reg))))
 			return QHCA_WC_LOC_QP_OP_ERR;
@@ -258,7 +260,10 @@ static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	return true;
 }
 
-/* REG_MR and LOCAL_INV, executed when the requester reaches them in SQ order. */
+_Static_assert(sizeof(struct qhca_bind_mw_seg) == sizeof(struct qhca_reg_mr_seg),
+	       "wqe_load reads either segment as sw->reg");
+
+/* REG_MR, BIND_MW and LOCAL_INV, executed when the requester reaches them in SQ order. */
 static uint8_t local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
 {
 	const char *why;
@@ -266,7 +271,9 @@ static uint8_t local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_s
 
 	if (sw->hdr.opcode == QHCA_WR_REG_MR)
 		return qhca_mr_fast_reg(e, qp->pd, &sw->reg);
-	status = qhca_mr_invalidate(e, qp->pd, sw->hdr.imm_inv, &why);
+	if (sw->hdr.opcode == QHCA_WR_BIND_MW)
+		return qhca_mw_bind(e, qp, &sw->bind);
+	status = qhca_mr_invalidate(e, qp, sw->hdr.imm_inv, false, &why);
 	if (status != QHCA_WC_SUCCESS)
 		qhca_log_guest(e, "QP 0x%x LOCAL_INV key 0x%x: %s", qp->qpn, sw->hdr.imm_inv, why);
 	return status;

@@ -234,7 +234,7 @@ static void resp_read(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 		return;
 	}
 	if (!(qp->access & QHCA_ACCESS_REMOTE_READ) ||
-	    (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va, p->reth_len,
+	    (p->reth_len && !(mr = qhca_rkey_check(e, qp, p->reth_rkey, p->reth_va, p->reth_len,
 						 QHCA_ACCESS_REMOTE_READ, &why)))) {
 		resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR,
 			   why ? why : "QP without remote read");
@@ -280,7 +280,7 @@ static void resp_atomic(struct qhca_engine *e, struct qhca_qp *qp, const struct 
 		return;
 	}
 	if (!(qp->access & QHCA_ACCESS_REMOTE_ATOMIC) ||
-	    !(mr = qhca_mr_check(e, p->atomic_rkey, qp->pd, p->atomic_va, 8,
+	    !(mr = qhca_rkey_check(e, qp, p->atomic_rkey, p->atomic_va, 8,
 				 QHCA_ACCESS_REMOTE_ATOMIC, &why)) ||
 	    qhca_mr_xfer(e, mr, p->atomic_va, &orig, 8, false)) {
 		resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
@@ -325,7 +325,7 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 				struct qhca_mr *mr = NULL;
 				const char *why;
 
-				if (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd,
+				if (p->reth_len && !(mr = qhca_rkey_check(e, qp, p->reth_rkey,
 									p->reth_va, p->reth_len,
 									QHCA_ACCESS_REMOTE_READ,
 									&why))) {
@@ -397,8 +397,8 @@ static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 		} else if (f & ROCE_F_IETH) {
 			const char *why;
 
-			/* Only a fast-register region of this QP's protection domain. */
-			if (qhca_mr_invalidate(e, qp->pd, p->ieth_rkey, &why) != QHCA_WC_SUCCESS) {
+			/* A fast-register region or type 2 window of this QP's PD. */
+			if (qhca_mr_invalidate(e, qp, p->ieth_rkey, true, &why) != QHCA_WC_SUCCESS) {
 				qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_REM_INV_REQ_ERR,
 						   QHCA_WC_RECV, 0, 0, 0, NULL, false);
 				qhca_log_guest(e, "QP 0x%x: SEND_WITH_INV of key 0x%x: %s", qp->qpn,
@@ -428,7 +428,7 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 
 		write_end(qp);
 		if (!(qp->access & QHCA_ACCESS_REMOTE_WRITE) ||
-		    (p->reth_len && !(mr = qhca_mr_check(e, p->reth_rkey, qp->pd, p->reth_va,
+		    (p->reth_len && !(mr = qhca_rkey_check(e, qp, p->reth_rkey, p->reth_va,
 							 p->reth_len, QHCA_ACCESS_REMOTE_WRITE,
 							 &why)))) {
 			if (qp->type == QHCA_QPT_UC) {

@@ -2093,6 +2093,222 @@ static void test_fenced_invalidate(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- memory windows */
+static uint32_t make_mw(struct node *n, uint32_t type_flag)
+{
+	struct qhca_mr_create c = { .pd = n->pd, .flags = type_flag };
+	uint32_t key;
+
+	CHECK_EQ(qhca_mr_create(&n->e, &c, &key), QHCA_ST_OK);
+	return key;
+}
+
+/* Post a BIND_MW on @q and expect @status. */
+static void bind_mw(struct qp *q, uint64_t wr_id, uint32_t mw_key, uint32_t lkey, uint64_t addr,
+		    uint64_t len, uint32_t access, uint8_t status)
+{
+	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_BIND_MW, wr_id, 0, 0, 0);
+	struct qhca_bind_mw_seg *b = (struct qhca_bind_mw_seg *)(h + 1);
+
+	h->num_sge = 0;
+	memset(b, 0, sizeof(*b));
+	b->mw_key = mw_key;
+	b->mr_lkey = lkey;
+	b->addr = addr;
+	b->length = len;
+	b->access = access;
+	post_send(q);
+	pump();
+	expect_cqe(q->n, &q->scq, wr_id, status, QHCA_WC_BIND_MW, 0);
+}
+
+/* RDMA WRITE of @len bytes from a's @lbuf to @va with @rkey; expect @status on a. */
+static void write_to(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lkey, uint64_t va,
+		     uint32_t rkey, uint32_t len, uint8_t status)
+{
+	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_RDMA_WRITE, wr_id, lbuf, len, lkey);
+
+	w->remote_addr = va;
+	w->rkey = rkey;
+	post_send(a);
+	pump();
+	expect_cqe(a->n, &a->scq, wr_id, status, QHCA_WC_RDMA_WRITE, len);
+}
+
+static void w_send_inv(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lkey, uint32_t key)
+{
+	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_SEND_WITH_INV, wr_id, lbuf, 16, lkey);
+
+	w->imm_inv = key;
+	post_send(a);
+	pump();
+}
+
+static void fresh_pair(struct qp *a, struct qp *b)
+{
+	drop_pair(a, b);
+	*a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	*b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(a, b);
+}
+
+/*
+ * Type 2 windows (IBA 10.6.7): a region without remote rights becomes reachable through a
+ * window bound to part of it, only within the window, only through the QP that bound it;
+ * the region cannot be deregistered while bound; LOCAL_INV and SEND_WITH_INV free the
+ * window, and a free window grants nothing. A window is never an lkey.
+ */
+static void test_mw_type2(void)
+{
+	const uint32_t rw = QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_READ;
+	uint32_t lkey, rkey, mwkey, key;
+	uint64_t lbuf, rbuf;
+	struct qp a, b, a2, b2;
+	struct qhca_cqe c;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	a2 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b2 = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a2, &b2);
+	lkey = make_mr(&nodes[0], 16384, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 16384, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_MW_BIND, &rbuf);
+	mwkey = make_mw(&nodes[1], QHCA_MR_MW_TYPE2);
+	fill(&nodes[0], lbuf, 16384, 77);
+	key = variant(mwkey, 0x21);
+	bind_mw(&b, 1, key, rkey, rbuf + 4096, 8192, rw | QHCA_ACCESS_LOCAL_WRITE, QHCA_WC_SUCCESS);
+	CHECK_EQ(qhca_mr_destroy(&nodes[1].e, rkey), QHCA_ST_BUSY);
+	write_to(&a, 2, lbuf, lkey, rbuf + 4096, key, 8192, QHCA_WC_SUCCESS);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 4096, 8192));
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf), 4096));
+	/* Past the window's end; through another QP of the PD; with the region's own key. */
+	write_to(&a, 3, lbuf, lkey, rbuf + 4096 + 8191, key, 2, QHCA_WC_REM_ACCESS_ERR);
+	write_to(&a2, 4, lbuf, lkey, rbuf + 4096, key, 16, QHCA_WC_REM_ACCESS_ERR);
+	fresh_pair(&a2, &b2);
+	write_to(&a2, 5, lbuf, lkey, rbuf, rkey, 16, QHCA_WC_REM_ACCESS_ERR);
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf), 4096));
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf) + 12288, 4096));
+
+	/* Bound: binding again fails; the window as an lkey fails. */
+	fresh_pair(&a, &b);
+	bind_mw(&b, 6, variant(key, 0x22), rkey, rbuf, 4096, rw, QHCA_WC_MW_BIND_ERR);
+	fresh_pair(&a, &b);
+	sq_wqe(&b, QHCA_WR_SEND, 7, rbuf + 4096, 16, key);
+	post_send(&b);
+	pump();
+	expect_cqe(&nodes[1], &b.scq, 7, QHCA_WC_LOC_PROT_ERR, 0, 0);
+
+	/* LOCAL_INV frees it (the old QP is gone: any QP of the PD may). */
+	fresh_pair(&a, &b);
+	inv_wqe(&b, 8, key);
+	post_send(&b);
+	pump();
+	expect_cqe(&nodes[1], &b.scq, 8, QHCA_WC_SUCCESS, QHCA_WC_LOCAL_INV, 0);
+	write_to(&a, 9, lbuf, lkey, rbuf + 4096, key, 16, QHCA_WC_REM_ACCESS_ERR);
+	CHECK_EQ(qhca_mr_find(&nodes[1].e, rkey)->windows, 0);
+
+	/* Bound again; SEND_WITH_INV through the QP that bound it frees it. */
+	fresh_pair(&a, &b);
+	key = variant(mwkey, 0x23);
+	bind_mw(&b, 10, key, rkey, rbuf, 16384, rw, QHCA_WC_SUCCESS);
+	post_recv(&b, 11, rbuf, 64, rkey);
+	w_send_inv(&a, 12, lbuf, lkey, key);
+	expect_cqe(&nodes[0], &a.scq, 12, QHCA_WC_SUCCESS, QHCA_WC_SEND, 16);
+	CHECK(poll_cq(&nodes[1], &b.rcq, &c));
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_INV);
+	CHECK_EQ(c.imm, key);
+	write_to(&a, 13, lbuf, lkey, rbuf, key, 16, QHCA_WC_REM_ACCESS_ERR);
+
+	/* Through another QP, SEND_WITH_INV may not free it. */
+	fresh_pair(&a, &b);
+	fresh_pair(&a2, &b2);
+	key = variant(mwkey, 0x24);
+	bind_mw(&b, 14, key, rkey, rbuf, 16384, rw, QHCA_WC_SUCCESS);
+	post_recv(&b2, 15, rbuf, 64, rkey);
+	w_send_inv(&a2, 16, lbuf, lkey, key);
+	expect_cqe(&nodes[0], &a2.scq, 16, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	expect_cqe(&nodes[1], &b2.rcq, 15, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	write_to(&a, 17, lbuf, lkey, rbuf, key, 16, QHCA_WC_SUCCESS);
+
+	/* Deallocated while bound: the region is free to go. */
+	CHECK_EQ(qhca_mr_destroy(&nodes[1].e, variant(mwkey, 0x99)), QHCA_ST_OK);
+	CHECK_EQ(qhca_mr_destroy(&nodes[1].e, rkey), QHCA_ST_OK);
+	teardown();
+}
+
+/*
+ * Type 1 windows: bound by any QP of the PD and reachable through any of them, bound again
+ * at will (the old key stops working), unbound by a bind of length 0, never invalidated;
+ * binds that break the rules fail with MW_BIND_ERR.
+ */
+static void test_mw_type1(void)
+{
+	const uint32_t rw = QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_READ;
+	uint32_t lkey, rkey, nobind, ro, mwkey, key;
+	uint64_t lbuf, rbuf, nbuf, robuf;
+	struct qp a, b, a2, b2;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	a2 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b2 = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a2, &b2);
+	lkey = make_mr(&nodes[0], 8192, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_MW_BIND, &rbuf);
+	nobind = make_mr(&nodes[1], 4096, QHCA_ACCESS_LOCAL_WRITE, &nbuf);
+	ro = make_mr(&nodes[1], 4096, QHCA_ACCESS_MW_BIND, &robuf);
+	mwkey = make_mw(&nodes[1], QHCA_MR_MW_TYPE1);
+	key = variant(mwkey, 1);
+	bind_mw(&b, 1, key, rkey, rbuf, 4096, rw, QHCA_WC_SUCCESS);
+	write_to(&a2, 2, lbuf, lkey, rbuf + 100, key, 100, QHCA_WC_SUCCESS);
+	/* Bound again elsewhere under a new variant: the old key is dead. */
+	bind_mw(&b, 3, variant(mwkey, 2), rkey, rbuf + 4096, 4096, rw, QHCA_WC_SUCCESS);
+	write_to(&a, 4, lbuf, lkey, rbuf + 4096, variant(mwkey, 2), 64, QHCA_WC_SUCCESS);
+	write_to(&a, 5, lbuf, lkey, rbuf + 100, key, 16, QHCA_WC_REM_ACCESS_ERR);
+	/* Unbound by length 0; LOCAL_INV is not for type 1. */
+	fresh_pair(&a, &b);
+	key = variant(mwkey, 3);
+	bind_mw(&b, 6, key, rkey, rbuf, 0, 0, QHCA_WC_SUCCESS);
+	CHECK_EQ(qhca_mr_find(&nodes[1].e, rkey)->windows, 0);
+	write_to(&a2, 7, lbuf, lkey, rbuf, key, 16, QHCA_WC_REM_ACCESS_ERR);
+	inv_wqe(&b, 8, key);
+	post_send(&b);
+	pump();
+	expect_cqe(&nodes[1], &b.scq, 8, QHCA_WC_LOC_QP_OP_ERR, 0, 0);
+	/* A region without MW_BIND; remote write over a region without local write; beyond
+	 * the region; a key that is no window. */
+	fresh_pair(&a, &b);
+	bind_mw(&b, 9, variant(mwkey, 4), nobind, nbuf, 16, rw, QHCA_WC_MW_BIND_ERR);
+	fresh_pair(&a, &b);
+	bind_mw(&b, 10, variant(mwkey, 5), ro, robuf, 16, QHCA_ACCESS_REMOTE_WRITE,
+		QHCA_WC_MW_BIND_ERR);
+	fresh_pair(&a, &b);
+	bind_mw(&b, 11, variant(mwkey, 6), rkey, rbuf + 4096, 4097, rw, QHCA_WC_MW_BIND_ERR);
+	fresh_pair(&a, &b);
+	bind_mw(&b, 12, variant(rkey, 7), rkey, rbuf, 16, rw, QHCA_WC_MW_BIND_ERR);
+	/* Read-only window on a read-only region: reads work. */
+	fresh_pair(&a, &b);
+	key = variant(mwkey, 8);
+	bind_mw(&b, 13, key, ro, robuf, 4096, QHCA_ACCESS_REMOTE_READ, QHCA_WC_SUCCESS);
+	{
+		struct qhca_sq_wqe *w = sq_wqe(&a, QHCA_WR_RDMA_READ, 14, lbuf, 4096, lkey);
+
+		fill(&nodes[1], robuf, 4096, 5);
+		w->remote_addr = robuf;
+		w->rkey = key;
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 14, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 4096);
+		CHECK(same(&nodes[0], lbuf, &nodes[1], robuf, 4096));
+	}
+	CHECK_EQ(host_errors, 0);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2122,6 +2338,8 @@ static const struct unit_test tests[] = {
 	{ "fast_reg_checks", test_fast_reg_checks },
 	{ "reregister_in_flight", test_reregister_in_flight },
 	{ "fenced_invalidate", test_fenced_invalidate },
+	{ "mw_type2", test_mw_type2 },
+	{ "mw_type1", test_mw_type1 },
 	{}
 };
 
