@@ -207,6 +207,11 @@ struct qhca_mr {
 	u32 page_offset;	/* of the first byte in the first page, from map_mr_sg */
 };
 
+struct qhca_mw {
+	struct ib_mw ibmw;
+	u32 key;	/* as created; any variant names it to the device */
+};
+
 struct qhca_ah {
 	struct ib_ah ibah;
 	struct qhca_av av;
@@ -245,6 +250,11 @@ static inline struct qhca_srq *to_qsrq(struct ib_srq *srq)
 static inline struct qhca_mr *to_qmr(struct ib_mr *mr)
 {
 	return container_of(mr, struct qhca_mr, ibmr);
+}
+
+static inline struct qhca_mw *to_qmw(struct ib_mw *mw)
+{
+	return container_of(mw, struct qhca_mw, ibmw);
 }
 
 static inline struct qhca_ah *to_qah(struct ib_ah *ah)
@@ -290,6 +300,8 @@ struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
 			       int access, struct ib_udata *udata);
 int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int qhca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int qhca_dealloc_mw(struct ib_mw *ibmw);
 struct ib_mr *qhca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg);
 int qhca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset);

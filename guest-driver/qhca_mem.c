@@ -143,8 +143,9 @@ int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u3
 /* ---------------------------------------------------------------- memory regions */
 static u32 qhca_access(int ib_access)
 {
+	BUILD_BUG_ON(QHCA_ACCESS_MW_BIND != IB_ACCESS_MW_BIND);
 	return ib_access & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
-			    IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC);
+			    IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
 }
 
 struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
@@ -213,6 +214,38 @@ err_umem:
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+/* Memory windows (user space binds them with BIND_MW WQEs through the provider). */
+int qhca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibmw->device);
+	struct qhca_mw *mw = to_qmw(ibmw);
+	struct qhca_mr_create c = {};
+	int err;
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+	if (!(dev->attr.dev_caps & QHCA_DEV_CAP_MW))
+		return -EOPNOTSUPP;
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	c.pd = to_qpd(ibmw->pd)->handle;
+	c.flags = ibmw->type == IB_MW_TYPE_1 ? QHCA_MR_MW_TYPE1 : QHCA_MR_MW_TYPE2;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_MR, 0, &c, sizeof(c), NULL, 0, &mw->key);
+	if (err)
+		return err;
+	ibmw->rkey = mw->key;
+	return 0;
+}
+
+int qhca_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct qhca_dev *dev = to_qdev(ibmw->device);
+	int err;
+
+	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_MR, to_qmw(ibmw)->key, NULL, 0, NULL, 0, NULL);
+	return err && !qhca_admin_dead(dev) ? err : 0;
 }
 
 /*

@@ -55,6 +55,11 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 	else
 		attr->max_fast_reg_page_list_len = 0;
+	if (a->dev_caps & QHCA_DEV_CAP_MW) {
+		/* Windows share the device's key table with regions. */
+		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		attr->max_mw = a->max_mr;
+	}
 	return 0;
 }
 
@@ -336,6 +341,8 @@ const struct ib_device_ops qhca_dev_ops = {
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.dereg_mr = qhca_dereg_mr,
 	.alloc_mr = qhca_alloc_mr,
+	.alloc_mw = qhca_alloc_mw,
+	.dealloc_mw = qhca_dealloc_mw,
 	.map_mr_sg = qhca_map_mr_sg,
 	.destroy_ah = qhca_destroy_ah,
 	.destroy_cq = qhca_destroy_cq,
@@ -364,6 +371,7 @@ const struct ib_device_ops qhca_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qhca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qhca_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, qhca_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qhca_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, qhca_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, qhca_srq, ibsrq),

@@ -104,6 +104,32 @@ static int qhca_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* Memory windows: the kernel creates them free; qhca_bind_mw and BIND_MW WQEs bind them. */
+static struct ibv_mw *qhca_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw = calloc(1, sizeof(*mw));
+
+	if (!mw)
+		return NULL;
+	if (ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp, sizeof(resp))) {
+		free(mw);
+		return NULL;
+	}
+	return mw;
+}
+
+static int qhca_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
 static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct qhca_ucreate_ah_resp resp = {};
@@ -157,13 +183,16 @@ static void qhca_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops qhca_ctx_ops = {
+	.alloc_mw = qhca_alloc_mw,
 	.alloc_pd = qhca_alloc_pd,
+	.bind_mw = qhca_bind_mw,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_cq_ex = qhca_create_cq_ex,
 	.create_qp = qhca_create_qp,
 	.create_qp_ex = qhca_create_qp_ex,
 	.create_srq = qhca_create_srq,
+	.dealloc_mw = qhca_dealloc_mw,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dereg_mr = qhca_dereg_mr,
 	.destroy_ah = qhca_destroy_ah,

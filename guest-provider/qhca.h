@@ -161,6 +161,7 @@ int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
 int qhca_destroy_qp(struct ibv_qp *ibqp);
 int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask);

@@ -328,6 +328,10 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 		return IBV_WC_COMP_SWAP;
 	case QHCA_WC_FETCH_ADD:
 		return IBV_WC_FETCH_ADD;
+	case QHCA_WC_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case QHCA_WC_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	case QHCA_WC_RECV:
 		return IBV_WC_RECV;
 	case QHCA_WC_RECV_RDMA_WITH_IMM:
@@ -398,6 +402,8 @@ static int sq_stride_log2(const struct ibv_qp_cap *cap, bool ud, uint32_t *log2)
 
 	if (cap->max_inline_data > data)
 		data = cap->max_inline_data;
+	if (!ud && data < sizeof(struct qhca_bind_mw_seg))
+		data = sizeof(struct qhca_bind_mw_seg);	/* room for a BIND_MW */
 	return stride_log2(sizeof(struct qhca_sq_wqe) + (ud ? sizeof(struct qhca_ud_seg) : 0) +
 			   data, log2);
 }
@@ -600,9 +606,39 @@ static int wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_SEND_WITH_INV:
 		*out = QHCA_WR_SEND_WITH_INV;
 		return 0;
+	case IBV_WR_LOCAL_INV:
+		*out = QHCA_WR_LOCAL_INV;
+		return 0;
+	case IBV_WR_BIND_MW:
+		*out = QHCA_WR_BIND_MW;
+		return 0;
 	default:
 		return EINVAL;
 	}
+}
+
+/*
+ * The segment of a BIND_MW WQE: @mw bound under @rkey (a new variant of its key) as
+ * @info says; length 0 unbinds. The device checks the rest (IBA 10.6.7.2).
+ */
+static int build_bind(struct qhca_sq_wqe *h, uint8_t *end, struct ibv_mw *mw, uint32_t rkey,
+		      const struct ibv_mw_bind_info *info)
+{
+	const unsigned int rights = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct qhca_bind_mw_seg *b = (struct qhca_bind_mw_seg *)(h + 1);
+
+	if (!mw || (uint8_t *)(b + 1) > end || (info->mw_access_flags & ~rights) ||
+	    (info->length && (!info->mr || info->mr->pd != mw->pd)) ||
+	    (rkey & QHCA_MR_KEY_INDEX_MASK) != (mw->rkey & QHCA_MR_KEY_INDEX_MASK))
+		return EINVAL;
+	memset(b, 0, sizeof(*b));
+	b->mw_key = htole32(rkey);
+	b->mr_lkey = htole32(info->length ? info->mr->lkey : 0);
+	b->addr = htole64(info->addr);
+	b->length = htole64(info->length);
+	b->access = htole32(info->mw_access_flags);
+	return 0;
 }
 
 static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t *w)
@@ -619,10 +655,15 @@ static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t 
 	h->flags = (wr->send_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
 		   (wr->send_flags & IBV_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
 		   (wr->send_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
-	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+	if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
 		h->imm_inv = htole32(wr->invalidate_rkey);
 	else
 		h->imm_inv = htole32(be32toh(wr->imm_data));
+	if (wr->opcode == IBV_WR_LOCAL_INV)
+		return qp->ud ? EINVAL : 0;
+	if (wr->opcode == IBV_WR_BIND_MW)	/* type 1 windows go through ibv_bind_mw */
+		return qp->ud || !wr->bind_mw.mw || wr->bind_mw.mw->type != IBV_MW_TYPE_2 ? EINVAL :
+		       build_bind(h, end, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -689,6 +730,38 @@ static bool send_allowed(const struct ibv_qp *ibqp)
 {
 	return ibqp->state != IBV_QPS_RESET && ibqp->state != IBV_QPS_INIT &&
 	       ibqp->state != IBV_QPS_RTR;
+}
+
+/* ibv_bind_mw: a type 1 window bound with a BIND_MW WQE under the next variant of its key. */
+int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	struct qhca_qp *qp = to_qqp(ibqp);
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct qhca_sq_wqe *h;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1 || qp->ud || !send_allowed(ibqp))
+		return EINVAL;
+	pthread_spin_lock(&qp->sq_lock);
+	if (ring_full(&qp->sq)) {
+		ret = ENOMEM;
+	} else {
+		h = wqe_at(&qp->sq, qp->sq.pi);
+		memset(h, 0, sizeof(*h));
+		h->wr_id = htole64(bind->wr_id);
+		h->opcode = QHCA_WR_BIND_MW;
+		h->flags = (bind->send_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
+			   (bind->send_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+		ret = build_bind(h, (uint8_t *)h + ((size_t)1 << qp->sq.stride_log2), mw, rkey,
+				 &bind->bind_info);
+		if (!ret) {
+			qp->sq.pi++;
+			mw->rkey = rkey;
+			ring_doorbell(to_qctx(ibqp->context), QHCA_DB_SQ, qp->qpn, qp->sq.pi);
+		}
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	return ret;
 }
 
 int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
@@ -841,6 +914,22 @@ static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey)
 	wr_begin(ex, QHCA_WR_SEND_WITH_INV)->imm_inv = htole32(rkey);
 }
 
+static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t rkey)
+{
+	wr_begin(ex, QHCA_WR_LOCAL_INV)->imm_inv = htole32(rkey);
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+	struct qhca_sq_wqe *h = wr_begin(ex, QHCA_WR_BIND_MW);
+
+	if (qp->ud || !mw || mw->type != IBV_MW_TYPE_2 ||
+	    build_bind(h, (uint8_t *)h + ((size_t)1 << qp->sq.stride_log2), mw, rkey, info))
+		qp->wr_err = EINVAL;	/* the batch fails at wr_complete */
+}
+
 static void wr_rdma_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr)
 {
 	wr_remote(wr_begin(ex, QHCA_WR_RDMA_WRITE), rkey, addr);
@@ -964,7 +1053,8 @@ static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
 #define QHCA_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
 		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |			\
 		       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
-		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |	\
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 
 struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
@@ -1005,6 +1095,8 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		ex->wr_send = wr_send;
 		ex->wr_send_imm = wr_send_imm;
 		ex->wr_send_inv = wr_send_inv;
+		ex->wr_local_inv = wr_local_inv;
+		ex->wr_bind_mw = wr_bind_mw;
 		ex->wr_rdma_write = wr_rdma_write;
 		ex->wr_rdma_write_imm = wr_rdma_write_imm;
 		ex->wr_rdma_read = wr_rdma_read;
