@@ -105,7 +105,7 @@ static const struct qhca_engine_config fz_cfg = {
 
 struct fz_state {
 	struct qhca_engine e;
-	uint32_t eq, pd, mr, frmr, cq[2], qpn[4], srq;
+	uint32_t eq, pd, mr, frmr, mw[2], cq[2], qpn[4], srq;
 };
 
 /* A doorbell's 64-bit value: the object it names and an index. */
@@ -155,7 +155,7 @@ static void fz_setup(struct fz_state *s, int deep)
 		qhca_cq_create(&s->e, &c, &s->cq[i]);
 	}
 	{
-		struct qhca_mr_create m = { .pd = s->pd, .access = QHCA_ACCESS_ALL,
+		struct qhca_mr_create m = { .pd = s->pd, .access = QHCA_ACCESS_MR_ALL,
 					    .iova = 0x10000, .length = 0x8000 };
 
 		m.pbl = fz_pbl(2, FZ_BUF, 8);
@@ -168,6 +168,11 @@ static void fz_setup(struct fz_state *s, int deep)
 
 		fz_pbl(24, FZ_BUF, 8);
 		qhca_mr_create(&s->e, &f, &s->frmr);
+		/* Memory windows of type 2 (key 0x300) and 1 (0x400), free until bound. */
+		f = (struct qhca_mr_create){ .pd = s->pd, .flags = QHCA_MR_MW_TYPE2 };
+		qhca_mr_create(&s->e, &f, &s->mw[0]);
+		f.flags = QHCA_MR_MW_TYPE1;
+		qhca_mr_create(&s->e, &f, &s->mw[1]);
 	}
 	for (i = 0; i < 4; i++) {
 		struct qhca_qp_create q = { .pd = s->pd, .send_cq = s->cq[0], .recv_cq = s->cq[1],

@@ -24,7 +24,8 @@ enum fz_op {
 	OP_TX,		/* flag: block (odd) or resume the transmit path */
 	OP_MR_DESTROY,	/* destroy region (hi) */
 	OP_MR_CREATE,	/* access8, page8, npages8, off16: a region over the data buffer
-			 * (access bit 7: a free fast-register region of npages) */
+			 * (access bit 7: a free fast-register region of npages; else bit 6:
+			 * a memory window, of type 2 with bit 5) */
 	OP_QP_DESTROY,	/* destroy QP (hi) */
 	OP_QP_MODIFY,	/* state8, mask32: modify QP (hi) with fuzzed attributes */
 	OP_QP_CREATE,	/* type8, log2 8: a QP in slot (hi) on the CQs */
@@ -188,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			args(&data, &size, b, 5);
 			page = b[1] % 8;
 			npages = 1 + b[2] % (8 - page);
-			m.access = b[0] & QHCA_ACCESS_ALL;
+			m.access = b[0] & QHCA_ACCESS_MR_ALL;
 			m.iova = 0x10000 + (uint64_t)(b[3] | b[4] << 8) * 8;
 			m.page_offset = b[3] & 0xff;
 			m.length = npages * 4096ull - m.page_offset - (b[4] & 0x7f);
@@ -196,6 +197,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (b[0] & 0x80) {
 				m = (struct qhca_mr_create){ .pd = s.pd, .flags = QHCA_MR_FAST_REG,
 							     .pbl.npages = npages };
+			} else if (b[0] & 0x40) {
+				m = (struct qhca_mr_create){ .pd = s.pd,
+							     .flags = (b[0] & 0x20) ?
+							     QHCA_MR_MW_TYPE2 : QHCA_MR_MW_TYPE1 };
 			}
 			qhca_mr_create(&s.e, &m, &mrs[obj % MAX_MRS]);
 			break;

@@ -45,6 +45,11 @@ def reg_wqe(key, iova=0x40000, length=0x2000, npages=2, shift=12, flags=1):
     return w + struct.pack("<QQQIIIIB7xQQ", iova, length, FRMR_PBL, key, 0xf, npages, 0, shift, 0, 0)
 
 
+def bind_wqe(mw_key, mr_key=1 << 8, addr=0x10000, length=0x1000, access=0x6, flags=1):
+    w = struct.pack("<QBBBBIIIQIIQQQ", 10, 8, flags, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return w + struct.pack("<QQIIII32x", addr, length, mw_key, mr_key, access, 0)
+
+
 def inv_wqe(key, flags=1):
     return struct.pack("<QBBBBIIIQIIQQQ", 9, 7, flags, 0, 0, key, 0, 0, 0, 0, 0, 0, 0, 0)
 
@@ -63,6 +68,14 @@ def wqe_seeds():
     ring = b"".join(s.ljust(256, b"\0") for s in slots).ljust(2048, b"\0")
     qp = ring.ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
     yield bytes([0x44, 0x0c, 0x10, 0x18, 0x45, 0x46, 0x85, 0x84]) + qp * 4
+    # Memory windows (type 2 at key 0x300, type 1 at 0x400): bind, WRITE through the
+    # window, LOCAL_INV, SEND_WITH_INV, a bind of length 0.
+    slots = [bind_wqe(0x305), send_wqe(0, 64, 0x10000, 0x305), inv_wqe(0x305),
+             bind_wqe(0x306), send_wqe(9, 64, imm_inv=0x306), bind_wqe(0x401),
+             bind_wqe(0x402, length=0)]
+    ring = b"".join(s.ljust(256, b"\0") for s in slots).ljust(2048, b"\0")
+    qp = ring.ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
+    yield bytes([0x44, 0x1c, 0x45, 0x46, 0x85, 0x84, 0x47, 0x1c]) + qp * 4
 
 
 def roce_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
