@@ -149,6 +149,8 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_CREATE_SRQ = 0x48,	/* in: qhca_srq_create; result0: srqn */
 	QHCA_CMD_MODIFY_SRQ = 0x49,	/* handle: srqn; in: qhca_srq_modify */
 	QHCA_CMD_DESTROY_SRQ = 0x4a,	/* handle: srqn */
+	QHCA_CMD_REREG_MR = 0x4b,	/* handle: key of an ordinary region; in: qhca_mr_create:
+					 * new translation, PD and access, same key */
 	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
@@ -402,6 +404,11 @@ enum qhca_wc_opcode {
 #define QHCA_CQE_FLAG_GRH		(1u << 2)	/* UD: a 40-byte GRH precedes the data */
 #define QHCA_CQE_FLAG_IPV4		(1u << 3)	/* UD: the packet was RoCEv2 over IPv4 */
 #define QHCA_CQE_OWNER_PHASE		(1u << 0)
+/*
+ * Never written by the device (no enum qhca_wc_opcode has it): the driver and the provider
+ * put it in the opcode of CQEs they drop (of a QP reset or destroyed); polling skips them.
+ */
+#define QHCA_CQE_OPCODE_STALE		0xff
 
 #define QHCA_CQE_QPN_MASK		0x00ffffffu	/* qpn_status: bits 0-23 */
 #define QHCA_CQE_STATUS_MASK		0xff000000u	/* qpn_status: bits 24-31 */

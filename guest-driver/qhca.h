@@ -200,6 +200,7 @@ struct qhca_mr {
 	struct ib_mr ibmr;
 	u32 key;
 	struct ib_umem *umem;
+	int access;		/* user regions: as registered, for rereg */
 	/* fast-register regions: the page list REG_MR WQEs point the device at */
 	__le64 *pages;
 	dma_addr_t pages_dma;
@@ -300,6 +301,8 @@ struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
 			       int access, struct ib_udata *udata);
 int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
+				 u64 virt, int access, struct ib_pd *pd, struct ib_udata *udata);
 int qhca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int qhca_dealloc_mw(struct ib_mw *ibmw);
 struct ib_mr *qhca_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg);
@@ -316,6 +319,7 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int qhca_cq_attach_qp(struct qhca_cq *cq, struct qhca_qp *qp);
 void qhca_cq_detach_qp(struct qhca_cq *cq, struct qhca_qp *qp);
+void qhca_cq_clean(struct qhca_cq *cq, struct qhca_qp *qp);
 
 /* qhca_qp.c */
 int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata);

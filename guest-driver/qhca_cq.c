@@ -11,11 +11,6 @@
 
 #include "qhca.h"
 
-/*
- * Driver-private mark on a CQE that a kernel CQ still holds for a destroyed QP (no opcode
- * of enum qhca_wc_opcode has this value): poll skips it.
- */
-#define QHCA_CQE_OPCODE_STALE	0xff
 
 /* ---------------------------------------------------------------- completion EQs */
 static irqreturn_t qhca_comp_irq(int irq, void *data)
@@ -292,28 +287,53 @@ int qhca_cq_attach_qp(struct qhca_cq *cq, struct qhca_qp *qp)
 }
 
 /*
- * Forget a QP being destroyed (the device has no more completions for it). Its CQEs not yet
- * polled are marked stale, so that neither this QP nor a later one with its QPN gets them.
+ * Mark the CQEs of @qp not yet polled stale; the caller holds the CQ's lock. Each still
+ * frees its ring slots first: an SRQ outlives the QP and must get its slots back.
  */
-void qhca_cq_detach_qp(struct qhca_cq *cq, struct qhca_qp *qp)
+static void qhca_cq_clean_locked(struct qhca_cq *cq, struct qhca_qp *qp)
 {
-	unsigned long flags;
 	u32 ci;
 
-	if (!cq->buf)
-		return;
-	spin_lock_irqsave(&cq->lock, flags);
-	if (xa_load(&cq->qps, qp->qpn) == qp)
-		xa_erase(&cq->qps, qp->qpn);
 	for (ci = cq->ci; ci - cq->ci < (1u << cq->log2); ci++) {
 		struct qhca_cqe *cqe = qhca_cqe_at(cq, ci);
 
 		if (!qhca_cqe_valid(cq, cqe, ci))
 			break;
 		dma_rmb();
-		if (FIELD_GET(QHCA_CQE_QPN_MASK, cqe->qpn_status) == qp->qpn)
+		if (FIELD_GET(QHCA_CQE_QPN_MASK, cqe->qpn_status) == qp->qpn &&
+		    cqe->opcode != QHCA_CQE_OPCODE_STALE) {
+			qhca_cqe_retire(qp, cqe);
 			cqe->opcode = QHCA_CQE_OPCODE_STALE;
+		}
 	}
+}
+
+/* A QP went to RESET: what it completed before is not reported after (as mlx5 does). */
+void qhca_cq_clean(struct qhca_cq *cq, struct qhca_qp *qp)
+{
+	unsigned long flags;
+
+	if (!cq->buf)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	qhca_cq_clean_locked(cq, qp);
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+/*
+ * Forget a QP being destroyed (the device has no more completions for it). Its CQEs not yet
+ * polled are marked stale, so that neither this QP nor a later one with its QPN gets them.
+ */
+void qhca_cq_detach_qp(struct qhca_cq *cq, struct qhca_qp *qp)
+{
+	unsigned long flags;
+
+	if (!cq->buf)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	if (xa_load(&cq->qps, qp->qpn) == qp)
+		xa_erase(&cq->qps, qp->qpn);
+	qhca_cq_clean_locked(cq, qp);
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
 

@@ -170,50 +170,96 @@ struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
-			       int access, struct ib_udata *udata)
+/*
+ * Pin [start, start + length) and have the device map it at @virt: CREATE_MR (@key gets
+ * the new key), or with @opcode REREG_MR the region of *@key. On failure nothing is
+ * pinned (or the admin queue keeps what it may still use).
+ */
+static int qhca_mr_register(struct qhca_dev *dev, struct ib_pd *ibpd, u8 opcode, u64 start,
+			    u64 length, u64 virt, int access, struct ib_umem **umem, u32 *key)
 {
-	struct qhca_dev *dev = to_qdev(ibpd->device);
 	struct qhca_mr_create c = {};
 	struct qhca_pbl_buf pb;
-	struct qhca_mr *mr;
 	bool keep;
 	int err;
 
 	if (!length || length > dev->attr.max_mr_size || virt + length < virt)
-		return ERR_PTR(-EINVAL);
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(mr->umem)) {
-		err = PTR_ERR(mr->umem);
-		goto err_free;
+		return -EINVAL;
+	*umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(*umem))
+		return PTR_ERR(*umem);
+	err = qhca_pbl_from_umem(dev, *umem, &pb);
+	if (err) {
+		ib_umem_release(*umem);
+		return err;
 	}
-	err = qhca_pbl_from_umem(dev, mr->umem, &pb);
-	if (err)
-		goto err_umem;
 	c.pd = to_qpd(ibpd)->handle;
 	c.access = qhca_access(access);
 	c.iova = virt;
 	c.length = length;
-	c.page_offset = ib_umem_offset(mr->umem);
+	c.page_offset = ib_umem_offset(*umem);
 	c.pbl = pb.desc;
-	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_MR, 0, &c, sizeof(c), NULL, 0, &mr->key);
+	err = qhca_obj_cmd(dev, opcode, opcode == QHCA_CMD_REREG_MR ? *key : 0, &c, sizeof(c),
+			   NULL, 0, opcode == QHCA_CMD_CREATE_MR ? key : NULL);
 	keep = qhca_admin_cmd_keep(dev, err);
 	qhca_pbl_free(dev, &pb, keep);
+	if (err)
+		qhca_admin_put_umem(dev, keep, *umem);
+	return err;
+}
+
+struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
+			       int access, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibpd->device);
+	struct qhca_mr *mr;
+	int err;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = qhca_mr_register(dev, ibpd, QHCA_CMD_CREATE_MR, start, length, virt, access,
+			       &mr->umem, &mr->key);
 	if (err) {
-		qhca_admin_put_umem(dev, keep, mr->umem);
-		goto err_free;
+		kfree(mr);
+		return ERR_PTR(err);
 	}
 	mr->ibmr.lkey = mr->ibmr.rkey = mr->key;
+	mr->access = access;
 	return &mr->ibmr;
+}
 
-err_umem:
+/*
+ * ibv_rereg_mr, in place: the region keeps its keys (applications go on using them) and
+ * takes what changes; the rest stays as registered. The pages are pinned anew (the access
+ * may now need write), then the old ones are let go. On failure nothing changes.
+ */
+struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
+				 u64 virt, int access, struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibmr->device);
+	struct qhca_mr *mr = to_qmr(ibmr);
+	struct ib_umem *umem;
+	u32 key = mr->key;
+	int err;
+
+	if (!mr->umem)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->umem->address;
+		length = ibmr->length;
+		virt = ibmr->iova;
+	}
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	err = qhca_mr_register(dev, (flags & IB_MR_REREG_PD) ? pd : ibmr->pd, QHCA_CMD_REREG_MR,
+			       start, length, virt, access, &umem, &key);
+	if (err)
+		return ERR_PTR(err);
 	ib_umem_release(mr->umem);
-err_free:
-	kfree(mr);
-	return ERR_PTR(err);
+	mr->umem = umem;
+	mr->access = access;
+	return NULL;	/* ib_core moves the PD, iova and length */
 }
 
 /* Memory windows (user space binds them with BIND_MW WQEs through the provider). */

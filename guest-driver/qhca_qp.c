@@ -326,6 +326,10 @@ int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->rq.pi = 0;
 		atomic_set(&qp->rq.ci, 0);
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		if (ibqp->send_cq)
+			qhca_cq_clean(to_qcq(ibqp->send_cq), qp);
+		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+			qhca_cq_clean(to_qcq(ibqp->recv_cq), qp);
 	}
 	if (mask & IB_QP_AV)
 		qp->ah_attr = attr->ah_attr;

@@ -168,15 +168,55 @@ static struct qhca_cq *to_qcq_ex(struct ibv_cq_ex *ex)
 	return container_of(ex, struct qhca_cq, vcq.cq_ex);
 }
 
+/* The CQE at @ci if the device has written it (then read the rest only after this). */
+static struct qhca_cqe *cqe_valid(struct qhca_cq *cq, uint32_t ci)
+{
+	struct qhca_cqe *cqe = &cq->ring[ci & ((1u << cq->log2) - 1)];
+	uint8_t phase = ((ci >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+
+	if ((*(volatile uint8_t *)&cqe->owner & QHCA_CQE_OWNER_PHASE) != phase)
+		return NULL;
+	udma_from_device_barrier();	/* the CQE only after its owner byte */
+	return cqe;
+}
+
+/* The next CQE to report, past those dropped (QHCA_CQE_OPCODE_STALE); the CQ is locked. */
+static struct qhca_cqe *cqe_next(struct qhca_cq *cq)
+{
+	struct qhca_cqe *cqe;
+
+	while ((cqe = cqe_valid(cq, cq->ci)) && cqe->opcode == QHCA_CQE_OPCODE_STALE)
+		cq->ci++;
+	return cqe;
+}
+
+/*
+ * A QP went to RESET or away: its completions not yet polled are dropped (as mlx5 does),
+ * each freeing its ring slots first (an SRQ outlives the QP).
+ */
+static void cq_clean(struct qhca_cq *cq, uint32_t qpn)
+{
+	struct qhca_cqe *cqe;
+	uint32_t ci;
+
+	pthread_spin_lock(&cq->lock);
+	for (ci = cq->ci; ci - cq->ci < (1u << cq->log2) && (cqe = cqe_valid(cq, ci)); ci++) {
+		if (QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status)) == qpn &&
+		    cqe->opcode != QHCA_CQE_OPCODE_STALE) {
+			cqe_retire(to_qctx(cq->vcq.cq.context), cqe);
+			cqe->opcode = QHCA_CQE_OPCODE_STALE;
+		}
+	}
+	pthread_spin_unlock(&cq->lock);
+}
+
 /* Take the CQE at ci if it is valid; fill the fields start_poll/next_poll must set. */
 static int cq_ex_take(struct qhca_cq *cq)
 {
-	struct qhca_cqe *cqe = &cq->ring[cq->ci & ((1u << cq->log2) - 1)];
-	uint8_t phase = ((cq->ci >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+	struct qhca_cqe *cqe = cqe_next(cq);
 
-	if ((*(volatile uint8_t *)&cqe->owner & QHCA_CQE_OWNER_PHASE) != phase)
+	if (!cqe)
 		return ENOENT;
-	udma_from_device_barrier();
 	cq->cur = cqe;
 	cq->ci++;
 	cqe_retire(to_qctx(cq->vcq.cq.context), cqe);
@@ -344,18 +384,15 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct qhca_cq *cq = to_qcq(ibcq);
-	uint32_t mask = (1u << cq->log2) - 1;
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
 	while (n < ne) {
-		struct qhca_cqe *cqe = &cq->ring[cq->ci & mask];
-		uint8_t phase = ((cq->ci >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+		struct qhca_cqe *cqe = cqe_next(cq);
 		uint8_t flags;
 
-		if ((*(volatile uint8_t *)&cqe->owner & QHCA_CQE_OWNER_PHASE) != phase)
+		if (!cqe)
 			break;
-		udma_from_device_barrier();	/* the CQE only after its owner byte */
 		memset(&wc[n], 0, sizeof(wc[n]));
 		wc[n].wr_id = le64toh(cqe->wr_id);
 		wc[n].status = QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, le32toh(cqe->qpn_status));
@@ -542,6 +579,9 @@ int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 
 	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
 	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+		if (ibqp->recv_cq != ibqp->send_cq)
+			cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
 		/* The device starts both rings over at index 0. */
 		pthread_spin_lock(&qp->sq_lock);
 		pthread_spin_lock(&qp->rq_lock);
@@ -563,6 +603,9 @@ int qhca_destroy_qp(struct ibv_qp *ibqp)
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
+	cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+	if (ibqp->recv_cq != ibqp->send_cq)
+		cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
 	pthread_mutex_lock(&ctx->qp_lock);
 	for (pp = &ctx->qp_hash[qp->qpn % QHCA_QP_HASH]; *pp; pp = &(*pp)->hash_next)
 		if (*pp == qp) {

@@ -25,6 +25,7 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_CQ] = "DESTROY_CQ",
 	[QHCA_CMD_CREATE_MR] = "CREATE_MR",
 	[QHCA_CMD_DESTROY_MR] = "DESTROY_MR",
+	[QHCA_CMD_REREG_MR] = "REREG_MR",
 	[QHCA_CMD_CREATE_QP] = "CREATE_QP",
 	[QHCA_CMD_MODIFY_QP] = "MODIFY_QP",
 	[QHCA_CMD_QUERY_QP] = "QUERY_QP",
@@ -297,6 +298,15 @@ static uint16_t cmd_destroy_mr(struct qhca_engine *e, const struct qhca_cmd *cmd
 	return qhca_mr_destroy(e, cmd->obj.handle);
 }
 
+static uint16_t cmd_rereg_mr(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			     struct admin_result *res)
+{
+	struct qhca_mr_create c;
+
+	OBJ_ARGS(&c, sizeof(c), 0);
+	return qhca_mr_rereg(e, cmd->obj.handle, &c);
+}
+
 static uint16_t cmd_create_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
@@ -443,6 +453,7 @@ static const struct {
 	[QHCA_CMD_CREATE_SRQ] = { cmd_create_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_MODIFY_SRQ] = { cmd_modify_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_DESTROY_SRQ] = { cmd_destroy_srq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_REREG_MR] = { cmd_rereg_mr, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_QUERY_COUNTERS] = { cmd_query_counters, sizeof(struct qhca_cmd_obj) },
 };
 

@@ -352,6 +352,7 @@ int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npage
 struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);
 uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key);
 uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key);
+uint16_t qhca_mr_rereg(struct qhca_engine *e, uint32_t key, const struct qhca_mr_create *c);
 uint8_t qhca_mr_fast_reg(struct qhca_engine *e, uint32_t pd, const struct qhca_reg_mr_seg *r);
 uint8_t qhca_mr_invalidate(struct qhca_engine *e, const struct qhca_qp *qp, uint32_t key,
 			   bool remote, const char **why);

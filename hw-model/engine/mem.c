@@ -139,13 +139,19 @@ static bool access_ok(uint32_t access)
 	       (access & QHCA_ACCESS_LOCAL_WRITE);
 }
 
-uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key)
+static void mr_free(struct qhca_mr *mr)
+{
+	free(mr->pages);
+	free(mr);
+}
+
+/* Check @c and build the record of a new region, not yet in the key table. */
+static uint16_t mr_build(struct qhca_engine *e, const struct qhca_mr_create *c,
+			 struct qhca_mr **out)
 {
 	int64_t pd = qhca_obj_lookup(&e->pd, c->pd);
 	uint64_t max_size = (uint64_t)e->cfg.max_mr_size_mb << 20;
 	struct qhca_mr *mr;
-	uint32_t h;
-	int64_t idx;
 
 	if (pd < 0)
 		return QHCA_ST_BAD_HANDLE;
@@ -196,18 +202,6 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 		free(mr);
 		return QHCA_ST_BAD_FIELD;
 	}
-	h = qhca_obj_alloc(&e->mr_table, c->pd);
-	if (!h) {
-		free(mr->pages);
-		free(mr);
-		return QHCA_ST_NO_RESOURCES;
-	}
-	idx = qhca_obj_lookup(&e->mr_table, h);
-	qhca_obj_hold(&e->pd, c->pd);
-	mr->handle = h;
-	mr->key = QHCA_FIELD_PREP(QHCA_MR_KEY_INDEX_MASK, idx + 1) |
-		  QHCA_FIELD_PREP(QHCA_MR_KEY_TAG_MASK,
-				  mr_key_tag(e, (uint64_t)idx, qhca_obj_generation(h)));
 	mr->pd = c->pd;
 	mr->access = c->access;
 	mr->flags = c->flags;
@@ -216,18 +210,74 @@ uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, u
 	mr->page_offset = c->page_offset;
 	mr->npages = (c->flags & (QHCA_MR_FAST_REG | QHCA_MR_WINDOW)) ? 0 : c->pbl.npages;
 	mr->page_shift = QHCA_PAGE_SHIFT;
-	e->mr[idx] = mr;
-	*key = mr->key;
-	qhca_log(e, QHCA_LOG_EVENT, "MR key 0x%x pd 0x%x iova 0x%llx len %llu access 0x%x",
-		 mr->key, mr->pd, (unsigned long long)mr->iova, (unsigned long long)c->length,
-		 mr->access);
+	*out = mr;
 	return QHCA_ST_OK;
 }
 
-static void mr_free(struct qhca_mr *mr)
+static void mr_log(struct qhca_engine *e, const char *what, const struct qhca_mr *mr)
 {
-	free(mr->pages);
-	free(mr);
+	qhca_log(e, QHCA_LOG_EVENT, "%s key 0x%x pd 0x%x iova 0x%llx len %llu access 0x%x", what,
+		 mr->key, mr->pd, (unsigned long long)mr->iova, (unsigned long long)mr->length,
+		 mr->access);
+}
+
+uint16_t qhca_mr_create(struct qhca_engine *e, const struct qhca_mr_create *c, uint32_t *key)
+{
+	struct qhca_mr *mr;
+	uint16_t st;
+	uint32_t h;
+	int64_t idx;
+
+	st = mr_build(e, c, &mr);
+	if (st != QHCA_ST_OK)
+		return st;
+	h = qhca_obj_alloc(&e->mr_table, c->pd);
+	if (!h) {
+		mr_free(mr);
+		return QHCA_ST_NO_RESOURCES;
+	}
+	idx = qhca_obj_lookup(&e->mr_table, h);
+	qhca_obj_hold(&e->pd, c->pd);
+	mr->handle = h;
+	mr->key = QHCA_FIELD_PREP(QHCA_MR_KEY_INDEX_MASK, idx + 1) |
+		  QHCA_FIELD_PREP(QHCA_MR_KEY_TAG_MASK,
+				  mr_key_tag(e, (uint64_t)idx, qhca_obj_generation(h)));
+	e->mr[idx] = mr;
+	*key = mr->key;
+	mr_log(e, "MR", mr);
+	return QHCA_ST_OK;
+}
+
+/*
+ * REREG_MR: an ordinary region takes a new translation, PD and access under the same key
+ * (ibv_rereg_mr). The new record replaces the old at once; messages in flight through the
+ * old one fail at their next packet (it is dead) and never reach the new pages.
+ */
+uint16_t qhca_mr_rereg(struct qhca_engine *e, uint32_t key, const struct qhca_mr_create *c)
+{
+	struct qhca_mr *old = qhca_mr_find(e, key), *mr;
+	uint16_t st;
+
+	if (!old)
+		return QHCA_ST_BAD_HANDLE;
+	if (old->flags || c->flags)
+		return QHCA_ST_BAD_FIELD;	/* ordinary regions only */
+	if (old->windows)
+		return QHCA_ST_BUSY;
+	st = mr_build(e, c, &mr);
+	if (st != QHCA_ST_OK)
+		return st;
+	mr->handle = old->handle;
+	mr->key = old->key;
+	qhca_obj_hold(&e->pd, mr->pd);
+	qhca_obj_unhold(&e->pd, old->pd);
+	e->mr[QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, key) - 1] = mr;
+	if (old->refs)
+		old->dead = true;
+	else
+		mr_free(old);
+	mr_log(e, "MR re-registered:", mr);
+	return QHCA_ST_OK;
 }
 
 /* Take the region out of the key table; free it now or with its last reference. */

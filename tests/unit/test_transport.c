@@ -2309,6 +2309,71 @@ static void test_mw_type1(void)
 	teardown();
 }
 
+/*
+ * REREG_MR keeps the key and changes what it maps: a multi-packet WRITE under way when its
+ * target region is re-registered over other memory fails and reaches neither buffer past
+ * its first packet; afterwards the same key writes into the new memory. A PD change is
+ * checked like a new region; windows bound or a fast-register region refuse it.
+ */
+static void test_rereg(void)
+{
+	uint64_t lbuf, rbuf, other, iova;
+	uint32_t lkey, rkey, mwkey, frkey;
+	struct qhca_mr_create c;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+
+	setup();
+	rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL | QHCA_ACCESS_MW_BIND);
+	fill(&nodes[0], lbuf, 65536, 3);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 65536, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	step_one();	/* WRITE_FIRST lands */
+	other = galloc(&nodes[1], 65536);
+	iova = rbuf;
+	c = (struct qhca_mr_create){ .pd = nodes[1].pd, .access = QHCA_ACCESS_ALL,
+				     .iova = iova, .length = 65536 };
+	c.pbl = pbl_for(&nodes[1], other, 65536);
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, rkey, &c), QHCA_ST_OK);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	CHECK(all_zero(&nodes[1], other, 65536));
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf) + 1024, 65536 - 1024));
+	/* The same key now reaches the new memory. */
+	fresh_pair(&a, &b);
+	write_to(&a, 2, lbuf, lkey, iova + 4096, rkey, 4096, QHCA_WC_SUCCESS);
+	CHECK(!memcmp(gptr(&nodes[1], other + 4096), gptr(&nodes[0], va_to_gpa(lbuf)), 4096));
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf) + 4096, 4096));
+	/* Another PD: the QPs of the old one lose it. */
+	c.pd = qhca_obj_alloc(&nodes[1].e.pd, QHCA_HANDLE_KERNEL);
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, rkey, &c), QHCA_ST_OK);
+	write_to(&a, 3, lbuf, lkey, iova, rkey, 16, QHCA_WC_REM_ACCESS_ERR);
+	CHECK_EQ(qhca_obj_lookup(&nodes[1].e.pd, c.pd) >= 0, 1);
+	c.pd = nodes[1].pd;
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, rkey, &c), QHCA_ST_OK);
+	/* Bad fields and a stale key change nothing. */
+	c.length = 0;
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, rkey, &c), QHCA_ST_BAD_FIELD);
+	c.length = 65536;
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, variant(rkey, (uint8_t)(rkey + 1)), &c),
+		 QHCA_ST_BAD_HANDLE);
+	fresh_pair(&a, &b);
+	write_to(&a, 4, lbuf, lkey, iova + 8192, rkey, 64, QHCA_WC_SUCCESS);
+	/* Windows bound: BUSY; a fast-register region or a window: not this command. */
+	c.access = QHCA_ACCESS_ALL | QHCA_ACCESS_MW_BIND;
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, rkey, &c), QHCA_ST_OK);
+	mwkey = make_mw(&nodes[1], QHCA_MR_MW_TYPE1);
+	bind_mw(&b, 5, variant(mwkey, 1), rkey, iova, 4096, QHCA_ACCESS_REMOTE_READ,
+		QHCA_WC_SUCCESS);
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, rkey, &c), QHCA_ST_BUSY);
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, variant(mwkey, 1), &c), QHCA_ST_BAD_FIELD);
+	frkey = make_frmr(&nodes[1], 2);
+	CHECK_EQ(qhca_mr_rereg(&nodes[1].e, frkey, &c), QHCA_ST_BAD_FIELD);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2340,6 +2405,7 @@ static const struct unit_test tests[] = {
 	{ "fenced_invalidate", test_fenced_invalidate },
 	{ "mw_type2", test_mw_type2 },
 	{ "mw_type1", test_mw_type1 },
+	{ "rereg", test_rereg },
 	{}
 };
 
