@@ -151,6 +151,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DESTROY_SRQ = 0x4a,	/* handle: srqn */
 	QHCA_CMD_REREG_MR = 0x4b,	/* handle: key of an ordinary region; in: qhca_mr_create:
 					 * new translation, PD and access, same key */
+	QHCA_CMD_RESIZE_CQ = 0x4c,	/* handle: cqn; in: qhca_cq_resize */
 	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
@@ -359,6 +360,19 @@ struct qhca_cq_create {
 	uint32_t rsvd;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cq_create, 32);
+
+/*
+ * RESIZE_CQ: the CQ moves to a new ring of 2^log2_entries CQEs (and its record after them,
+ * which must hold 0). The CQEs the consumer has not polled (from the index in the old
+ * record to the producer's) move to the start of the new ring, and both indices start
+ * over at 0. BAD_FIELD if they do not fit in 2^log2_entries - 1 entries.
+ */
+struct qhca_cq_resize {
+	struct qhca_pbl pbl;
+	uint32_t log2_entries;		/* 1..22 */
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cq_resize, 24);
 
 struct qhca_cq_dbrec {
 	uint32_t ci;			/* consumer index, free running */

@@ -70,6 +70,14 @@ struct qhca_create_cq_resp {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_create_cq_resp, 16);
 
+/* resize_cq: the provider's new ring; the unpolled CQEs move to its start (RESIZE_CQ). */
+struct qhca_resize_cq_cmd {
+	__u32 comp_mask;
+	__u32 log2_entries;
+	__aligned_u64 buf_addr;	/* user virtual address, page aligned */
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_resize_cq_cmd, 16);
+
 /* create_qp: the provider's send and receive rings, each page aligned. */
 struct qhca_create_qp_cmd {
 	__u32 comp_mask;

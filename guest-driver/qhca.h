@@ -34,6 +34,7 @@
 /* comp_mask bits of the commands of abi/qhca_uabi.h that this driver knows: none yet. */
 #define QHCA_ALLOC_UCONTEXT_CMD_COMP_MASK	0u
 #define QHCA_CREATE_CQ_CMD_COMP_MASK		0u
+#define QHCA_RESIZE_CQ_CMD_COMP_MASK		0u
 #define QHCA_CREATE_QP_CMD_COMP_MASK		0u
 #define QHCA_CREATE_SRQ_CMD_COMP_MASK		0u
 
@@ -315,6 +316,7 @@ void qhca_comp_eqs_fini(struct qhca_dev *dev);
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct uverbs_attr_bundle *attrs);
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int qhca_cq_attach_qp(struct qhca_cq *cq, struct qhca_qp *qp);

@@ -190,6 +190,62 @@ err_buf:
 	return err;
 }
 
+/*
+ * ibv_resize_cq: the provider's new ring, pinned; the device moves the completions not
+ * yet polled into it (EINVAL if they do not fit). Kernel CQs are sized at creation.
+ */
+int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibcq->device);
+	struct qhca_cq *cq = to_qcq(ibcq);
+	struct qhca_resize_cq_cmd ucmd = {};
+	struct qhca_cq_resize r = {};
+	struct qhca_pbl_buf pb;
+	struct ib_umem *umem;
+	size_t size;
+	bool keep;
+	u32 log2;
+	int err;
+
+	if (!cq->umem)
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > dev->attr.max_cqe)
+		return -EINVAL;
+	err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
+			    QHCA_RESIZE_CQ_CMD_COMP_MASK);
+	if (err)
+		return err;
+	/* The provider may round up, never down; checked before any shift. */
+	log2 = order_base_2((u64)cqe + 1);
+	if (ucmd.log2_entries < log2 || ucmd.log2_entries > QHCA_CQ_MAX_LOG2)
+		return -EINVAL;
+	log2 = ucmd.log2_entries;
+	size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
+	umem = ib_umem_get(ibcq->device, ucmd.buf_addr, size, IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(umem))
+		return PTR_ERR(umem);
+	err = qhca_pbl_from_umem(dev, umem, &pb);
+	if (err) {
+		ib_umem_release(umem);
+		return err;
+	}
+	r.pbl = pb.desc;
+	r.log2_entries = log2;
+	err = qhca_obj_cmd(dev, QHCA_CMD_RESIZE_CQ, cq->cqn, &r, sizeof(r), NULL, 0, NULL);
+	keep = qhca_admin_cmd_keep(dev, err);
+	qhca_pbl_free(dev, &pb, keep);
+	if (err) {
+		qhca_admin_put_umem(dev, keep, umem);
+		return err;
+	}
+	ib_umem_release(cq->umem);
+	cq->umem = umem;
+	cq->log2 = log2;
+	cq->size = size;
+	ibcq->cqe = (1 << log2) - 1;
+	return 0;
+}
+
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qdev(ibcq->device);

@@ -340,6 +340,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.dealloc_pd = qhca_dealloc_pd,
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.dereg_mr = qhca_dereg_mr,
+	.resize_cq = qhca_resize_cq,
 	.rereg_user_mr = qhca_rereg_user_mr,
 	.alloc_mr = qhca_alloc_mr,
 	.alloc_mw = qhca_alloc_mw,

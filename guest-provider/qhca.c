@@ -224,6 +224,7 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.reg_mr = qhca_reg_mr,
 	.rereg_mr = qhca_rereg_mr,
 	.req_notify_cq = qhca_req_notify_cq,
+	.resize_cq = qhca_resize_cq,
 };
 
 static uint32_t min_u32(uint32_t a, uint32_t b)

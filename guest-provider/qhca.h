@@ -104,6 +104,7 @@ DECLARE_DRV_CMD(qhca_ucreate_cq, IB_USER_VERBS_CMD_CREATE_CQ, qhca_create_cq_cmd
 		qhca_create_cq_resp);
 DECLARE_DRV_CMD(qhca_ucreate_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ, qhca_create_cq_cmd,
 		qhca_create_cq_resp);
+DECLARE_DRV_CMD(qhca_uresize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, qhca_resize_cq_cmd, empty);
 DECLARE_DRV_CMD(qhca_ucreate_qp, IB_USER_VERBS_CMD_CREATE_QP, qhca_create_qp_cmd,
 		qhca_create_qp_resp);
 DECLARE_DRV_CMD(qhca_ucreate_srq, IB_USER_VERBS_CMD_CREATE_SRQ, qhca_create_srq_cmd,
@@ -152,6 +153,7 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 				   struct ibv_cq_init_attr_ex *attr);
 int qhca_destroy_cq(struct ibv_cq *ibcq);
+int qhca_resize_cq(struct ibv_cq *ibcq, int cqe);
 int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited);
 struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);

@@ -130,6 +130,47 @@ static struct qhca_cq *cq_alloc(struct qhca_context *ctx, uint32_t cqe,
 	return cq;
 }
 
+/*
+ * ibv_resize_cq: a new ring; the device moves the completions not yet polled to its start
+ * and both sides start over at index 0. Nobody polls meanwhile (the CQ's lock).
+ */
+int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct qhca_context *ctx = to_qctx(ibcq->context);
+	struct qhca_cq *cq = to_qcq(ibcq);
+	struct ib_uverbs_resize_cq_resp resp;
+	struct qhca_uresize_cq cmd = {};
+	uint32_t log2;
+	size_t size;
+	void *ring;
+	int ret;
+
+	if (cqe < 1 || (uint32_t)cqe > ctx->max_cqe)
+		return EINVAL;
+	log2 = log2_ceil((uint64_t)cqe + 1);	/* one slot stays empty */
+	size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
+	ring = ring_alloc(size);
+	if (!ring)
+		return ENOMEM;
+	cmd.drv_payload.buf_addr = (uintptr_t)ring;
+	cmd.drv_payload.log2_entries = log2;
+	pthread_spin_lock(&cq->lock);
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		pthread_spin_unlock(&cq->lock);
+		free(ring);
+		return ret;
+	}
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = size;
+	cq->log2 = log2;
+	cq->ci = 0;
+	cq->dbrec = (struct qhca_cq_dbrec *)((uint8_t *)ring + (sizeof(struct qhca_cqe) << log2));
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
 static void cq_free(struct qhca_cq *cq)
 {
 	pthread_spin_destroy(&cq->lock);

@@ -63,6 +63,72 @@ uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, u
 	return QHCA_ST_OK;
 }
 
+/* Read the consumer's index from the record after the ring; -1 if unreadable. */
+static int cq_consumer(struct qhca_engine *e, const struct qhca_cq *cq, uint32_t *ci)
+{
+	return qhca_pages_xfer(e, cq->pages, cq->npages, ring_bytes(cq->log2), ci, sizeof(*ci),
+			       false);
+}
+
+/* Write @cqe at index @idx of the ring behind @pages: the body, then the owner byte. */
+static int cq_write(struct qhca_engine *e, const uint64_t *pages, uint32_t npages,
+		    uint32_t log2, uint32_t idx, struct qhca_cqe *cqe)
+{
+	uint64_t off = (uint64_t)(idx & ((1u << log2) - 1)) * sizeof(*cqe);
+	uint8_t phase = ((idx >> log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
+
+	cqe->owner = phase ^ QHCA_CQE_OWNER_PHASE;
+	if (qhca_pages_xfer(e, pages, npages, off, cqe, sizeof(*cqe), true))
+		return -1;
+	return qhca_pages_xfer(e, pages, npages, off + offsetof(struct qhca_cqe, owner), &phase, 1,
+			       true);
+}
+
+uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_cq_resize *r)
+{
+	struct qhca_cq *cq = qhca_cq_find(e, cqn);
+	uint64_t need, *pages;
+	uint32_t ci, n, i;
+
+	if (!cq)
+		return QHCA_ST_BAD_HANDLE;
+	if (r->log2_entries < 1 || r->log2_entries > CQ_MAX_LOG2 ||
+	    (1u << r->log2_entries) > e->cfg.max_cqe * 2u || r->rsvd)
+		return QHCA_ST_BAD_FIELD;
+	need = ring_bytes(r->log2_entries) + sizeof(struct qhca_cq_dbrec);
+	if ((uint64_t)r->pbl.npages << QHCA_PAGE_SHIFT < need)
+		return QHCA_ST_BAD_FIELD;
+	if (cq_consumer(e, cq, &ci))
+		return QHCA_ST_DMA_ERROR;
+	n = cq->pi - ci;
+	if (n > (1u << cq->log2))
+		return QHCA_ST_BAD_STATE;	/* the consumer's index is past the producer's */
+	if (n >= (1u << r->log2_entries))
+		return QHCA_ST_BAD_FIELD;	/* what is not polled yet does not fit */
+	if (qhca_pbl_load(e, &r->pbl, (uint32_t)((need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			  &pages))
+		return QHCA_ST_BAD_FIELD;
+	for (i = 0; i < n; i++) {
+		struct qhca_cqe cqe;
+
+		if (qhca_pages_xfer(e, cq->pages, cq->npages,
+				    (uint64_t)((ci + i) & ((1u << cq->log2) - 1)) * sizeof(cqe),
+				    &cqe, sizeof(cqe), false) ||
+		    cq_write(e, pages, r->pbl.npages, r->log2_entries, i, &cqe)) {
+			free(pages);
+			return QHCA_ST_DMA_ERROR;
+		}
+	}
+	free(cq->pages);
+	cq->pages = pages;
+	cq->npages = r->pbl.npages;
+	cq->log2 = r->log2_entries;
+	cq->pi = n;
+	qhca_log(e, QHCA_LOG_EVENT, "CQ 0x%x resized to %u entries, %u moved", cqn,
+		 1u << cq->log2, n);
+	return QHCA_ST_OK;
+}
+
 static void cq_free(struct qhca_engine *e, struct qhca_cq *cq)
 {
 	e->cq[qhca_obj_lookup(&e->cq_table, cq->handle)] = NULL;
@@ -107,13 +173,10 @@ static void cq_event(struct qhca_engine *e, struct qhca_cq *cq)
 int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe, bool solicited)
 {
 	uint32_t entries = 1u << cq->log2, ci;
-	uint64_t off = (uint64_t)(cq->pi & (entries - 1)) * sizeof(*cqe);
-	uint8_t phase = ((cq->pi >> cq->log2) & 1) ? 0 : QHCA_CQE_OWNER_PHASE;
 
 	if (cq->overflowed)
 		return -1;
-	if (qhca_pages_xfer(e, cq->pages, cq->npages, ring_bytes(cq->log2), &ci, sizeof(ci),
-			    false))
+	if (cq_consumer(e, cq, &ci))
 		ci = cq->pi - entries;	/* unreadable record: treat as full */
 	if (cq->pi - ci >= entries) {
 		cq->overflowed = true;
@@ -122,10 +185,7 @@ int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe
 		qhca_event_async(e, QHCA_EVENT_CQ_ERR, cq->handle, 0);
 		return -1;
 	}
-	cqe->owner = phase ^ QHCA_CQE_OWNER_PHASE;
-	if (qhca_pages_xfer(e, cq->pages, cq->npages, off, cqe, sizeof(*cqe), true) ||
-	    qhca_pages_xfer(e, cq->pages, cq->npages, off + offsetof(struct qhca_cqe, owner),
-			    &phase, 1, true))
+	if (cq_write(e, cq->pages, cq->npages, cq->log2, cq->pi, cqe))
 		return -1;
 	cq->pi++;
 	if (cq->armed || (cq->armed_solicited && solicited))

@@ -2374,6 +2374,80 @@ static void test_rereg(void)
 	teardown();
 }
 
+/* Resize a CQ to a ring of @log2 entries; on success the harness follows the device. */
+static uint16_t resize_cq(struct node *n, struct cq *cq, uint32_t log2)
+{
+	size_t size = (32u << log2) + 64;
+	uint64_t ring = galloc(n, size);
+	struct qhca_cq_resize r = { .log2_entries = log2 };
+	uint16_t st;
+
+	r.pbl = pbl_for(n, ring, size);
+	st = qhca_cq_resize(&n->e, cq->cqn, &r);
+	if (st == QHCA_ST_OK) {
+		cq->ring = ring;
+		cq->log2 = log2;
+		cq->ci = 0;
+	}
+	return st;
+}
+
+/*
+ * RESIZE_CQ moves the completions not yet polled to the start of the new ring, in order,
+ * and both sides go on from index 0 (across laps of the new ring); a ring too small for
+ * them is refused and the old one goes on working.
+ */
+static void test_resize_cq(void)
+{
+	uint32_t lkey, rkey, i, k;
+	uint64_t lbuf, rbuf, id = 1;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+
+	setup();
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	for (i = 0; i < 5; i++, id++) {
+		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, id, lbuf, 8, lkey);
+		w->remote_addr = rbuf;
+		w->rkey = rkey;
+		post_send(&a);
+	}
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 8);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 8);
+	CHECK_EQ(resize_cq(&nodes[0], &a.scq, 1), QHCA_ST_BAD_FIELD);	/* 3 do not fit in 1 */
+	CHECK_EQ(resize_cq(&nodes[0], &a.scq, 2), QHCA_ST_OK);
+	for (k = 3; k <= 5; k++)
+		expect_cqe(&nodes[0], &a.scq, k, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 8);
+	expect_empty(&nodes[0], &a.scq);
+	/* Three laps of the new ring of 4, in batches of 3. */
+	for (k = 0; k < 4; k++) {
+		uint64_t first = id;
+
+		for (i = 0; i < 3; i++, id++) {
+			w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, id, lbuf, 8, lkey);
+			w->remote_addr = rbuf;
+			w->rkey = rkey;
+			post_send(&a);
+		}
+		pump();
+		for (i = 0; i < 3; i++)
+			expect_cqe(&nodes[0], &a.scq, first + i, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE,
+				   8);
+		expect_empty(&nodes[0], &a.scq);
+	}
+	{
+		struct qhca_cq_resize r = { .log2_entries = 23 };	/* beyond the device */
+
+		r.pbl = pbl_for(&nodes[0], galloc(&nodes[0], 4096), 4096);
+		CHECK_EQ(qhca_cq_resize(&nodes[0].e, a.scq.cqn, &r), QHCA_ST_BAD_FIELD);
+		r.log2_entries = 8;	/* a page list too short for the ring */
+		CHECK_EQ(qhca_cq_resize(&nodes[0].e, a.scq.cqn, &r), QHCA_ST_BAD_FIELD);
+	}
+	CHECK_EQ(nodes[0].e.cnt.cq_overflows, 0);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2406,6 +2480,7 @@ static const struct unit_test tests[] = {
 	{ "mw_type2", test_mw_type2 },
 	{ "mw_type1", test_mw_type1 },
 	{ "rereg", test_rereg },
+	{ "resize_cq", test_resize_cq },
 	{}
 };
 
