@@ -69,6 +69,10 @@ static int qhca_dealloc_pd(struct ibv_pd *ibpd)
 {
 	int ret;
 
+	if (to_qpd(ibpd)->protection) {	/* a parent domain: nothing in the kernel */
+		free(to_qpd(ibpd));
+		return 0;
+	}
 	ret = ibv_cmd_dealloc_pd(ibpd);
 	if (ret)
 		return ret;
@@ -195,6 +199,7 @@ static void qhca_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops qhca_ctx_ops = {
 	.alloc_mw = qhca_alloc_mw,
+	.alloc_parent_domain = qhca_alloc_parent_domain,
 	.alloc_pd = qhca_alloc_pd,
 	.bind_mw = qhca_bind_mw,
 	.create_ah = qhca_create_ah,

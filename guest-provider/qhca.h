@@ -42,7 +42,19 @@ struct qhca_context {
 struct qhca_pd {
 	struct ibv_pd ibv_pd;
 	uint32_t handle;
+	/* A parent domain (ibv_alloc_parent_domain): the PD it contains and its allocators
+	 * of the rings the device reads and writes (QHCA_RES_TYPE_*). */
+	struct qhca_pd *protection;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
 };
+
+/* The resource types a parent domain's allocator is called with ('qhca' and a number). */
+#define QHCA_RES_TYPE_QP		((uint64_t)0x71686361 << 32 | 1)	/* SQ and RQ */
+#define QHCA_RES_TYPE_SRQ		((uint64_t)0x71686361 << 32 | 2)
+#define QHCA_RES_TYPE_CQ		((uint64_t)0x71686361 << 32 | 3)
 
 struct qhca_cq {
 	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex for ibv_create_cq_ex */
@@ -54,10 +66,13 @@ struct qhca_cq {
 	size_t size;
 	pthread_spinlock_t lock;
 	struct qhca_cqe *cur;		/* the CQE being read between start_poll and end_poll */
+	struct qhca_pd *parent;		/* created in a parent domain with allocators */
+	bool custom;			/* ring from its allocator */
 };
 
 struct qhca_ring {
 	void *buf;
+	struct qhca_pd *parent;		/* buf from this parent domain's allocator, or NULL */
 	uint32_t log2, stride_log2;
 	uint32_t pi;			/* producer index, free running */
 	uint32_t ci;			/* slots before it are free again: set by polling */
@@ -163,6 +178,8 @@ int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
 int qhca_destroy_qp(struct ibv_qp *ibqp);
 int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+struct ibv_pd *qhca_alloc_parent_domain(struct ibv_context *context,
+					struct ibv_parent_domain_init_attr *attr);
 int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);

@@ -28,6 +28,105 @@ static void *ring_alloc(size_t size)
 	return p;
 }
 
+/* ---------------------------------------------------------------- parent domains */
+/* @pd if it is a parent domain with allocators, else NULL. */
+static struct qhca_pd *parent_of(struct ibv_pd *pd)
+{
+	struct qhca_pd *p = pd ? to_qpd(pd) : NULL;
+
+	return p && p->protection && p->alloc ? p : NULL;
+}
+
+/*
+ * A buffer the device reads or writes: from the allocator of the parent domain @parent
+ * unless it defers to the default (then *custom stays false and ring_alloc() gives it).
+ * Page aligned and zeroed either way.
+ */
+static void *buf_alloc(struct qhca_pd *parent, size_t size, uint64_t type, bool *custom)
+{
+	void *p;
+
+	*custom = false;
+	size = (size + QHCA_PAGE_SIZE - 1) & ~(size_t)(QHCA_PAGE_SIZE - 1);
+	if (parent) {
+		p = parent->alloc(&parent->ibv_pd, parent->pd_context, size, QHCA_PAGE_SIZE, type);
+		if (p != IBV_ALLOCATOR_USE_DEFAULT) {
+			if (p && ((uintptr_t)p & (QHCA_PAGE_SIZE - 1))) {
+				parent->free(&parent->ibv_pd, parent->pd_context, p, type);
+				p = NULL;	/* the device needs whole pages */
+			}
+			if (!p) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			memset(p, 0, size);
+			*custom = true;
+			return p;
+		}
+	}
+	return ring_alloc(size);
+}
+
+static void buf_free(struct qhca_pd *parent, bool custom, void *p, uint64_t type)
+{
+	if (p && custom)
+		parent->free(&parent->ibv_pd, parent->pd_context, p, type);
+	else
+		free(p);
+}
+
+static void *wq_buf_alloc(struct qhca_ring *r, struct qhca_pd *parent, uint64_t type)
+{
+	bool custom;
+
+	r->buf = buf_alloc(parent, (size_t)1 << (r->log2 + r->stride_log2), type, &custom);
+	r->parent = custom ? parent : NULL;
+	return r->buf;
+}
+
+static void wq_buf_free(struct qhca_ring *r, uint64_t type)
+{
+	buf_free(r->parent, r->parent != NULL, r->buf, type);
+	r->buf = NULL;
+}
+
+/*
+ * ibv_alloc_parent_domain: the PD it contains (the kernel knows only that one) and, if
+ * given, allocators for the rings of QPs, SRQs and CQs created in it. No thread domains.
+ */
+struct ibv_pd *qhca_alloc_parent_domain(struct ibv_context *context,
+					struct ibv_parent_domain_init_attr *attr)
+{
+	struct qhca_pd *pd;
+
+	if (ibv_check_alloc_parent_domain(attr))
+		return NULL;
+	if (attr->td || (attr->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+						      IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)) ||
+	    to_qpd(attr->pd)->protection) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
+	    (!attr->alloc || !attr->free)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	ibv_initialize_parent_domain(&pd->ibv_pd, attr->pd);
+	pd->protection = to_qpd(attr->pd);
+	pd->handle = pd->protection->handle;
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		pd->alloc = attr->alloc;
+		pd->free = attr->free;
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	return &pd->ibv_pd;
+}
+
 /* The smallest l with 2^l >= v, for any v (0 and 1 give 0). */
 static unsigned int log2_ceil(uint64_t v)
 {
@@ -102,7 +201,7 @@ static bool ring_full(struct qhca_ring *r)
 
 /* ---------------------------------------------------------------- completion queues */
 /* A CQ with its ring for @cqe entries; the caller creates it in the kernel. */
-static struct qhca_cq *cq_alloc(struct qhca_context *ctx, uint32_t cqe,
+static struct qhca_cq *cq_alloc(struct qhca_context *ctx, uint32_t cqe, struct qhca_pd *parent,
 				struct qhca_create_cq_cmd *drv)
 {
 	struct qhca_cq *cq;
@@ -117,7 +216,8 @@ static struct qhca_cq *cq_alloc(struct qhca_context *ctx, uint32_t cqe,
 		return NULL;
 	log2 = log2_ceil((uint64_t)cqe + 1);	/* one slot stays empty */
 	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
-	cq->ring = ring_alloc(cq->size);
+	cq->parent = parent;
+	cq->ring = buf_alloc(parent, cq->size, QHCA_RES_TYPE_CQ, &cq->custom);
 	if (!cq->ring) {
 		free(cq);
 		return NULL;
@@ -141,6 +241,7 @@ int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct ib_uverbs_resize_cq_resp resp;
 	struct qhca_uresize_cq cmd = {};
 	uint32_t log2;
+	bool custom;
 	size_t size;
 	void *ring;
 	int ret;
@@ -149,7 +250,7 @@ int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return EINVAL;
 	log2 = log2_ceil((uint64_t)cqe + 1);	/* one slot stays empty */
 	size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
-	ring = ring_alloc(size);
+	ring = buf_alloc(cq->parent, size, QHCA_RES_TYPE_CQ, &custom);
 	if (!ring)
 		return ENOMEM;
 	cmd.drv_payload.buf_addr = (uintptr_t)ring;
@@ -158,10 +259,11 @@ int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd), &resp, sizeof(resp));
 	if (ret) {
 		pthread_spin_unlock(&cq->lock);
-		free(ring);
+		buf_free(cq->parent, custom, ring, QHCA_RES_TYPE_CQ);
 		return ret;
 	}
-	free(cq->ring);
+	buf_free(cq->parent, cq->custom, cq->ring, QHCA_RES_TYPE_CQ);
+	cq->custom = custom;
 	cq->ring = ring;
 	cq->size = size;
 	cq->log2 = log2;
@@ -174,7 +276,7 @@ int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
 static void cq_free(struct qhca_cq *cq)
 {
 	pthread_spin_destroy(&cq->lock);
-	free(cq->ring);
+	buf_free(cq->parent, cq->custom, cq->ring, QHCA_RES_TYPE_CQ);
 	free(cq);
 }
 
@@ -189,7 +291,7 @@ struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = cq_alloc(to_qctx(context), (uint32_t)cqe, &cmd.drv_payload);
+	cq = cq_alloc(to_qctx(context), (uint32_t)cqe, NULL, &cmd.drv_payload);
 	if (!cq)
 		return NULL;
 	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
@@ -353,14 +455,25 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 	struct ibv_cq_ex *ex;
 	struct qhca_cq *cq;
 
+	struct qhca_pd *parent = NULL;
+
 	/* The standard work completion fields; no timestamps, tags or flow tags. */
 	if ((attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
-	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = cq_alloc(to_qctx(context), attr->cqe, &cmd.drv_payload);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		/* Only a parent domain: its allocators give the ring. */
+		if (!attr->parent_domain || !to_qpd(attr->parent_domain)->protection) {
+			errno = EINVAL;
+			return NULL;
+		}
+		parent = parent_of(attr->parent_domain);
+	}
+	cq = cq_alloc(to_qctx(context), attr->cqe, parent, &cmd.drv_payload);
 	if (!cq)
 		return NULL;
 	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
@@ -506,14 +619,15 @@ static int check_qp_cap(const struct qhca_context *ctx, const struct ibv_qp_cap 
 static void qp_free(struct qhca_qp *qp)
 {
 	free(qp->wr_scratch);
-	free(qp->sq.buf);
-	free(qp->rq.buf);
+	wq_buf_free(&qp->sq, QHCA_RES_TYPE_QP);
+	wq_buf_free(&qp->rq, QHCA_RES_TYPE_QP);
 	free(qp);
 }
 
 /* Size and allocate the rings of a new QP; fills the driver part of the command. */
-static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
-				struct ibv_qp_cap *cap, bool srq, struct qhca_create_qp_cmd *drv)
+static struct qhca_qp *qp_alloc(struct qhca_context *ctx, struct ibv_pd *pd,
+				enum ibv_qp_type type, struct ibv_qp_cap *cap, bool srq,
+				struct qhca_create_qp_cmd *drv)
 {
 	bool ud = type == IBV_QPT_UD;
 	struct qhca_ring sq = {}, rq = {};
@@ -548,14 +662,12 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, enum ibv_qp_type type,
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->ud = ud;
 	qp->sq = sq;
-	qp->sq.buf = ring_alloc((size_t)1 << (qp->sq.log2 + qp->sq.stride_log2));
 	qp->wr_scratch = malloc((size_t)1 << qp->sq.stride_log2);
-	if (!qp->sq.buf || !qp->wr_scratch)
+	if (!wq_buf_alloc(&qp->sq, parent_of(pd), QHCA_RES_TYPE_QP) || !qp->wr_scratch)
 		goto err;
 	if (!srq) {
 		qp->rq = rq;
-		qp->rq.buf = ring_alloc((size_t)1 << (qp->rq.log2 + qp->rq.stride_log2));
-		if (!qp->rq.buf)
+		if (!wq_buf_alloc(&qp->rq, parent_of(pd), QHCA_RES_TYPE_QP))
 			goto err;
 	}
 	qp->max_inline = cap->max_inline_data;
@@ -592,7 +704,8 @@ struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct qhca_ucreate_qp_resp resp = {};
 	struct qhca_qp *qp;
 
-	qp = qp_alloc(to_qctx(pd->context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv_payload);
+	qp = qp_alloc(to_qctx(pd->context), pd, attr->qp_type, &attr->cap, attr->srq,
+		      &cmd.drv_payload);
 	if (!qp)
 		return NULL;
 	if (ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
@@ -1158,7 +1271,8 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	qp = qp_alloc(to_qctx(context), attr->qp_type, &attr->cap, attr->srq, &cmd.drv_payload);
+	qp = qp_alloc(to_qctx(context), attr->pd, attr->qp_type, &attr->cap, attr->srq,
+		      &cmd.drv_payload);
 	if (!qp)
 		return NULL;
 	/* libibverbs' command takes no CREATE_FLAGS mask: it is empty here anyway. */
@@ -1222,8 +1336,7 @@ struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 		return NULL;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	srq->rq = rq;
-	srq->rq.buf = ring_alloc((size_t)1 << (srq->rq.log2 + srq->rq.stride_log2));
-	if (!srq->rq.buf)
+	if (!wq_buf_alloc(&srq->rq, parent_of(pd), QHCA_RES_TYPE_SRQ))
 		goto err;
 	cmd.buf_addr = (uintptr_t)srq->rq.buf;
 	cmd.log2 = srq->rq.log2;
@@ -1234,7 +1347,7 @@ struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 	srq->srqn = resp.srqn;
 	return &srq->ibv_srq;
 err:
-	free(srq->rq.buf);
+	wq_buf_free(&srq->rq, QHCA_RES_TYPE_SRQ);
 	free(srq);
 	return NULL;
 }
@@ -1271,7 +1384,7 @@ int qhca_destroy_srq(struct ibv_srq *ibsrq)
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	free(srq->rq.buf);
+	wq_buf_free(&srq->rq, QHCA_RES_TYPE_SRQ);
 	free(srq);
 	return 0;
 }
