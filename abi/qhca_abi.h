@@ -408,6 +408,7 @@ enum qhca_wc_opcode {
 	QHCA_WC_FETCH_ADD = 4,
 	QHCA_WC_BIND_MW = 5,
 	QHCA_WC_LOCAL_INV = 6,
+	QHCA_WC_ATOMIC_WRITE = 9,
 	QHCA_WC_REG_MR = 10,
 	QHCA_WC_RECV = 128,
 	QHCA_WC_RECV_RDMA_WITH_IMM = 129,
@@ -600,6 +601,8 @@ enum qhca_wr_opcode {
 	QHCA_WR_ATOMIC_FETCH_AND_ADD = 6,
 	QHCA_WR_LOCAL_INV = 7,		/* imm_inv: the key to invalidate */
 	QHCA_WR_BIND_MW = 8,		/* a struct qhca_bind_mw_seg follows the header */
+	QHCA_WR_ATOMIC_WRITE = 15,	/* RC: the 8 bytes in compare_add, as they are in memory,
+					 * to remote_addr (8-byte aligned); no SGE */
 	QHCA_WR_SEND_WITH_INV = 9,
 	QHCA_WR_REG_MR = 0x20,		/* a struct qhca_reg_mr_seg follows the header */
 };
@@ -761,6 +764,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_ATOMIC		(1u << 4)
 #define QHCA_DEV_CAP_FAST_REG		(1u << 5)	/* FAST_REG regions, REG_MR, LOCAL_INV */
 #define QHCA_DEV_CAP_MW			(1u << 6)	/* memory windows of type 1 and 2B */
+#define QHCA_DEV_CAP_ATOMIC_WRITE	(1u << 7)	/* ATOMIC_WRITE (IBA 1.5) */
 
 #define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
 #define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */

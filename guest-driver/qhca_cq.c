@@ -280,6 +280,8 @@ static enum ib_wc_opcode qhca_wc_opcode(u8 op)
 		return IB_WC_LOCAL_INV;
 	case QHCA_WC_BIND_MW:
 		return IB_WC_BIND_MW;
+	case QHCA_WC_ATOMIC_WRITE:
+		return IB_WC_ATOMIC_WRITE;
 	case QHCA_WC_REG_MR:
 		return IB_WC_REG_MR;
 	case QHCA_WC_RECV:

@@ -55,6 +55,8 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 	else
 		attr->max_fast_reg_page_list_len = 0;
+	if (a->dev_caps & QHCA_DEV_CAP_ATOMIC_WRITE)
+		attr->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
 	if (a->dev_caps & QHCA_DEV_CAP_MW) {
 		/* Windows share the device's key table with regions. */
 		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B;

@@ -524,6 +524,8 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 		return IBV_WC_FETCH_ADD;
 	case QHCA_WC_BIND_MW:
 		return IBV_WC_BIND_MW;
+	case QHCA_WC_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case QHCA_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
 	case QHCA_WC_RECV:
@@ -1111,6 +1113,15 @@ static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey)
 	wr_begin(ex, QHCA_WR_SEND_WITH_INV)->imm_inv = htole32(rkey);
 }
 
+/* IBA 1.5 ATOMIC WRITE: the 8 bytes at @data travel in the WQE. */
+static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, const void *data)
+{
+	struct qhca_sq_wqe *h = wr_begin(ex, QHCA_WR_ATOMIC_WRITE);
+
+	wr_remote(h, rkey, addr);
+	memcpy(&h->compare_add, data, 8);
+}
+
 static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t rkey)
 {
 	wr_begin(ex, QHCA_WR_LOCAL_INV)->imm_inv = htole32(rkey);
@@ -1251,7 +1262,8 @@ static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
 		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |			\
 		       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |	\
-		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |			\
+		       IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
@@ -1294,6 +1306,7 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		ex->wr_send_imm = wr_send_imm;
 		ex->wr_send_inv = wr_send_inv;
 		ex->wr_local_inv = wr_local_inv;
+		ex->wr_atomic_write = wr_atomic_write;
 		ex->wr_bind_mw = wr_bind_mw;
 		ex->wr_rdma_write = wr_rdma_write;
 		ex->wr_rdma_write_imm = wr_rdma_write_imm;

@@ -103,7 +103,8 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.vendor_part_id = QHCA_PCI_DEVICE_ID;
 	a.hw_version = QHCA_PCI_REVISION;
 	a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_UC | QHCA_DEV_CAP_UD | QHCA_DEV_CAP_SRQ |
-		     QHCA_DEV_CAP_ATOMIC | QHCA_DEV_CAP_FAST_REG | QHCA_DEV_CAP_MW;
+		     QHCA_DEV_CAP_ATOMIC | QHCA_DEV_CAP_FAST_REG | QHCA_DEV_CAP_MW |
+		     QHCA_DEV_CAP_ATOMIC_WRITE;
 	a.max_uctx = e->uctx.capacity;
 	a.max_pd = c->max_pd;
 	a.max_qp = c->max_qp;

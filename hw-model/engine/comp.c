@@ -29,6 +29,8 @@ static uint8_t wc_opcode(uint8_t wr)
 		return QHCA_WC_LOCAL_INV;
 	case QHCA_WR_BIND_MW:
 		return QHCA_WC_BIND_MW;
+	case QHCA_WR_ATOMIC_WRITE:
+		return QHCA_WC_ATOMIC_WRITE;
 	default:
 		return QHCA_WC_SEND;
 	}
@@ -237,6 +239,14 @@ static bool comp_read_response(struct qhca_engine *e, struct qhca_qp *qp,
 
 	ack_until(qp, p->psn, false);
 	sw = oldest(qp);
+	if (sw && sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE && p->psn == sw->first_psn) {
+		/* Its answer: a READ RESPONSE ONLY without payload. */
+		sw->done = true;
+		sw->status = (p->opcode & 0x1f) == ROCE_OP_READ_RESPONSE_ONLY && !p->payload_len ?
+			     QHCA_WC_SUCCESS : QHCA_WC_BAD_RESP_ERR;
+		qp->retries = 0;
+		return true;
+	}
 	if (!sw || sw->hdr.opcode != QHCA_WR_RDMA_READ || p->psn != sw->read_next) {
 		e->cnt.roce_rx_out_of_seq++;
 		return false;
@@ -266,8 +276,8 @@ static void comp_atomic_ack(struct qhca_engine *e, struct qhca_qp *qp, const str
 
 	ack_until(qp, p->psn, false);
 	sw = oldest(qp);
-	if (sw && qhca_wr_is_rd_atomic(sw->hdr.opcode) && sw->hdr.opcode != QHCA_WR_RDMA_READ &&
-	    sw->first_psn == p->psn) {
+	if (sw && (sw->hdr.opcode == QHCA_WR_ATOMIC_CMP_AND_SWP ||
+		   sw->hdr.opcode == QHCA_WR_ATOMIC_FETCH_AND_ADD) && sw->first_psn == p->psn) {
 		uint64_t orig = p->atomic_orig;
 
 		sw->done = true;

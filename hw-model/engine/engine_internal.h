@@ -418,7 +418,7 @@ static inline struct qhca_send_wqe *qhca_sq_slot(struct qhca_qp *qp, uint32_t id
 static inline bool qhca_wr_is_rd_atomic(uint8_t op)
 {
 	return op == QHCA_WR_RDMA_READ || op == QHCA_WR_ATOMIC_CMP_AND_SWP ||
-	       op == QHCA_WR_ATOMIC_FETCH_AND_ADD;
+	       op == QHCA_WR_ATOMIC_FETCH_AND_ADD || op == QHCA_WR_ATOMIC_WRITE;
 }
 
 /* Memory operations the device executes itself, sending nothing. */

@@ -23,6 +23,7 @@ static bool op_allowed(uint8_t type, uint8_t op)
 	case QHCA_WR_ATOMIC_CMP_AND_SWP:
 	case QHCA_WR_ATOMIC_FETCH_AND_ADD:
 	case QHCA_WR_SEND_WITH_INV:
+	case QHCA_WR_ATOMIC_WRITE:
 		return type == QHCA_QPT_RC;
 	case QHCA_WR_REG_MR:
 	case QHCA_WR_LOCAL_INV:
@@ -59,6 +60,15 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		    (off + sizeof(sw->reg) > stride ||
 		     qhca_wq_read(e, &qp->sq, idx, off, &sw->reg, sizeof(sw->reg))))
 			return QHCA_WC_LOC_QP_OP_ERR;
+		return QHCA_WC_SUCCESS;
+	}
+	if (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE) {
+		/* Its 8 bytes travel in the WQE. */
+		if (sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE))
+			return QHCA_WC_LOC_QP_OP_ERR;
+		if (sw->hdr.remote_addr % 8)
+			return QHCA_WC_LOC_LEN_ERR;
+		sw->length = 8;
 		return QHCA_WC_SUCCESS;
 	}
 	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
@@ -146,6 +156,9 @@ static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, ui
 	case QHCA_WR_RDMA_READ:
 		op = ROCE_OP_READ_REQUEST;
 		break;
+	case QHCA_WR_ATOMIC_WRITE:
+		op = ROCE_OP_ATOMIC_WRITE;
+		break;
 	case QHCA_WR_ATOMIC_CMP_AND_SWP:
 		op = ROCE_OP_COMPARE_SWAP;
 		break;
@@ -174,6 +187,14 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 		p.reth_va = sw->hdr.remote_addr + off;
 		p.reth_rkey = sw->hdr.rkey;
 		p.reth_len = (uint32_t)(sw->length - off);
+		p.ackreq = true;
+	} else if (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE) {
+		memcpy(e->payload, &sw->hdr.compare_add, 8);
+		p.payload = e->payload;
+		p.payload_len = 8;
+		p.reth_va = sw->hdr.remote_addr;
+		p.reth_rkey = sw->hdr.rkey;
+		p.reth_len = 8;
 		p.ackreq = true;
 	} else if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
 		p.atomic_va = sw->hdr.remote_addr;

@@ -305,6 +305,42 @@ static void resp_atomic(struct qhca_engine *e, struct qhca_qp *qp, const struct 
 	send_atomic_ack(e, qp, p->psn, orig);
 }
 
+/*
+ * ATOMIC WRITE (IBA 1.5): 8 bytes written at once, with remote write rights, and answered
+ * like a READ (a READ RESPONSE ONLY without payload, from a responder resource) so that
+ * the requester completes it only once it is placed.
+ */
+static void resp_atomic_write(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	struct qhca_rd_atomic *rd;
+	struct qhca_mr *mr;
+	const char *why = "QP without remote write";
+
+	if (!qp->max_dest_rd_atomic || p->reth_va % 8 || p->reth_len != 8 || p->payload_len != 8) {
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+			   "no responder resources or a malformed ATOMIC WRITE");
+		return;
+	}
+	if (!(qp->access & QHCA_ACCESS_REMOTE_WRITE) ||
+	    !(mr = qhca_rkey_check(e, qp, p->reth_rkey, p->reth_va, 8, QHCA_ACCESS_REMOTE_WRITE,
+				   &why))) {
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_ACCESS, QHCA_EVENT_QP_ACCESS_ERR, why);
+		return;
+	}
+	if (qhca_mr_xfer(e, mr, p->reth_va, (void *)p->payload, 8, true)) {
+		resp_error(e, qp, p, ROCE_AETH_NAK_REM_OP, QHCA_EVENT_QP_FATAL,
+			   "ATOMIC WRITE target unwritable");
+		return;
+	}
+	rd = rd_slot(qp);
+	rd->valid = true;
+	rd->opcode = ROCE_OP_ATOMIC_WRITE;
+	rd->psn = rd->last_psn = p->psn;
+	qp->epsn = (p->psn + 1) & 0xffffff;
+	qp->msn++;
+	send_read_responses(e, qp, NULL, 0, 0, p->psn);
+}
+
 /* A request with a PSN we already passed (IBA 9.7.5.1.2): answer it without redoing it. */
 static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
@@ -312,7 +348,7 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 	uint32_t i;
 
 	e->cnt.roce_rx_dup++;
-	if (oi->flags & (ROCE_F_READ | ROCE_F_ATOMIC)) {
+	if (oi->flags & (ROCE_F_READ | ROCE_F_ATOMIC | ROCE_F_ATOMIC_WRITE)) {
 		for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++) {
 			struct qhca_rd_atomic *rd = &qp->rd[i];
 
@@ -334,7 +370,11 @@ static void resp_duplicate(struct qhca_engine *e, struct qhca_qp *qp, const stru
 					return;
 				}
 				send_read_responses(e, qp, mr, p->reth_va, p->reth_len, p->psn);
-			} else if (rd->psn == p->psn && (oi->flags & ROCE_F_ATOMIC)) {
+			} else if (rd->psn == p->psn && rd->opcode == ROCE_OP_ATOMIC_WRITE &&
+				   (oi->flags & ROCE_F_ATOMIC_WRITE)) {
+				send_read_responses(e, qp, NULL, 0, 0, p->psn);	/* not redone */
+			} else if (rd->psn == p->psn && (oi->flags & ROCE_F_ATOMIC) &&
+				   rd->opcode != ROCE_OP_ATOMIC_WRITE) {
 				send_atomic_ack(e, qp, p->psn, rd->orig);	/* never redone */
 			}
 			return;
@@ -561,4 +601,6 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		resp_read(e, qp, p);
 	else if (f & ROCE_F_ATOMIC)
 		resp_atomic(e, qp, p);
+	else if (f & ROCE_F_ATOMIC_WRITE)
+		resp_atomic_write(e, qp, p);
 }

@@ -110,7 +110,9 @@ static uint64_t get64(const uint8_t *p)
 	X(ts, COMPARE_SWAP, "COMPARE_SWAP", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH | ONLY) \
 	X(ts, FETCH_ADD, "FETCH_ADD", ROCE_F_REQ | ROCE_F_ATOMIC | ROCE_F_ATOMICETH | ONLY) \
 	X(ts, SEND_LAST_INV, "SEND_LAST_WITH_INVALIDATE", REQ_SEND | ROCE_F_LAST | ROCE_F_IETH) \
-	X(ts, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE", REQ_SEND | ONLY | ROCE_F_IETH)
+	X(ts, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE", REQ_SEND | ONLY | ROCE_F_IETH) \
+	X(ts, ATOMIC_WRITE, "ATOMIC_WRITE",					\
+	  ROCE_F_REQ | ROCE_F_ATOMIC_WRITE | ROCE_F_RETH | ROCE_F_PAYLOAD | ONLY)
 
 /* Every opcode of IBA table 38 that RoCEv2 carries; flags 0: not a valid opcode. */
 static const struct roce_opcode_info opcode_table[256] = {

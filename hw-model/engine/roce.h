@@ -56,6 +56,7 @@ enum roce_op {
 	ROCE_OP_FETCH_ADD = 0x14,
 	ROCE_OP_SEND_LAST_INV = 0x16,
 	ROCE_OP_SEND_ONLY_INV = 0x17,
+	ROCE_OP_ATOMIC_WRITE = 0x1d,	/* IBA 1.5: RETH and 8 bytes of payload */
 };
 
 /*
@@ -95,6 +96,7 @@ extern const uint32_t roce_rnr_timer_us[32];
 #define ROCE_F_WRITE		(1u << 14)
 #define ROCE_F_READ		(1u << 15)
 #define ROCE_F_ATOMIC		(1u << 16)
+#define ROCE_F_ATOMIC_WRITE	(1u << 17)	/* answered by a READ RESPONSE ONLY */
 
 struct roce_opcode_info {
 	const char *name;

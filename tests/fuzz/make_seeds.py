@@ -76,6 +76,13 @@ def wqe_seeds():
     ring = b"".join(s.ljust(256, b"\0") for s in slots).ljust(2048, b"\0")
     qp = ring.ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
     yield bytes([0x44, 0x1c, 0x45, 0x46, 0x85, 0x84, 0x47, 0x1c]) + qp * 4
+    # ATOMIC WRITE (the value in compare_add, no SGE), aligned and not.
+    aw = struct.pack("<QBBBBIIIQIIQQQ", 11, 15, 1, 0, 0, 0, 0, 0, 0x10000, 1 << 8, 0,
+                     0x1122334455667788, 0, 0)
+    aw4 = struct.pack("<QBBBBIIIQIIQQQ", 12, 15, 1, 0, 0, 0, 0, 0, 0x10004, 1 << 8, 0, 1, 0, 0)
+    ring = (aw.ljust(256, b"\0") + aw4.ljust(256, b"\0")).ljust(2048, b"\0")
+    qp = ring.ljust(4096, b"\0") + rq[:4096].ljust(4096, b"\0")
+    yield bytes([0x08, 0x44, 0x45, 0x46, 0x85, 0x84, 0x47, 0x08]) + qp * 4
 
 
 def roce_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
@@ -113,6 +120,7 @@ def rx_seeds():
             roce_frame(0x0c, qpn, 0, b"", struct.pack(">QII", 0x10000, 1 << 8, 128)),
             roce_frame(0x14, qpn, 0, b"", b"", struct.pack(">QIQQ", 0x10000, 1 << 8, 1, 0)),
             roce_frame(0x11, qpn, 0, b"", b"", struct.pack(">I", 0x1f000001)),
+            roce_frame(0x1d, qpn, 0, b"8bytes!!", struct.pack(">QII", 0x10000, 1 << 8, 8)),
             roce_frame(0x64, qpn, 0, b"ud" * 20, b"", struct.pack(">II", 0x1234, 7)),
         ]
         yield b"".join(struct.pack("<H", len(f)) + f for f in frames)

@@ -2448,6 +2448,62 @@ static void test_resize_cq(void)
 	teardown();
 }
 
+/*
+ * ATOMIC WRITE (IBA 1.5): 8 bytes from the WQE placed whole at an aligned address with
+ * remote write rights, completed by a READ RESPONSE ONLY without payload. A lost response
+ * makes the requester ask again: the responder answers the duplicate without writing
+ * again (a later change to the target stays). Misaligned: LOC_LEN_ERR; no rights: remote
+ * access error.
+ */
+static void test_atomic_write(void)
+{
+	const uint64_t val = 0x1122334455667788ull, later = 0xabcdefull;
+	uint32_t lkey, rkey;
+	uint64_t lbuf, rbuf, got;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+
+	setup();
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	w = sq_wqe(&a, QHCA_WR_ATOMIC_WRITE, 1, 0, 0, 0);
+	w->num_sge = 0;
+	w->remote_addr = rbuf + 64;
+	w->rkey = rkey;
+	memcpy(&w->compare_add, &val, 8);
+	post_send(&a);
+	step_one();	/* the request lands, the answer waits on the link */
+	memcpy(&got, gptr(&nodes[1], va_to_gpa(rbuf) + 64), 8);
+	CHECK_EQ(got, val);
+	CHECK_EQ(link_n, 1);
+	link_n = 0;	/* the answer is lost */
+	memcpy(gptr(&nodes[1], va_to_gpa(rbuf) + 64), &later, 8);
+	pump();		/* timeout, the request again, the duplicate answered */
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_ATOMIC_WRITE, 8);
+	memcpy(&got, gptr(&nodes[1], va_to_gpa(rbuf) + 64), 8);
+	CHECK_EQ(got, later);
+	CHECK(nodes[0].e.cnt.retransmits >= 1);
+	/* Misaligned, then without remote write. */
+	w = sq_wqe(&a, QHCA_WR_ATOMIC_WRITE, 2, 0, 0, 0);
+	w->num_sge = 0;
+	w->remote_addr = rbuf + 4;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_LOC_LEN_ERR, 0, 0);
+	drop_pair(&a, &b);
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf,
+		QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_READ);
+	w = sq_wqe(&a, QHCA_WR_ATOMIC_WRITE, 3, 0, 0, 0);
+	w->num_sge = 0;
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf), 8));
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2481,6 +2537,7 @@ static const struct unit_test tests[] = {
 	{ "mw_type1", test_mw_type1 },
 	{ "rereg", test_rereg },
 	{ "resize_cq", test_resize_cq },
+	{ "atomic_write", test_atomic_write },
 	{}
 };
 

@@ -20,6 +20,10 @@ check() {	# check NAME COMMAND...: run COMMAND, count and print the result
     fi
 }
 
+skip() {	# skip NAME REASON: a check that does not apply here (TAP's "# SKIP"; not counted)
+    echo "ok - $1 # SKIP $2"
+}
+
 # eventually TIMEOUT COMMAND...: retry COMMAND every 0.5 s until it succeeds or TIMEOUT s pass.
 eventually() {
     local timeout=$1 t=0; shift
@@ -30,10 +34,11 @@ eventually() {
     done
 }
 
-vm_up() {	# vm_up N: a fresh set of N VMs, or the test ends here
+vm_up() {	# vm_up N [UP_ARGS...]: a fresh set of N VMs, or the test ends here
+    local n=$1; shift
     "$qhca" down > /dev/null 2>&1
     local start=$(date +%s.%N)
-    check "up -n $1" "$qhca" up -n "$1" || { finish; exit 1; }
+    check "up -n $n${*:+ $*}" "$qhca" up -n "$n" "$@" || { finish; exit 1; }
     echo "# up took $(echo "$(date +%s.%N) - $start" | bc) s"
 }
 
