@@ -36,7 +36,12 @@ if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.
     step "image: downloading and unpacking Debian packages: ${pkgs//,/ }"
     mmdebstrap --quiet --variant=extract --mode=root --include="$pkgs" bookworm "$rootfs" \
         "$img/sources" || die "mmdebstrap failed; check the apt sources in $img/sources"
+    # rdma-core's verbs test suite (tests/vm/test-pyverbs.sh) is in python3-pyverbs' docs.
+    mv "$rootfs/usr/share/doc/rdma-core/tests" "$rootfs/usr/share/rdma-core-tests" ||
+        die "python3-pyverbs has no test suite in /usr/share/doc/rdma-core/tests"
     rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian,bash-completion} "$rootfs"/var/cache/apt
+    mkdir -p "$rootfs/usr/share/doc/rdma-core"
+    mv "$rootfs/usr/share/rdma-core-tests" "$rootfs/usr/share/doc/rdma-core/tests"
     # busybox supplies what the extracted packages lack (sh, mount, setsid, ...).
     for a in $("$rootfs/bin/busybox" --list); do
         for d in bin sbin usr/bin usr/sbin; do
