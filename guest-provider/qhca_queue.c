@@ -410,9 +410,15 @@ static uint32_t cq_ex_read_byte_len(struct ibv_cq_ex *ex)
 	return le32toh(to_qcq_ex(ex)->cur->byte_len);
 }
 
+/* Immediate data, or the invalidated rkey in host order: ibv_wc_read_invalidated_rkey()
+ * reads it through this same call. */
 static __be32 cq_ex_read_imm_data(struct ibv_cq_ex *ex)
 {
-	return htobe32(le32toh(to_qcq_ex(ex)->cur->imm));
+	const struct qhca_cqe *cqe = to_qcq_ex(ex)->cur;
+
+	if (QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(cqe->src_qp_flags)) & QHCA_CQE_FLAG_INV)
+		return (__be32)le32toh(cqe->imm);
+	return htobe32(le32toh(cqe->imm));
 }
 
 static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *ex)

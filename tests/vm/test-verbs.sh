@@ -3,8 +3,8 @@
 # VM test of the verbs datapath with unmodified programs between two guests: the
 # ibv_*_pingpong examples with data checking at several sizes and MTUs, perftest
 # bandwidth and latency over RC (and UC/UD sends), loopback to the own port, capabilities
-# beyond the device's limits (qhca-limits), and a check with strace that posting and polling
-# make no system call.
+# beyond the device's limits (qhca-limits), the verbs beyond the basics between guests
+# (qhca-features), and a check with strace that posting and polling make no system call.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -92,6 +92,8 @@ check "rping (RDMA CM over the kernel's GSI QP, RDMA READ and WRITE)" \
 check "ib_send_bw -R (connection through rdma_cm)" perf ib_send_bw -R -s 4096 -n 100
 check "remote isolation: refused keys, ranges and rights leave every byte (qhca-isolation)" \
     pair "qhca-isolation server" "qhca-isolation client 192.168.77.2"
+check "rereg MR, memory windows, ATOMIC WRITE, resize CQ, SEND_WITH_INV between guests (qhca-features)" \
+    pair "qhca-features -s" "qhca-features 192.168.77.2"
 check "refused requests counted in remote_access_errors" "$qhca" exec 2 -- \
     'rdma statistic show link qhca_0/1 | grep -E "remote_access_errors ([2-9]|[1-9][0-9])"'
 check "hw_counters through rdma statistic" "$qhca" exec 1 -- \
