@@ -152,6 +152,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_REREG_MR = 0x4b,	/* handle: key of an ordinary region; in: qhca_mr_create:
 					 * new translation, PD and access, same key */
 	QHCA_CMD_RESIZE_CQ = 0x4c,	/* handle: cqn; in: qhca_cq_resize */
+	QHCA_CMD_RESIZE_SRQ = 0x4d,	/* handle: srqn; in: qhca_srq_resize */
 	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
@@ -716,6 +717,20 @@ struct qhca_srq_modify {
 	uint32_t rsvd;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_srq_modify, 8);
+
+/*
+ * RESIZE_SRQ: the SRQ moves to a new ring of 2^log2 WQEs of the same stride. The WQEs
+ * posted and not yet taken keep their free-running indices (each at index mod the new
+ * size); BAD_FIELD if they do not fit. A limit beyond the new size is disarmed.
+ */
+struct qhca_srq_resize {
+	uint8_t log2;
+	uint8_t stride_log2;		/* the SRQ's */
+	uint16_t rsvd0;
+	uint32_t rsvd1;
+	struct qhca_pbl pbl;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_srq_resize, 24);
 
 /* ---------------------------------------------------------------- counters */
 /* Port counters in the order of struct qhca_counters_block (QUERY_COUNTERS). */

@@ -70,6 +70,14 @@ struct qhca_create_cq_resp {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_create_cq_resp, 16);
 
+/* modify_srq with IB_SRQ_MAX_WR: the provider's new ring (RESIZE_SRQ keeps WQE indices). */
+struct qhca_modify_srq_cmd {
+	__u32 comp_mask;
+	__u32 log2;
+	__aligned_u64 buf_addr;	/* user virtual address, page aligned */
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_modify_srq_cmd, 16);
+
 /* resize_cq: the provider's new ring; the unpolled CQEs move to its start (RESIZE_CQ). */
 struct qhca_resize_cq_cmd {
 	__u32 comp_mask;

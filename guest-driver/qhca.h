@@ -37,6 +37,7 @@
 #define QHCA_RESIZE_CQ_CMD_COMP_MASK		0u
 #define QHCA_CREATE_QP_CMD_COMP_MASK		0u
 #define QHCA_CREATE_SRQ_CMD_COMP_MASK		0u
+#define QHCA_MODIFY_SRQ_CMD_COMP_MASK		0u
 
 /* MSI-X vectors: admin and async events, Ethernet, then the completion vectors. */
 #define QHCA_VEC_ADMIN		0

@@ -665,13 +665,69 @@ err_ring:
 	return err;
 }
 
+/*
+ * IB_SRQ_MAX_WR of a user SRQ: the provider's new ring, pinned; the device moves the WQEs
+ * posted and not yet taken into it (EINVAL if they do not fit). The provider does not post
+ * meanwhile. Kernel SRQs keep their size: posting cannot wait for an admin command.
+ */
+static int qhca_srq_resize(struct qhca_dev *dev, struct qhca_srq *srq, u32 max_wr,
+			   struct ib_udata *udata)
+{
+	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
+							       ibucontext);
+	struct qhca_ring r = { .stride_log2 = srq->rq.stride_log2 }, old;
+	struct qhca_modify_srq_cmd ucmd = {};
+	struct qhca_srq_resize c = {};
+	struct qhca_pbl_buf pb = {};
+	bool keep = false;
+	int err;
+
+	if (!uctx)
+		return -EOPNOTSUPP;
+	if (!max_wr || max_wr > dev->attr.max_srq_wr)
+		return -EINVAL;
+	err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
+			    QHCA_MODIFY_SRQ_CMD_COMP_MASK);
+	if (err)
+		return err;
+	/* May round up, never down; checked before any shift. */
+	if (ucmd.log2 < order_base_2(max_wr))
+		return -EINVAL;
+	r.log2 = ucmd.log2;
+	if (!qhca_ring_geometry_ok(&r, dev->attr.max_srq_wr))
+		return -EINVAL;
+	err = qhca_ring_get(dev, &r, srq->ibsrq.device, ucmd.buf_addr, true, &pb);
+	if (!err) {
+		c.log2 = r.log2;
+		c.stride_log2 = r.stride_log2;
+		c.pbl = pb.desc;
+		err = qhca_obj_cmd(dev, QHCA_CMD_RESIZE_SRQ, srq->srqn, &c, sizeof(c), NULL, 0,
+				   NULL);
+		keep = qhca_admin_cmd_keep(dev, err);
+	}
+	qhca_pbl_free(dev, &pb, keep);
+	if (err) {
+		qhca_ring_put(dev, &r, keep);
+		return err;
+	}
+	old = srq->rq;
+	srq->rq.umem = r.umem;
+	srq->rq.log2 = r.log2;
+	qhca_ring_put(dev, &old, false);
+	return 0;
+}
+
 int qhca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct qhca_srq_modify m = {};
+	int err;
 
-	if (mask & IB_SRQ_MAX_WR)
-		return -EOPNOTSUPP;	/* no resize */
+	if (mask & IB_SRQ_MAX_WR) {
+		err = qhca_srq_resize(to_qdev(ibsrq->device), to_qsrq(ibsrq), attr->max_wr, udata);
+		if (err)
+			return err;
+	}
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
 	m.limit = attr->srq_limit;

@@ -97,6 +97,7 @@ struct qhca_qp {
 struct qhca_srq {
 	struct ibv_srq ibv_srq;
 	uint32_t srqn;
+	struct qhca_pd *parent;		/* created in a parent domain with allocators */
 	struct qhca_ring rq;
 	pthread_spinlock_t lock;
 };
@@ -120,6 +121,7 @@ DECLARE_DRV_CMD(qhca_ucreate_cq, IB_USER_VERBS_CMD_CREATE_CQ, qhca_create_cq_cmd
 DECLARE_DRV_CMD(qhca_ucreate_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ, qhca_create_cq_cmd,
 		qhca_create_cq_resp);
 DECLARE_DRV_CMD(qhca_uresize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, qhca_resize_cq_cmd, empty);
+DECLARE_DRV_CMD(qhca_umodify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ, qhca_modify_srq_cmd, empty);
 DECLARE_DRV_CMD(qhca_ucreate_qp, IB_USER_VERBS_CMD_CREATE_QP, qhca_create_qp_cmd,
 		qhca_create_qp_resp);
 DECLARE_DRV_CMD(qhca_ucreate_srq, IB_USER_VERBS_CMD_CREATE_SRQ, qhca_create_srq_cmd,

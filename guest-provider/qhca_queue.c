@@ -1355,7 +1355,8 @@ struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 		return NULL;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	srq->rq = rq;
-	if (!wq_buf_alloc(&srq->rq, parent_of(pd), QHCA_RES_TYPE_SRQ))
+	srq->parent = parent_of(pd);
+	if (!wq_buf_alloc(&srq->rq, srq->parent, QHCA_RES_TYPE_SRQ))
 		goto err;
 	cmd.buf_addr = (uintptr_t)srq->rq.buf;
 	cmd.log2 = srq->rq.log2;
@@ -1375,17 +1376,40 @@ int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
 	struct qhca_context *ctx = to_qctx(ibsrq->context);
 	struct qhca_srq *srq = to_qsrq(ibsrq);
-	struct ibv_modify_srq cmd;
+	struct qhca_umodify_srq cmd = {};
+	struct qhca_ring r = srq->rq, old;
+	int ret;
 
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	/* A size beyond the device is invalid; within it the kernel refuses the resize. */
-	if ((mask & IBV_SRQ_MAX_WR) && (attr->max_wr < 1 || attr->max_wr > ctx->max_srq_wr))
+	if (!(mask & IBV_SRQ_MAX_WR)) {
+		if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > 1u << srq->rq.log2)
+			return EINVAL;
+		return ibv_cmd_modify_srq(ibsrq, attr, mask, &cmd.ibv_cmd, sizeof(cmd));
+	}
+	/* Resize: a new ring; the device moves what is posted and not taken (RESIZE_SRQ),
+	 * at the same indices, so the producer and consumer indices stay. */
+	ret = ring_entries_log2(attr->max_wr, ctx->max_srq_wr, &r.log2);
+	if (ret)
+		return ret;
+	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > 1u << r.log2)
 		return EINVAL;
-	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > 1u << srq->rq.log2)
-		return EINVAL;
-
-	return ibv_cmd_modify_srq(ibsrq, attr, mask, &cmd, sizeof(cmd));
+	if (!wq_buf_alloc(&r, srq->parent, QHCA_RES_TYPE_SRQ))
+		return ENOMEM;
+	cmd.drv_payload.log2 = r.log2;
+	cmd.drv_payload.buf_addr = (uintptr_t)r.buf;
+	pthread_spin_lock(&srq->lock);
+	ret = ibv_cmd_modify_srq(ibsrq, attr, mask, &cmd.ibv_cmd, sizeof(cmd));
+	if (!ret) {
+		old = srq->rq;
+		srq->rq.buf = r.buf;
+		srq->rq.parent = r.parent;
+		srq->rq.log2 = r.log2;
+		r = old;
+	}
+	pthread_spin_unlock(&srq->lock);
+	wq_buf_free(&r, QHCA_RES_TYPE_SRQ);	/* the old ring, or the new one on failure */
+	return ret;
 }
 
 int qhca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)

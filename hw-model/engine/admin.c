@@ -27,6 +27,7 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_MR] = "DESTROY_MR",
 	[QHCA_CMD_REREG_MR] = "REREG_MR",
 	[QHCA_CMD_RESIZE_CQ] = "RESIZE_CQ",
+	[QHCA_CMD_RESIZE_SRQ] = "RESIZE_SRQ",
 	[QHCA_CMD_CREATE_QP] = "CREATE_QP",
 	[QHCA_CMD_MODIFY_QP] = "MODIFY_QP",
 	[QHCA_CMD_QUERY_QP] = "QUERY_QP",
@@ -309,6 +310,15 @@ static uint16_t cmd_resize_cq(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	return qhca_cq_resize(e, cmd->obj.handle, &r);
 }
 
+static uint16_t cmd_resize_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	struct qhca_srq_resize r;
+
+	OBJ_ARGS(&r, sizeof(r), 0);
+	return qhca_srq_resize(e, cmd->obj.handle, &r);
+}
+
 static uint16_t cmd_rereg_mr(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			     struct admin_result *res)
 {
@@ -466,6 +476,7 @@ static const struct {
 	[QHCA_CMD_DESTROY_SRQ] = { cmd_destroy_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_REREG_MR] = { cmd_rereg_mr, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_RESIZE_CQ] = { cmd_resize_cq, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_RESIZE_SRQ] = { cmd_resize_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_QUERY_COUNTERS] = { cmd_query_counters, sizeof(struct qhca_cmd_obj) },
 };
 

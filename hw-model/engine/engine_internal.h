@@ -377,6 +377,7 @@ int qhca_sgl_xfer(struct qhca_engine *e, const struct qhca_sgl *sgl, uint64_t of
 uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn);
 uint16_t qhca_cq_destroy(struct qhca_engine *e, uint32_t cqn);
 uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_cq_resize *r);
+uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_resize *r);
 struct qhca_cq *qhca_cq_find(struct qhca_engine *e, uint32_t cqn);
 void qhca_cq_reset(struct qhca_engine *e);
 void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, bool solicited);

@@ -550,6 +550,48 @@ uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca
 	return QHCA_ST_OK;
 }
 
+uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_resize *r)
+{
+	struct qhca_srq *srq = qhca_srq_find(e, srqn);
+	uint32_t stride, i;
+	struct qhca_wq nw;
+	uint8_t *wqe;
+
+	if (!srq)
+		return QHCA_ST_BAD_HANDLE;
+	if (r->rsvd0 || r->rsvd1 || r->stride_log2 != srq->wq.stride_log2 || r->log2 > 15 ||
+	    srq->wq.pi - srq->wq.ci > (1u << r->log2))
+		return QHCA_ST_BAD_FIELD;	/* what is posted must fit */
+	if (wq_load(e, &nw, &r->pbl, r->log2, r->stride_log2, 4)) {
+		free(nw.pages);
+		return QHCA_ST_BAD_FIELD;
+	}
+	stride = 1u << nw.stride_log2;
+	wqe = malloc(stride);
+	if (!wqe) {
+		free(nw.pages);
+		return QHCA_ST_NO_RESOURCES;
+	}
+	for (i = srq->wq.ci; i != srq->wq.pi; i++) {
+		if (qhca_wq_read(e, &srq->wq, i, 0, wqe, stride) ||
+		    qhca_pages_xfer(e, nw.pages, nw.npages, wqe_addr_off(&nw, i), wqe, stride,
+				    true)) {
+			free(wqe);
+			free(nw.pages);
+			return QHCA_ST_DMA_ERROR;
+		}
+	}
+	free(wqe);
+	nw.pi = srq->wq.pi;
+	nw.ci = srq->wq.ci;
+	free(srq->wq.pages);
+	srq->wq = nw;
+	if (srq->limit > (1u << nw.log2))
+		srq->limit = 0;
+	qhca_log(e, QHCA_LOG_EVENT, "SRQ 0x%x resized to %u WQEs", srqn, 1u << nw.log2);
+	return QHCA_ST_OK;
+}
+
 static void srq_free(struct qhca_engine *e, struct qhca_srq *srq)
 {
 	e->srq[qhca_obj_lookup(&e->srq_table, srq->handle)] = NULL;

@@ -2504,6 +2504,73 @@ static void test_atomic_write(void)
 	teardown();
 }
 
+/* Write receive WQE @idx (wr_id 600 + idx) into the ring at @ring of 2^@log2 WQEs. */
+static void srq_wqe(uint64_t ring, uint32_t log2, uint32_t idx, uint64_t va, uint32_t lkey)
+{
+	uint64_t w = ring + ((uint64_t)(idx & ((1u << log2) - 1)) << RQ_STRIDE_LOG2);
+	struct qhca_rq_wqe *h = gptr(&nodes[1], w);
+	struct qhca_sge *s = gptr(&nodes[1], w + 16);
+
+	h->wr_id = 600 + idx;
+	h->num_sge = 1;
+	s->addr = va;
+	s->length = 4096;
+	s->lkey = lkey;
+}
+
+/*
+ * RESIZE_SRQ: the WQEs posted and not yet taken move to the new ring under the same
+ * indices and are taken in order; posting goes on at the next index; a ring too small for
+ * what is posted, or another stride, is refused and the old ring goes on working.
+ */
+static void test_resize_srq(void)
+{
+	uint64_t lbuf, rbuf, ring1, ring2;
+	uint32_t lkey, rkey, srqn, i;
+	struct qhca_srq_create sc;
+	struct qhca_srq_resize rs;
+	struct qp a, b;
+
+	setup();
+	ring1 = galloc(&nodes[1], 4u << RQ_STRIDE_LOG2);
+	sc = (struct qhca_srq_create){ .pd = nodes[1].pd, .log2 = 2, .stride_log2 = RQ_STRIDE_LOG2 };
+	sc.pbl = pbl_for(&nodes[1], ring1, 4u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_srq_create(&nodes[1].e, &sc, &srqn), QHCA_ST_OK);
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, srqn);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	/* Indices 0..3 posted, 0 taken: 1..3 wait when the ring grows to 16. */
+	for (i = 0; i < 4; i++)
+		srq_wqe(ring1, 2, i, rbuf, rkey);
+	ring(&nodes[1], QHCA_DB_SRQ, srqn, 4);
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 10, lkey);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[1], &b.rcq, 600, QHCA_WC_SUCCESS, QHCA_WC_RECV, 10);
+	rs = (struct qhca_srq_resize){ .log2 = 1, .stride_log2 = RQ_STRIDE_LOG2 };
+	ring2 = galloc(&nodes[1], 16u << RQ_STRIDE_LOG2);
+	rs.pbl = pbl_for(&nodes[1], ring2, 16u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_srq_resize(&nodes[1].e, srqn, &rs), QHCA_ST_BAD_FIELD);	/* 3 > 2 */
+	rs.log2 = 4;
+	rs.stride_log2 = RQ_STRIDE_LOG2 + 1;
+	CHECK_EQ(qhca_srq_resize(&nodes[1].e, srqn, &rs), QHCA_ST_BAD_FIELD);
+	rs.stride_log2 = RQ_STRIDE_LOG2;
+	CHECK_EQ(qhca_srq_resize(&nodes[1].e, srqn, &rs), QHCA_ST_OK);
+	memset(gptr(&nodes[1], ring1), 0xee, 4u << RQ_STRIDE_LOG2);	/* the old ring is gone */
+	for (i = 4; i < 12; i++)
+		srq_wqe(ring2, 4, i, rbuf, rkey);
+	ring(&nodes[1], QHCA_DB_SRQ, srqn, 12);
+	for (i = 1; i < 12; i++) {
+		sq_wqe(&a, QHCA_WR_SEND, 1 + i, lbuf, 10, lkey);
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[1], &b.rcq, 600 + i, QHCA_WC_SUCCESS, QHCA_WC_RECV, 10);
+	}
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2538,6 +2605,7 @@ static const struct unit_test tests[] = {
 	{ "rereg", test_rereg },
 	{ "resize_cq", test_resize_cq },
 	{ "atomic_write", test_atomic_write },
+	{ "resize_srq", test_resize_srq },
 	{}
 };
 

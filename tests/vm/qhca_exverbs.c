@@ -8,7 +8,8 @@
  * ENOMEM until completions are polled, signaled or not. Posting in a state that does not
  * allow it fails with EINVAL: sends in RESET, INIT and RTR, receives in RESET (IBA
  * o11-2.1.1). ibv_create_qp_ex makes RC, UC and UD QPs with an empty CREATE_FLAGS mask.
- * Exit 0 if all hold.
+ * ibv_modify_srq(IBV_SRQ_MAX_WR) resizes an SRQ with receives posted: none lost, order
+ * kept, too small refused with EINVAL. Exit 0 if all hold.
  */
 #include <endian.h>
 #include <errno.h>
@@ -196,6 +197,70 @@ static void create_ex_types(struct ibv_cq_ex *cq)
 	}
 }
 
+/* An SRQ of 4 with 3 receives posted grows to 64 (and refuses 1), takes 20 more, and a
+ * QP attached to it receives 23 SENDs in order. */
+static void srq_resize(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
+		       union ibv_gid *gid)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq_attr ra = { .max_wr = 64 };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = ibv_cq_ex_to_cq(cq), .recv_cq = ibv_cq_ex_to_cq(cq),
+		.qp_type = IBV_QPT_RC, .srq = srq,
+		.cap = { .max_send_wr = 32, .max_send_sge = 1, .max_inline_data = 16 },
+	};
+	struct ibv_qp *a, *b;
+	uint64_t ids[4];
+	int st[4], op[4], i, k, recvs = 0, sends = 0;
+	uint32_t len[4];
+
+	EXPECT(srq != NULL);
+	if (!srq)
+		return;
+	a = ibv_create_qp(pd, &qa);
+	b = ibv_create_qp(pd, &qa);
+	EXPECT(a && b);
+	if (!a || !b)
+		return;
+	EXPECT(vm_connect(a, ALL_REMOTE, b->qp_num, gid_index, gid) == 0);
+	EXPECT(vm_connect(b, ALL_REMOTE, a->qp_num, gid_index, gid) == 0);
+	for (i = 0; i < 23; i++) {
+		struct ibv_sge s = { (uintptr_t)(buf + SZ + 64 * i), 64, mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 1000 + i, .sg_list = &s, .num_sge = 1 }, *bad;
+
+		if (i == 3) {
+			ra.max_wr = 1;
+			EXPECT(ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR) == EINVAL);
+			ra.max_wr = 64;
+			EXPECT(ibv_modify_srq(srq, &ra, IBV_SRQ_MAX_WR) == 0);
+		}
+		EXPECT(ibv_post_srq_recv(srq, &r, &bad) == 0);
+	}
+	for (i = 0; i < 23; i++) {
+		struct ibv_send_wr w = { .wr_id = 2000 + i, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+					 .sg_list = &(struct ibv_sge){ (uintptr_t)&i, 4, 0 },
+					 .num_sge = 1 }, *bad;
+
+		EXPECT(ibv_post_send(a, &w, &bad) == 0);
+		for (k = 0; k < 2; k++) {	/* its send and its receive completion */
+			EXPECT(poll_ex(cq, 1, ids, st, op, len) == 1 && st[0] == IBV_WC_SUCCESS);
+			if (op[0] == IBV_WC_RECV) {
+				EXPECT(ids[0] == 1000u + recvs);
+				EXPECT(*(int *)(buf + SZ + 64 * recvs) == recvs);
+				recvs++;
+			} else {
+				sends++;
+			}
+		}
+	}
+	EXPECT(recvs == 23 && sends == 23);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	EXPECT(ibv_destroy_srq(srq) == 0);
+}
+
 /* Which states accept posts: a new QP walked from RESET to RTS, then back to RESET. */
 static void post_states(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
 			union ibv_gid *gid)
@@ -346,6 +411,7 @@ int main(int argc, char **argv)
 	queue_depth(cq, mr, buf, gid_index, &gid);
 	post_states(cq, mr, buf, gid_index, &gid);
 	create_ex_types(cq);
+	srq_resize(cq, mr, buf, gid_index, &gid);
 	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
