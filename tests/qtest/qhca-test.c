@@ -652,6 +652,133 @@ static void test_two_devices_verbs(void)
     unlink(sock);
 }
 
+/* Post the WQE @w (and the 64-byte segment @seg, if any) at @n's next SQ slot. */
+static void node_post(Node *n, const struct qhca_sq_wqe *w, const void *seg, size_t seg_len)
+{
+    uint64_t slot = n->sq + (n->sq_pi & 15) * 128ull;
+
+    qtest_memwrite(n->h->qts, slot, w, sizeof(*w));
+    if (seg_len) {
+        qtest_memwrite(n->h->qts, slot + sizeof(*w), seg, seg_len);
+    }
+    qpci_io_writeq(n->h->dev, n->db, QHCA_DB_SQ, db_value(n->qpn, ++n->sq_pi));
+}
+
+/*
+ * The memory operations through the registers, between two QEMU processes: a
+ * fast-register region made valid by a REG_MR WQE takes the peer's RDMA WRITE, a LOCAL_INV
+ * makes it refuse the next; RESIZE_CQ moves pending completions; REREG_MR keeps the key.
+ */
+static void test_two_devices_memory_ops(void)
+{
+    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-m%d.sock", g_get_tmp_dir(),
+                                            getpid());
+    g_autofree char *args_a = g_strdup_printf(
+        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
+    g_autofree char *args_b = g_strdup_printf(
+        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
+    struct qhca_mr_create fr = { .flags = QHCA_MR_FAST_REG, .pbl.npages = 2 };
+    struct qhca_reg_mr_seg reg = {};
+    struct qhca_cq_resize rs = { .log2_entries = 4 };
+    struct qhca_mr_create rr = { .access = QHCA_ACCESS_ALL, .length = 8192 };
+    struct qhca_sq_wqe w = {};
+    struct qhca_sge sge = {};
+    uint32_t frkey, key, same;
+    uint8_t data[100], got[100];
+    uint64_t list, other;
+    struct qhca_cqe c;
+    Node a, b;
+    int i;
+
+    unlink(sock);
+    node_setup(&a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"), 1);
+    node_setup(&b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"), 2);
+    node_connect(&a, &b);
+    node_connect(&b, &a);
+
+    /* a: a fast-register region over its buffer, valid under a new variant. */
+    fr.pd = a.pd;
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_CREATE_MR, 0, &fr, sizeof(fr), NULL, 0, &frkey),
+                     ==, QHCA_ST_OK);
+    key = (frkey & QHCA_MR_KEY_INDEX_MASK) | ((frkey + 1) & QHCA_MR_KEY_TAG_MASK);
+    list = qhca_alloc_aligned(a.h, 4096);
+    qtest_writeq(a.h->qts, list, a.buf);
+    qtest_writeq(a.h->qts, list + 8, a.buf + 4096);
+    reg = (struct qhca_reg_mr_seg){ .iova = 0xabc000000ull, .length = 8192, .pbl_addr = list,
+                                    .key = key, .npages = 2, .page_shift = 12,
+                                    .access = QHCA_ACCESS_LOCAL_WRITE |
+                                              QHCA_ACCESS_REMOTE_WRITE };
+    w = (struct qhca_sq_wqe){ .wr_id = 1, .opcode = QHCA_WR_REG_MR, .flags = QHCA_WQE_SIGNALED };
+    node_post(&a, &w, &reg, sizeof(reg));
+    c = node_cqe(&a, 0);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_WC_REG_MR);
+
+    /* b writes 100 bytes into it. */
+    for (i = 0; i < (int)sizeof(data); i++) {
+        data[i] = i * 7 + 1;
+    }
+    qtest_memwrite(b.h->qts, b.buf, data, sizeof(data));
+    w = (struct qhca_sq_wqe){ .wr_id = 2, .opcode = QHCA_WR_RDMA_WRITE,
+                              .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
+                              .remote_addr = 0xabc000000ull + 4090, .rkey = key };
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = sizeof(data), .lkey = b.mrkey };
+    node_post(&b, &w, &sge, sizeof(sge));
+    c = node_cqe(&b, 0);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    qtest_memread(a.h->qts, a.buf + 4090, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* a invalidates it twice (a free key too) and leaves both completions pending. */
+    w = (struct qhca_sq_wqe){ .wr_id = 3, .opcode = QHCA_WR_LOCAL_INV,
+                              .flags = QHCA_WQE_SIGNALED, .imm_inv = key };
+    node_post(&a, &w, NULL, 0);
+    w.wr_id = 4;
+    node_post(&a, &w, NULL, 0);
+    /* Its send CQ moves to a new ring with them: both still there, in order. */
+    a.cq_ring[0] = qhca_alloc_aligned(a.h, 4096);
+    rs.pbl = node_pbl(a.h, a.cq_ring[0], 1);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_RESIZE_CQ, a.scq, &rs, sizeof(rs), NULL, 0, NULL),
+                     ==, QHCA_ST_OK);
+    a.cq_ci[0] = 0;
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 3);
+    g_assert_cmpuint(c.opcode, ==, QHCA_WC_LOCAL_INV);
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 4);
+
+    /* The freed key refuses b, and a's memory stays. */
+    w = (struct qhca_sq_wqe){ .wr_id = 5, .opcode = QHCA_WR_RDMA_WRITE,
+                              .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
+                              .remote_addr = 0xabc000000ull, .rkey = key };
+    node_post(&b, &w, &sge, sizeof(sge));
+    c = node_cqe(&b, 0);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_REM_ACCESS_ERR);
+    qtest_memread(a.h->qts, a.buf, got, 16);
+    for (i = 0; i < 16; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+
+    /* REREG_MR: a's ordinary region over other memory, under the same key. */
+    other = qhca_alloc_aligned(a.h, 8192);
+    rr.pd = a.pd;
+    rr.iova = a.buf_va;
+    rr.pbl = node_pbl(a.h, other, 2);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, a.mrkey, &rr, sizeof(rr), NULL, 0,
+                              NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, key, &rr, sizeof(rr), NULL, 0,
+                              NULL), ==, QHCA_ST_BAD_FIELD);
+    same = a.mrkey ^ 1;
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, same, &rr, sizeof(rr), NULL, 0,
+                              NULL), ==, QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_MR, a.mrkey, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+
+    qhca_stop(b.h);
+    qhca_stop(a.h);
+    unlink(sock);
+}
+
 /*
  * The transport timers run on the guest's clock (QEMU_CLOCK_VIRTUAL, which qtest moves
  * only by clock_step): a QP whose peer never answers keeps retrying while host time
@@ -842,6 +969,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
+    qtest_add_func("/qhca/two-devices-memory-ops", test_two_devices_memory_ops);
     qtest_add_func("/qhca/hostile-objects", test_hostile_objects);
     qtest_add_func("/qhca/timers-follow-guest-clock", test_timers_follow_guest_clock);
     return g_test_run();
