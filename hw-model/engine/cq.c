@@ -188,7 +188,11 @@ int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe
 	if (cq_write(e, cq->pages, cq->npages, cq->log2, cq->pi, cqe))
 		return -1;
 	cq->pi++;
-	if (cq->armed || (cq->armed_solicited && solicited))
+	/* Armed for solicited completions, an unsuccessful one fires too (IBA 11.4.2.2):
+	 * consumers that arm so wait for their flushed receives (RDS does). */
+	if (cq->armed || (cq->armed_solicited &&
+			  (solicited || QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, cqe->qpn_status) !=
+					QHCA_WC_SUCCESS)))
 		cq_event(e, cq);
 	return 0;
 }

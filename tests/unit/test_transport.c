@@ -2571,6 +2571,45 @@ static void test_resize_srq(void)
 	teardown();
 }
 
+/*
+ * A CQ armed for solicited completions fires for a solicited one and for any unsuccessful
+ * one (IBA 11.4.2.2), not for a plain success: RDS arms so and waits for its flushed
+ * receives when a connection goes down.
+ */
+static void test_solicited_events(void)
+{
+	uint32_t lkey, rkey, ev;
+	uint64_t lbuf, rbuf;
+	struct qhca_sq_wqe *w;
+	struct qhca_qp_attr at = { .mask = QHCA_QP_STATE, .state = QHCA_QPS_ERR };
+	struct qp a, b;
+
+	setup();
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_LOCAL_WRITE);
+	post_recv(&b, 1, rbuf, 64, rkey);
+	post_recv(&b, 2, rbuf, 64, rkey);
+	post_recv(&b, 3, rbuf, 64, rkey);
+	ring(&nodes[1], QHCA_DB_CQ_ARM_SE, b.rcq.cqn, b.rcq.ci);
+	ev = nodes[1].comp_events;
+	sq_wqe(&a, QHCA_WR_SEND, 10, lbuf, 8, lkey);
+	post_send(&a);
+	pump();
+	CHECK_EQ(nodes[1].comp_events, ev);	/* not solicited: no event */
+	w = sq_wqe(&a, QHCA_WR_SEND, 11, lbuf, 8, lkey);
+	w->flags |= QHCA_WQE_SOLICITED;
+	post_send(&a);
+	pump();
+	CHECK_EQ(nodes[1].comp_events, ev + 1);
+	expect_cqe(&nodes[1], &b.rcq, 1, QHCA_WC_SUCCESS, QHCA_WC_RECV, 8);
+	expect_cqe(&nodes[1], &b.rcq, 2, QHCA_WC_SUCCESS, QHCA_WC_RECV, 8);
+	/* Armed again; the QP fails and its last receive completes flushed: an event. */
+	ring(&nodes[1], QHCA_DB_CQ_ARM_SE, b.rcq.cqn, b.rcq.ci);
+	CHECK_EQ(qhca_qp_modify(&nodes[1].e, b.qpn, &at), QHCA_ST_OK);
+	expect_cqe(&nodes[1], &b.rcq, 3, QHCA_WC_WR_FLUSH_ERR, 0, 0);
+	CHECK_EQ(nodes[1].comp_events, ev + 2);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2606,6 +2645,7 @@ static const struct unit_test tests[] = {
 	{ "resize_cq", test_resize_cq },
 	{ "atomic_write", test_atomic_write },
 	{ "resize_srq", test_resize_srq },
+	{ "solicited_events", test_solicited_events },
 	{}
 };
 
