@@ -394,7 +394,8 @@ rds_toggle() {	# messages keep flowing for 25 s; guest 2's link down for 5 s mea
 # posted receive has come back flushed. RDS arms its receive CQ for solicited completions
 # only, and rxe raises no completion event for an error (flush) completion on such a CQ, so
 # the worker waits forever in rds_ib_conn_path_shutdown (D state) and the krdsd workqueue,
-# which serves every RDS connection, with it: no RDS reconnects until reboot.
+# which serves every RDS connection, with it: no RDS reconnects until reboot. Unloading
+# rds_rdma tears the connections down the same way and hangs as well.
 rds_rxe_gap="rxe raises no event for flush completions on a CQ armed for solicited ones: RDS/IB's shutdown hangs (docs/storage.md)"
 
 rds_diagnose() {	# why RDS did not come back: say so plainly
@@ -615,11 +616,12 @@ if wanted rds; then
         rds_pingpong -r 3
     if [ "$dev" = rxe ]; then
         skip "rds: guest 2's link down 5 s while messages flow" "$rds_rxe_gap"
+        skip "rds: rds_rdma and rds unloaded in both guests" "$rds_rxe_gap"
     else
         check "rds: guest 2's link down 5 s while messages flow: none lost or wrong" rds_toggle
         check "rds: a new exchange works after that" rds_pingpong -r 1
+        check "rds: rds_rdma and rds unloaded in both guests" rds_unload
     fi
-    check "rds: rds_rdma and rds unloaded in both guests" rds_unload
 fi
 
 if wanted iser; then
