@@ -536,6 +536,31 @@ static void node_connect(Node *n, Node *peer)
                      ==, QHCA_ST_OK);
 }
 
+/* Two QEMU processes joined by a stream netdev on a unix socket, a connected RC QP each. */
+static char *node_pair(Node *a, Node *b, char tag)
+{
+    char *sock = g_strdup_printf("%s/qhca-qtest-%c%d.sock", g_get_tmp_dir(), tag, getpid());
+    g_autofree char *args_a = g_strdup_printf(
+        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
+    g_autofree char *args_b = g_strdup_printf(
+        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
+
+    unlink(sock);
+    node_setup(a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"), 1);
+    node_setup(b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"), 2);
+    node_connect(a, b);
+    node_connect(b, a);
+    return sock;
+}
+
+static void node_pair_stop(Node *a, Node *b, char *sock)
+{
+    qhca_stop(b->h);
+    qhca_stop(a->h);
+    unlink(sock);
+    g_free(sock);
+}
+
 /* A doorbell's 64-bit value: the object it names and a producer or consumer index. */
 static uint64_t db_value(uint32_t num, uint32_t idx)
 {
@@ -568,13 +593,8 @@ static struct qhca_cqe node_cqe(Node *n, int i)
 
 static void test_two_devices_verbs(void)
 {
-    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-v%d.sock", g_get_tmp_dir(),
-                                            getpid());
-    g_autofree char *args_a = g_strdup_printf(
-        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
-    g_autofree char *args_b = g_strdup_printf(
-        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
     Node a, b;
+    char *sock;
     struct qhca_sq_wqe w = {};
     struct qhca_sge sge = {};
     struct qhca_rq_wqe rw = { .wr_id = 0x77, .num_sge = 1 };
@@ -582,11 +602,7 @@ static void test_two_devices_verbs(void)
     uint8_t data[3000], got[3000];
     int i;
 
-    unlink(sock);
-    node_setup(&a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"), 1);
-    node_setup(&b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"), 2);
-    node_connect(&a, &b);
-    node_connect(&b, &a);
+    sock = node_pair(&a, &b, 'v');
     for (i = 0; i < (int)sizeof(data); i++) {
         data[i] = i * 31 + 7;
     }
@@ -647,9 +663,7 @@ static void test_two_devices_verbs(void)
     qtest_memread(b.h->qts, b.buf, got, 100);
     g_assert_cmpmem(got, 100, data + 1000, 100);
 
-    qhca_stop(b.h);
-    qhca_stop(a.h);
-    unlink(sock);
+    node_pair_stop(&a, &b, sock);
 }
 
 /* Post the WQE @w (and the 64-byte segment @seg, if any) at @n's next SQ slot. */
@@ -671,12 +685,6 @@ static void node_post(Node *n, const struct qhca_sq_wqe *w, const void *seg, siz
  */
 static void test_two_devices_memory_ops(void)
 {
-    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-m%d.sock", g_get_tmp_dir(),
-                                            getpid());
-    g_autofree char *args_a = g_strdup_printf(
-        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
-    g_autofree char *args_b = g_strdup_printf(
-        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
     struct qhca_mr_create fr = { .flags = QHCA_MR_FAST_REG, .pbl.npages = 2 };
     struct qhca_reg_mr_seg reg = {};
     struct qhca_cq_resize rs = { .log2_entries = 4 };
@@ -687,14 +695,11 @@ static void test_two_devices_memory_ops(void)
     uint8_t data[100], got[100];
     uint64_t list, other;
     struct qhca_cqe c;
+    char *sock;
     Node a, b;
     int i;
 
-    unlink(sock);
-    node_setup(&a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"), 1);
-    node_setup(&b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"), 2);
-    node_connect(&a, &b);
-    node_connect(&b, &a);
+    sock = node_pair(&a, &b, 'm');
 
     /* a: a fast-register region over its buffer, valid under a new variant. */
     fr.pd = a.pd;
@@ -774,9 +779,7 @@ static void test_two_devices_memory_ops(void)
     g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_MR, a.mrkey, NULL, 0, NULL, 0, NULL), ==,
                      QHCA_ST_OK);
 
-    qhca_stop(b.h);
-    qhca_stop(a.h);
-    unlink(sock);
+    node_pair_stop(&a, &b, sock);
 }
 
 /*

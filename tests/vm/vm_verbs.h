@@ -8,7 +8,20 @@
 
 #include <string.h>
 
+#include <stdio.h>
+
 #include <infiniband/verbs.h>
+
+/* A check of a test program: a failure is printed and counted; main returns non-zero. */
+static int vm_fails __attribute__((unused));
+
+#define EXPECT(c)							\
+	do {								\
+		if (!(c)) {						\
+			fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c);	\
+			vm_fails++;					\
+		}							\
+	} while (0)
 
 static inline struct ibv_context *vm_open(const char *name)
 {
