@@ -17,9 +17,11 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 dev=${QHCA_STORAGE_DEV:-qhca}
+# toggle_loops: the I/O across a link toggle repeats so that it outlasts the toggle on the
+# faster device.
 case $dev in
-qhca) net=192.168.77 up_args=() ;;
-rxe) net=192.168.78 up_args=(--rxe) ;;
+qhca) net=192.168.77 up_args=() toggle_loops=8 ;;
+rxe) net=192.168.78 up_args=(--rxe) toggle_loops=1 ;;
 *) echo "QHCA_STORAGE_DEV must be qhca or rxe, not '$dev'" >&2; exit 2 ;;
 esac
 srv=$net.2 cli=$net.1
@@ -231,7 +233,7 @@ EOF
 nvme_toggle() {	# fio over the file namespace with guest 2's link down for 5 s in the middle
     toggle_during 4 5 240 <<EOF
 connect $nqn_file
-fio_v "\$(nsdev $nqn_file)" 64k 32 48m
+fio_v "\$(nsdev $nqn_file)" 64k 32 48m --loops=$toggle_loops
 nvme disconnect -n $nqn_file > /dev/null || fail "nvme disconnect -n $nqn_file failed"
 EOF
     local rc=$?
@@ -471,7 +473,7 @@ EOF
 
 iser_toggle() {	# log in, fio with guest 2's link down 5 s, log out
     iser_login || return 1
-    toggle_during 3 5 300 <<<'fio_v /dev/$(iscsi_disk) 64k 32 48m' || return 1
+    toggle_during 3 5 300 <<<"fio_v /dev/\$(iscsi_disk) 64k 32 48m --loops=$toggle_loops" || return 1
     gsh 1 30 <<<'dmesg | grep -E "detected conn error|session recovery|iSER" | tail -n 3'
     iser_logout
 }
@@ -553,7 +555,7 @@ EOF
 
 srp_toggle() {	# log in, fio with guest 2's link down 5 s, log out
     srp_login || return 1
-    toggle_during 3 5 300 <<<'fio_v /dev/$(srp_disk) 64k 32 48m' || return 1
+    toggle_during 3 5 300 <<<"fio_v /dev/\$(srp_disk) 64k 32 48m --loops=$toggle_loops" || return 1
     gsh 1 30 <<<'dmesg | grep -iE "srp.*(reconnect|failed|error)" | tail -n 3'
     srp_logout
 }
