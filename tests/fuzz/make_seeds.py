@@ -29,6 +29,15 @@ def admin_seeds():
     yield b"\3" + cmd(0x42, obj(48)) + mr.ljust(192, b"\0")          # CREATE_MR
     yield b"\0" + struct.pack("<II", 0x10, 2) + b"\1" + struct.pack("<Q", 0x100000001)
     yield b"\3" + cmd(0x50, obj(0, 0, 256)) + b"\0" * 192          # QUERY_COUNTERS
+    # On the objects of the deep set-up (odd length): REREG_MR of the region (key 0x100),
+    # RESIZE_CQ of the first CQ, RESIZE_SRQ.
+    pbl = struct.pack("<QIB3x", 0x104000, 2, 1)
+    rereg = struct.pack("<IIQQII", 1 << 20 | 1, 15, 0x10000, 0x2000, 0, 0) + pbl
+    yield b"\3" + cmd(0x4b, obj(48, 0x100)) + rereg.ljust(193, b"\0")
+    resize = pbl + struct.pack("<II", 4, 0)
+    yield b"\3" + cmd(0x4c, obj(24, 1 << 20 | 1)) + resize.ljust(193, b"\0")
+    yield b"\3" + cmd(0x4d, obj(24, 1 << 20 | 1)) + (struct.pack("<BBHI", 3, 5, 0, 0) +
+                                                    pbl).ljust(193, b"\0")
 
 
 FRMR_KEY = 0x200	# the fast-register region of fz_setup (index 1, first generation)
