@@ -9,6 +9,7 @@ qhca="$QHCA_ROOT/tools/qhca"
 export QHCA_RUN=${QHCA_RUN:-$QHCA_CACHE/run-bench}
 out="$QHCA_RUN/results.txt"
 iters=${QHCA_BENCH_ITERS:-500}
+export QHCA_VM_MEM=${QHCA_VM_MEM:-1536}	# the NFS file lives in the server's RAM
 
 # perf DEV PROG SIZE: run PROG between the guests on DEV; prints the figure we report.
 perf() {
@@ -57,6 +58,18 @@ done
 sleep 2
 run_all rxe rxe0
 
+# Storage: NVMe-oF and NFS over RDMA, on each device by its addresses.
+. "$QHCA_ROOT/bench/storage.sh"
+declare -A sto
+for d in "qhca 192.168.77" "rxe 192.168.78"; do
+    set -- $d
+    step "bench: $1: NVMe-oF over a null_blk namespace"
+    read -r sto[$1_iops] sto[$1_rd] sto[$1_wr] <<<"$(nvme_bench "$2" || echo failed failed failed)"
+    step "bench: $1: NFSv3 over RDMA, sequential read of 256 MiB"
+    sto[$1_nfs]=$(nfs_bench "$2" || echo failed)
+    storage_stop
+done
+
 : > "$out"
 printf '%-30s %14s %18s\n' "" "qhca" "rxe (virtio-net)"
 for t in "${tests[@]}"; do
@@ -64,6 +77,12 @@ for t in "${tests[@]}"; do
     q=${res[qhca $1 $2]} r=${res[rxe $1 $2]}
     printf '%-30s %14s %18s\n' "$1 -s $2 ($3)" "$q" "$r"
     printf '{"test":"%s","size":%s,"unit":"%s","qhca":"%s","rxe":"%s"}\n' "$1" "$2" "$3" "$q" "$r" >> "$out"
+done
+for t in "iops NVMe-oF 4 KiB randread QD32 (IOPS)" "rd NVMe-oF 1 MiB seq read (MB/s)" \
+         "wr NVMe-oF 1 MiB seq write (MB/s)" "nfs NFSv3/RDMA read 256 MiB (MB/s)"; do
+    k=${t%% *} name=${t#* }
+    printf '%-30s %14s %18s\n' "$name" "${sto[qhca_$k]}" "${sto[rxe_$k]}"
+    printf '{"test":"%s","qhca":"%s","rxe":"%s"}\n' "$name" "${sto[qhca_$k]}" "${sto[rxe_$k]}" >> "$out"
 done
 printf '{"test":"host_memcpy","size":1048576,"unit":"MB/s","value":"%s"}\n' "$memcpy_mb" >> "$out"
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"

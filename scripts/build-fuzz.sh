@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-need_pkgs clang libclang-rt-14-dev python3
+need_pkgs clang libclang-rt-14-dev python3 zlib1g-dev
 out="$QHCA_CACHE/fuzz"
 mkdir -p "$out"
 srcs=("$QHCA_ROOT"/hw-model/engine/*.c)
@@ -19,7 +19,7 @@ for t in admin wqe rx mixed; do
     step "fuzz: building fuzz_$t" >&2
     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -I"$QHCA_ROOT/abi" -I"$QHCA_ROOT/hw-model/engine" \
-        "$QHCA_ROOT/tests/fuzz/fuzz_$t.c" "${srcs[@]}" -o "$bin" >&2 ||
+        -DQHCA_CRC_ZLIB "$QHCA_ROOT/tests/fuzz/fuzz_$t.c" "${srcs[@]}" -lz -o "$bin" >&2 ||
         die "building fuzz_$t failed"
 done
 python3 "$QHCA_ROOT/tests/fuzz/make_seeds.py" "$out/seeds" >&2

@@ -7,7 +7,7 @@ set -euo pipefail
 
 flavour=${1:-plain}
 bash "$QHCA_ROOT/scripts/setup-apt.sh"
-need_pkgs build-essential ninja-build pkg-config
+need_pkgs build-essential ninja-build pkg-config zlib1g-dev libisal-dev
 need_backports meson 1.5 python3-pycotap
 
 build="$QHCA_CACHE/host-build/$(echo "$QHCA_ROOT" | sha256sum | cut -c1-8)-$flavour"

@@ -15,7 +15,7 @@ bash "$QHCA_ROOT/scripts/setup-apt.sh"
 # gcc-multilib: QEMU's configure builds the x86 option ROMs (linuxboot_dma.bin for -kernel)
 # only when the host compiler can emit 32-bit code; Debian's +ds source ships no ROM images.
 need_pkgs build-essential gcc-multilib seabios ccache ninja-build pkg-config flex bison bzip2 xz-utils dpkg-dev \
-    python3-venv libglib2.0-dev libpixman-1-dev zlib1g-dev libslirp-dev
+    python3-venv libglib2.0-dev libpixman-1-dev zlib1g-dev libslirp-dev libisal-dev
 need_backports meson 1.5 python3-pycotap
 
 patches=("$QHCA_ROOT"/qemu-patches/*.patch)

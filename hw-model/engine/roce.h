@@ -170,5 +170,7 @@ bool roce_icrc_update(uint8_t *frame, size_t len);
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) continuing from @crc. */
 uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len);
+uint32_t roce_crc32_table(uint32_t crc, const void *buf, size_t len);
+extern const char roce_crc32_impl[];	/* which implementation roce_crc32() is */
 
 #endif /* QHCA_ROCE_H */
