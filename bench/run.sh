@@ -33,6 +33,11 @@ gcc -O2 -o "$QHCA_CACHE/memcpy-bench" "$QHCA_ROOT/bench/memcpy.c"
 memcpy_mb=$("$QHCA_CACHE/memcpy-bench")
 echo "host memcpy: $memcpy_mb MB/s"
 
+step "bench: the device alone (two engines back to back in one process)"
+engine_out=$("$(bash "$QHCA_ROOT/scripts/build-host.sh" plain)/bench-engine") ||
+    die "bench-engine failed"
+echo "$engine_out"
+
 "$qhca" down > /dev/null 2>&1
 trap '"$qhca" down > /dev/null 2>&1' EXIT
 "$qhca" up -n 2 --rxe || die "VMs did not boot"
@@ -85,4 +90,7 @@ for t in "iops NVMe-oF 4 KiB randread QD32 (IOPS)" "rd NVMe-oF 1 MiB seq read (M
     printf '{"test":"%s","qhca":"%s","rxe":"%s"}\n' "$name" "${sto[qhca_$k]}" "${sto[rxe_$k]}" >> "$out"
 done
 printf '{"test":"host_memcpy","size":1048576,"unit":"MB/s","value":"%s"}\n' "$memcpy_mb" >> "$out"
+awk '$1 ~ /^(WRITE|READ|SEND)$/ { printf "{\"test\":\"engine %s\",\"size\":%s,\"GB/s\":%s,\"packets/s\":%s,\"ns/packet\":%s}\n", $1, $2, $4, $5, $6 }' \
+    <<<"$engine_out" >> "$out"
+echo "$engine_out" | sed -n '1,2p;/^WRITE/p' | head -n 6
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"

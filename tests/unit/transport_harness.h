@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The transport harness: two engines, each with its own fake guest memory, joined by an
+ * in-memory link that can drop, reorder and duplicate frames by a seeded generator, and a
+ * tiny driver (EQ, PD, CQs, QPs, regions, WQEs, doorbells, polling). Used by the transport
+ * unit tests and by the device-alone benchmark (bench/engine_bench.c).
+ */
+#ifndef QHCA_TRANSPORT_HARNESS_H
+#define QHCA_TRANSPORT_HARNESS_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "unit.h"
+
+#define MEM_BASE	0x10000000ull
+#define MEM_SIZE	(8u << 20)
+#define MAX_FRAMES	4096
+
+struct node {
+	struct qhca_engine e;
+	uint8_t *mem;
+	uint64_t brk;		/* bump allocator in guest memory */
+	uint64_t deadline;
+	uint8_t mac[6];
+	uint8_t gid[16];
+	uint32_t eq, pd, uctx;
+	unsigned comp_events, async_events;
+	int id;
+};
+
+struct frame {
+	int to;
+	size_t len;
+	uint8_t data[4200];
+};
+
+static struct node nodes[2];
+static uint8_t harness_path_mtu = 3;	/* IBA encoding: 1024 bytes */
+static struct frame *link_q;
+static unsigned link_n;
+static uint64_t now;
+static unsigned drop_pct, dup_pct, reorder_pct;
+static unsigned long frames_sent, frames_dropped;
+static unsigned link_cap;		/* > 0: push back when this many frames wait */
+static unsigned long tx_blocks;
+
+/* ---------------------------------------------------------------- fake platform */
+static inline int mem_rw(struct node *n, uint64_t addr, void *buf, size_t len, bool write)
+{
+	if (addr < MEM_BASE || addr - MEM_BASE > MEM_SIZE || len > MEM_SIZE - (addr - MEM_BASE))
+		return -1;
+	if (write)
+		memcpy(n->mem + (addr - MEM_BASE), buf, len);
+	else
+		memcpy(buf, n->mem + (addr - MEM_BASE), len);
+	return 0;
+}
+
+static inline int op_read(void *o, uint64_t a, void *b, size_t l)
+{
+	return mem_rw(o, a, b, l, false);
+}
+
+static inline int op_write(void *o, uint64_t a, const void *b, size_t l)
+{
+	return mem_rw(o, a, (void *)b, l, true);
+}
+
+static inline void op_notify(void *o, unsigned v)
+{
+	struct node *n = o;
+
+	if (v == 0)
+		n->async_events++;
+	else
+		n->comp_events++;
+}
+
+/* The link is a ring of frames: frame k (0: the oldest) of link_n is link_at(k). */
+static unsigned link_head;
+
+static inline struct frame *link_at(unsigned k)
+{
+	return &link_q[(link_head + k) % MAX_FRAMES];
+}
+
+/* Take frame @i (0: the oldest) off the link into @out. */
+static inline void link_take(unsigned i, struct frame *out)
+{
+	unsigned k;
+
+	*out = *link_at(i);
+	if (i == 0) {
+		link_head = (link_head + 1) % MAX_FRAMES;
+	} else {
+		for (k = i; k + 1 < link_n; k++)
+			*link_at(k) = *link_at(k + 1);
+	}
+	link_n--;
+}
+
+static inline void enqueue(int to, const void *f, size_t len)
+{
+	struct frame *fr;
+
+	if (link_n == MAX_FRAMES)
+		return;
+	fr = link_at(link_n++);
+	fr->to = to;
+	fr->len = len;
+	memcpy(fr->data, f, len);
+}
+
+static inline void op_xmit(void *o, const void *f, size_t len)
+{
+	struct node *n = o;
+
+	frames_sent++;
+	if ((unsigned)rand() % 100 < drop_pct) {
+		frames_dropped++;
+		return;
+	}
+	enqueue(1 - n->id, f, len);
+	if ((unsigned)rand() % 100 < dup_pct)
+		enqueue(1 - n->id, f, len);
+	if (link_cap && link_n >= link_cap && !n->e.tx_blocked) {
+		tx_blocks++;
+		qhca_engine_tx_block(&n->e);
+	}
+}
+
+static inline uint64_t op_now(void *o)
+{
+	return now;
+}
+
+static inline void op_timer(void *o, uint64_t deadline)
+{
+	((struct node *)o)->deadline = deadline;
+}
+
+/* Host-side error reports: a guest can cause none of them (they reach the host's log). */
+static unsigned long host_errors;
+
+static inline void op_log(void *o, enum qhca_log_level level, const char *func, const char *msg)
+{
+	if (level == QHCA_LOG_ERR) {
+		host_errors++;
+		fprintf(stderr, "  host error from %s: %s\n", func, msg);
+	}
+}
+
+static const struct qhca_engine_ops ops = {
+	.dma_read = op_read,
+	.dma_write = op_write,
+	.notify = op_notify,
+	.xmit = op_xmit,
+	.now_ns = op_now,
+	.timer_arm = op_timer,
+	.log = op_log,
+};
+
+/* Deliver frames (maybe out of order) and fire timers until nothing is left to do. */
+static inline void pump(void)
+{
+	unsigned rounds = 0;
+
+	while (rounds++ < 200000) {
+		if (link_n) {
+			unsigned i = 0;
+			struct frame f;
+
+			if (link_n > 1 && (unsigned)rand() % 100 < reorder_pct)
+				i = 1 + (unsigned)rand() % (link_n - 1);
+			link_take(i, &f);
+			qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
+			continue;
+		}
+		if (nodes[0].e.tx_blocked || nodes[1].e.tx_blocked) {
+			/* The link drained: let blocked senders go on. */
+			if (nodes[0].e.tx_blocked)
+				qhca_engine_tx_resume(&nodes[0].e);
+			if (nodes[1].e.tx_blocked)
+				qhca_engine_tx_resume(&nodes[1].e);
+			continue;
+		}
+		{
+			uint64_t next = nodes[0].deadline < nodes[1].deadline ? nodes[0].deadline :
+					nodes[1].deadline;
+			int i;
+
+			if (next == UINT64_MAX)
+				return;
+			if (next > now)
+				now = next;
+			for (i = 0; i < 2; i++)
+				if (nodes[i].deadline <= now) {
+					nodes[i].deadline = UINT64_MAX;
+					qhca_engine_timer(&nodes[i].e);
+				}
+		}
+	}
+	CHECK(!"pump did not settle");
+}
+
+/* ---------------------------------------------------------------- a tiny driver */
+static inline uint64_t galloc(struct node *n, size_t size)
+{
+	uint64_t a = (n->brk + 4095) & ~4095ull;
+
+	n->brk = a + size;
+	CHECK(n->brk <= MEM_BASE + MEM_SIZE);
+	memset(n->mem + (a - MEM_BASE), 0, size);
+	return a;
+}
+
+static inline void *gptr(struct node *n, uint64_t addr)
+{
+	return n->mem + (addr - MEM_BASE);
+}
+
+/* A contiguous buffer and a one-level page list for it. */
+static inline struct qhca_pbl pbl_for(struct node *n, uint64_t buf, size_t size)
+{
+	uint32_t np = (uint32_t)((size + 4095) / 4096), i;
+	uint64_t list = galloc(n, np * 8);
+	struct qhca_pbl p = { .addr = list, .npages = np, .levels = 1 };
+
+	for (i = 0; i < np; i++)
+		((uint64_t *)gptr(n, list))[i] = buf + (uint64_t)i * 4096;
+	return p;
+}
+
+static inline void node_init(struct node *n, int id)
+{
+	struct qhca_engine_config c = {
+		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 16, .max_qp_wr = 1024,
+		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
+		.max_sge = 4, .max_inline = 256, .mtu = 4096,
+		.mac = { 0x52, 0x54, 0, 0x51, 0x48, (uint8_t)(id + 1) },
+	};
+	struct qhca_cmd_create_eq eqc;
+	uint64_t aq;
+
+	if (!n->mem)
+		n->mem = malloc(MEM_SIZE);
+	memset(n->mem, 0, MEM_SIZE);
+	n->brk = MEM_BASE;
+	n->id = id;
+	n->deadline = UINT64_MAX;
+	n->comp_events = n->async_events = 0;
+	memcpy(n->mac, c.mac, 6);
+	memset(n->gid, 0, 16);
+	n->gid[10] = n->gid[11] = 0xff;
+	n->gid[12] = 192;
+	n->gid[13] = 168;
+	n->gid[14] = 77;
+	n->gid[15] = (uint8_t)(id + 1);
+	CHECK_EQ(qhca_engine_init(&n->e, &c, &ops, n), 0);
+	aq = galloc(n, 8192);
+	qhca_engine_reg_write(&n->e, QHCA_REG_ASQ_BASE_LO, (uint32_t)aq);
+	qhca_engine_reg_write(&n->e, QHCA_REG_ACQ_BASE_LO, (uint32_t)aq + 4096);
+	qhca_engine_reg_write(&n->e, QHCA_REG_AQ_DEPTH, 2);
+	qhca_engine_reg_write(&n->e, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	qhca_engine_set_link(&n->e, true);
+	eqc = (struct qhca_cmd_create_eq){ .ring_addr = galloc(n, 4096), .log2_entries = 8,
+					   .vector = 2 };
+	CHECK_EQ(qhca_eq_create(&n->e, &eqc, &n->eq), QHCA_ST_OK);
+	n->pd = qhca_obj_alloc(&n->e.pd, QHCA_HANDLE_KERNEL);
+	n->uctx = 0;
+}
+
+static inline void setup(void)
+{
+	static bool seeded;
+
+	if (!link_q)
+		link_q = malloc(MAX_FRAMES * sizeof(*link_q));
+	if (!seeded) {
+		srand(12345);
+		seeded = true;
+	}
+	link_n = link_head = 0;
+	frames_sent = frames_dropped = 0;
+	now = 1000;
+	drop_pct = dup_pct = reorder_pct = link_cap = 0;
+	tx_blocks = 0;
+	host_errors = 0;
+	node_init(&nodes[0], 0);
+	node_init(&nodes[1], 1);
+}
+
+static inline void teardown(void)
+{
+	/* Whatever the test made the guests do, nothing was the host's fault. */
+	CHECK_EQ(host_errors, 0);
+	qhca_engine_fini(&nodes[0].e);
+	qhca_engine_fini(&nodes[1].e);
+}
+
+struct cq {
+	uint32_t cqn;
+	uint64_t ring;
+	uint32_t log2, ci;
+};
+
+static inline struct cq make_cq(struct node *n, uint32_t log2)
+{
+	struct cq cq = { .log2 = log2 };
+	size_t size = (32u << log2) + 64;
+	struct qhca_cq_create c = { .log2_entries = log2, .eq = n->eq };
+
+	cq.ring = galloc(n, size);
+	c.pbl = pbl_for(n, cq.ring, size);
+	CHECK_EQ(qhca_cq_create(&n->e, &c, &cq.cqn), QHCA_ST_OK);
+	return cq;
+}
+
+/* Poll one CQE; returns 0 if the CQ is empty. */
+static inline int poll_cq(struct node *n, struct cq *cq, struct qhca_cqe *out)
+{
+	struct qhca_cqe *c = gptr(n, cq->ring + (uint64_t)(cq->ci & ((1u << cq->log2) - 1)) * 32);
+	uint8_t phase = ((cq->ci >> cq->log2) & 1) ? 0 : 1;
+
+	memset(out, 0, sizeof(*out));
+	if ((c->owner & 1) != phase)
+		return 0;
+	*out = *c;
+	cq->ci++;
+	*(uint32_t *)gptr(n, cq->ring + (32u << cq->log2)) = cq->ci;
+	return 1;
+}
+
+static inline uint8_t cqe_status(const struct qhca_cqe *c)
+{
+	return (uint8_t)QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, c->qpn_status);
+}
+
+static inline uint8_t cqe_flags(const struct qhca_cqe *c)
+{
+	return (uint8_t)QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, c->src_qp_flags);
+}
+
+struct qp {
+	uint32_t qpn;
+	struct node *n;
+	uint64_t sq, rq;
+	uint32_t sq_pi, rq_pi;
+	uint32_t log2;
+	struct cq scq, rcq;
+};
+
+#define SQ_STRIDE_LOG2	8	/* 256: header, UD segment, 8 SGEs */
+#define RQ_STRIDE_LOG2	6
+#define SQ_SIZE		128	/* more than the device's window of WQEs in flight */
+
+static inline struct qp make_qp(struct node *n, uint8_t type, uint32_t srq)
+{
+	struct qp q = { .n = n, .log2 = 6 };
+	struct qhca_qp_create c = { .pd = n->pd, .type = type, .sq_log2 = 7, .rq_log2 = 6,
+				    .sq_stride_log2 = SQ_STRIDE_LOG2,
+				    .rq_stride_log2 = RQ_STRIDE_LOG2, .max_inline = 128,
+				    .srq = srq };
+
+	q.scq = make_cq(n, 8);
+	q.rcq = make_cq(n, 8);
+	c.send_cq = q.scq.cqn;
+	c.recv_cq = q.rcq.cqn;
+	q.sq = galloc(n, SQ_SIZE << SQ_STRIDE_LOG2);
+	q.rq = galloc(n, 64u << RQ_STRIDE_LOG2);
+	c.sq_pbl = pbl_for(n, q.sq, SQ_SIZE << SQ_STRIDE_LOG2);
+	c.rq_pbl = pbl_for(n, q.rq, 64u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &q.qpn), QHCA_ST_OK);
+	return q;
+}
+
+static inline uint16_t modify(struct qp *q, uint32_t mask, struct qhca_qp_attr *a)
+{
+	a->mask = mask;
+	return qhca_qp_modify(&q->n->e, q->qpn, a);
+}
+
+/* Bring a connected QP to RTS towards @peer. */
+static inline void connect_qp(struct qp *q, struct qp *peer, uint32_t access)
+{
+	struct qhca_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_INIT;
+	a.access_flags = access;
+	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS | QHCA_QP_PKEY_INDEX |
+			QHCA_QP_PORT, &a), QHCA_ST_OK);
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_RTR;
+	a.path_mtu = harness_path_mtu;
+	a.dest_qpn = peer->qpn;
+	a.rq_psn = 0xfffff0;	/* wraps around 2^24 soon */
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	memcpy(a.av.dgid, peer->n->gid, 16);
+	memcpy(a.av.sgid, q->n->gid, 16);
+	memcpy(a.av.dmac, peer->n->mac, 6);
+	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN |
+			QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC | QHCA_QP_MIN_RNR_TIMER, &a),
+		 QHCA_ST_OK);
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_RTS;
+	a.sq_psn = 0xfffff0;
+	a.timeout = 10;		/* 4 ms */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT |
+			QHCA_QP_RNR_RETRY | QHCA_QP_MAX_QP_RD_ATOMIC, &a), QHCA_ST_OK);
+}
+
+static inline void connect_pair(struct qp *a, struct qp *b)
+{
+	connect_qp(a, b, QHCA_ACCESS_ALL);
+	connect_qp(b, a, QHCA_ACCESS_ALL);
+}
+
+/* A memory region over a fresh buffer of @size bytes; returns its key. */
+static inline uint32_t make_mr(struct node *n, size_t size, uint32_t access, uint64_t *buf)
+{
+	struct qhca_mr_create c = { .pd = n->pd, .access = access, .length = size };
+	uint32_t key;
+
+	*buf = galloc(n, size);
+	c.iova = 0x7f0000000000ull + (*buf - MEM_BASE);	/* virtual addresses differ */
+	c.pbl = pbl_for(n, *buf, size);
+	CHECK_EQ(qhca_mr_create(&n->e, &c, &key), QHCA_ST_OK);
+	*buf = c.iova;
+	return key;
+}
+
+static inline uint64_t va_to_gpa(uint64_t va)
+{
+	return va - 0x7f0000000000ull + MEM_BASE;
+}
+
+static inline void ring(struct node *n, uint32_t reg, uint32_t num, uint32_t pi)
+{
+	qhca_engine_db_write(&n->e, reg, QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, pi) |
+			     QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num), 8);
+}
+
+static inline void post_recv(struct qp *q, uint64_t wr_id, uint64_t va, uint32_t len, uint32_t lkey)
+{
+	uint64_t w = q->rq + ((uint64_t)(q->rq_pi & 63) << RQ_STRIDE_LOG2);
+	struct qhca_rq_wqe *h = gptr(q->n, w);
+	struct qhca_sge *s = gptr(q->n, w + sizeof(*h));
+
+	h->wr_id = wr_id;
+	h->num_sge = 1;
+	s->addr = va;
+	s->length = len;
+	s->lkey = lkey;
+	ring(q->n, QHCA_DB_RQ, q->qpn, ++q->rq_pi);
+}
+
+static inline struct qhca_sq_wqe *sq_wqe(struct qp *q, uint8_t op, uint64_t wr_id, uint64_t va,
+				   uint32_t len, uint32_t lkey)
+{
+	uint64_t w = q->sq + ((uint64_t)(q->sq_pi & (SQ_SIZE - 1)) << SQ_STRIDE_LOG2);
+	struct qhca_sq_wqe *h = gptr(q->n, w);
+	struct qhca_sge *s = gptr(q->n, w + sizeof(*h));
+
+	memset(h, 0, 1u << SQ_STRIDE_LOG2);
+	h->wr_id = wr_id;
+	h->opcode = op;
+	h->flags = QHCA_WQE_SIGNALED;
+	h->num_sge = 1;
+	s->addr = va;
+	s->length = len;
+	s->lkey = lkey;
+	return h;
+}
+
+static inline void post_send(struct qp *q)
+{
+	ring(q->n, QHCA_DB_SQ, q->qpn, ++q->sq_pi);
+}
+
+static inline void fill(struct node *n, uint64_t va, size_t len, uint8_t seed)
+{
+	uint8_t *p = gptr(n, va_to_gpa(va));
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7 + (i >> 8));
+}
+
+static inline bool same(struct node *a, uint64_t va_a, struct node *b, uint64_t va_b, size_t len)
+{
+	return !memcmp(gptr(a, va_to_gpa(va_a)), gptr(b, va_to_gpa(va_b)), len);
+}
+
+/* Expect exactly one CQE with @status (and @wr_id) on @cq. */
+static inline void expect_cqe(struct node *n, struct cq *cq, uint64_t wr_id, uint8_t status,
+		       uint8_t opcode, uint32_t len)
+{
+	struct qhca_cqe c;
+
+	if (!poll_cq(n, cq, &c)) {
+		CHECK(!"expected a completion");
+		return;
+	}
+	CHECK_EQ(c.wr_id, wr_id);
+	CHECK_EQ(cqe_status(&c), status);
+	if (status == QHCA_WC_SUCCESS) {
+		CHECK_EQ(c.opcode, opcode);
+		if (len != UINT32_MAX)
+			CHECK_EQ(c.byte_len, len);
+	}
+}
+
+static inline void expect_empty(struct node *n, struct cq *cq)
+{
+	struct qhca_cqe c;
+
+	CHECK_EQ(poll_cq(n, cq, &c), 0);
+}
+
+/* Two connected RC QPs and a region on each: @lkey on node 0 (local write), @rkey on
+ * node 1 with @raccess; @size bytes each. */
+static inline void rc_pair(struct qp *a, struct qp *b, size_t size, uint32_t *lkey, uint64_t *lbuf,
+		    uint32_t *rkey, uint64_t *rbuf, uint32_t raccess)
+{
+	*a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	*b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(a, b);
+	*lkey = make_mr(&nodes[0], size, QHCA_ACCESS_LOCAL_WRITE, lbuf);
+	*rkey = make_mr(&nodes[1], size, raccess, rbuf);
+}
+
+#endif
