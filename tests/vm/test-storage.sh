@@ -212,6 +212,19 @@ fio_v "$d" "$@"
 EOF
 }
 
+nvme_poll() {	# connect the file subsystem with a poll queue (its CQ polled: IB_POLL_DIRECT)
+    gsh 1 300 "$nqn_file" <<'EOF'
+dmesg -c > /dev/null
+nvme connect -t rdma -a "$SRV" -s 4420 -n "$1" --nr-poll-queues=1 > /tmp/nc.log 2>&1 ||
+    fail "nvme connect --nr-poll-queues=1 failed: $(cat /tmp/nc.log; dmesg | tail -n 5)"
+for _i in 1 2 3 4 5 6 7 8 9 10; do [ -n "$(nsdev "$1")" ] && break; sleep 1; done
+dmesg | grep -q "mapped [0-9]*/[0-9]*/1 default/read/poll queues" ||
+    fail "no poll queue: $(dmesg | grep mapped)"
+fio_v "$(nsdev "$1")" 4k 1 8m --ioengine=pvsync2 --hipri=1
+nvme disconnect -n "$1" > /dev/null || fail "nvme disconnect -n $1 failed"
+EOF
+}
+
 nvme_disconnect() {	# guest 1: disconnect both; no NVMe device left
     gsh 1 60 "$nqn_file" "$nqn_null" <<'EOF'
 for q in "$1" "$2"; do
@@ -593,6 +606,7 @@ if wanted nvme; then
         nvme_io "$nqn_null" 512 128 4m
     check "nvme: disconnect both subsystems" nvme_disconnect
     check "nvme: connect again, the data is still there (fio --verify_only)" nvme_persist
+    check "nvme: a poll queue (IB_POLL_DIRECT), fio --hipri verify through it" nvme_poll
     check "nvme: guest 2's link down 5 s during fio: reconnect, no data error" nvme_toggle
     check "nvme: target torn down, nvmet, nvme-rdma and null_blk unloaded" nvme_teardown
     check "nvme: a new target and connection work after all that" nvme_again
