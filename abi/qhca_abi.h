@@ -419,6 +419,19 @@ enum qhca_wc_opcode {
 #define QHCA_CQE_FLAG_INV		(1u << 1)	/* imm holds the invalidated rkey */
 #define QHCA_CQE_FLAG_GRH		(1u << 2)	/* UD: a 40-byte GRH precedes the data */
 #define QHCA_CQE_FLAG_IPV4		(1u << 3)	/* UD: the packet was RoCEv2 over IPv4 */
+
+/*
+ * The service level a UD receive over RoCE reports, as ConnectX does (its PRM; RoCE annex
+ * A17.4.5.1 wants the CQE to say whether the frame was IPv4, IPv6 or RoCE v1): bit 3 the
+ * frame had a UDP header (RoCE v2), bits 0-2 the network header, 1 IPv6, 2 IPv4. UCX 1.11 to
+ * 1.17 read the GRH area of a UD receive by it (docs/compatibility.md).
+ */
+#define QHCA_WC_SL_ROCE_V2		0x8
+#define QHCA_WC_SL_IPV6			0x1
+#define QHCA_WC_SL_IPV4			0x2
+#define QHCA_WC_SL_OF_FLAGS(f)		((f) & QHCA_CQE_FLAG_GRH ? QHCA_WC_SL_ROCE_V2 |		\
+					 ((f) & QHCA_CQE_FLAG_IPV4 ? QHCA_WC_SL_IPV4 :		\
+					  QHCA_WC_SL_IPV6) : 0)
 #define QHCA_CQE_OWNER_PHASE		(1u << 0)
 /*
  * Never written by the device (no enum qhca_wc_opcode has it): the driver and the provider

@@ -437,6 +437,7 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 			wc[n].ex.invalidate_rkey = cqe->imm;
 			wc[n].wc_flags |= IB_WC_WITH_INVALIDATE;
 		}
+		wc[n].sl = QHCA_WC_SL_OF_FLAGS(cflags);
 		if (cflags & QHCA_CQE_FLAG_GRH) {
 			wc[n].wc_flags |= IB_WC_GRH | IB_WC_WITH_SMAC | IB_WC_WITH_NETWORK_HDR_TYPE;
 			memcpy(wc[n].smac, cqe->smac, ETH_ALEN);

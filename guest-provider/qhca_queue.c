@@ -443,6 +443,13 @@ static unsigned int cq_ex_read_wc_flags(struct ibv_cq_ex *ex)
 	       (f & QHCA_CQE_FLAG_GRH ? IBV_WC_GRH : 0);
 }
 
+/* UD over RoCE: the network header type, as ConnectX reports it (QHCA_WC_SL_*). */
+static uint8_t cq_ex_read_sl(struct ibv_cq_ex *ex)
+{
+	return QHCA_WC_SL_OF_FLAGS(QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK,
+						  le32toh(to_qcq_ex(ex)->cur->src_qp_flags)));
+}
+
 static uint32_t cq_ex_read_zero32(struct ibv_cq_ex *ex)
 {
 	return 0;	/* no LIDs on RoCE */
@@ -500,7 +507,7 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 	ex->read_src_qp = cq_ex_read_src_qp;
 	ex->read_wc_flags = cq_ex_read_wc_flags;
 	ex->read_slid = cq_ex_read_zero32;
-	ex->read_sl = cq_ex_read_zero8;
+	ex->read_sl = cq_ex_read_sl;
 	ex->read_dlid_path_bits = cq_ex_read_zero8;
 	return ex;
 }
@@ -574,6 +581,7 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		}
 		if (flags & QHCA_CQE_FLAG_GRH)
 			wc[n].wc_flags |= IBV_WC_GRH;
+		wc[n].sl = QHCA_WC_SL_OF_FLAGS(flags);
 		cqe_retire(to_qctx(ibcq->context), cqe);
 		cq->ci++;
 		n++;

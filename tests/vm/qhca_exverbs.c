@@ -9,7 +9,9 @@
  * allow it vm_fails with EINVAL: sends in RESET, INIT and RTR, receives in RESET (IBA
  * o11-2.1.1). ibv_create_qp_ex makes RC, UC and UD QPs with an empty CREATE_FLAGS mask.
  * ibv_modify_srq(IBV_SRQ_MAX_WR) resizes an SRQ with receives posted: none lost, order
- * kept, too small refused with EINVAL. Exit 0 if all hold.
+ * kept, too small refused with EINVAL. A UD receive over RoCE v2 and IPv4 reports its network
+ * header type in wc.sl as ConnectX does (0xa), through ibv_poll_cq and ibv_wc_read_sl.
+ * Exit 0 if all hold.
  */
 #include <endian.h>
 #include <errno.h>
@@ -251,6 +253,69 @@ static void srq_resize(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int g
 	EXPECT(ibv_destroy_srq(srq) == 0);
 }
 
+/* Two UD datagrams to our own QP: each receive says RoCE v2 over IPv4 in its SL. */
+static void ud_sl(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
+		  union ibv_gid *gid)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = ibv_cq_ex_to_cq(cq), .recv_cq = ibv_cq_ex_to_cq(cq),
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = *gid, .sgid_index = gid_index, .hop_limit = 1 } };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x1111 };
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	struct ibv_poll_cq_attr pa = {};
+	int i, k, got = 0;
+
+	EXPECT(qp && ah);
+	if (!qp || !ah)
+		return;
+	EXPECT(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_QKEY) == 0);
+	a.qp_state = IBV_QPS_RTR;
+	EXPECT(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+	a.qp_state = IBV_QPS_RTS;
+	EXPECT(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	for (i = 0; i < 2; i++) {
+		struct ibv_sge rs = { (uintptr_t)(buf + SZ + 256 * i), 256, mr->lkey };
+		struct ibv_sge ss = { (uintptr_t)buf, 16, mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 3000 + i, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr w = { .wr_id = 3100 + i, .sg_list = &ss, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					 .wr.ud = { .ah = ah, .remote_qpn = qp->qp_num,
+						    .remote_qkey = 0x1111 } }, *sbad;
+
+		EXPECT(ibv_post_recv(qp, &r, &rbad) == 0);
+		EXPECT(ibv_post_send(qp, &w, &sbad) == 0);
+		for (k = 0; k < 2000000 && got < 2 * (i + 1); k++) {
+			if (i == 0) {
+				struct ibv_wc wc;
+
+				if (ibv_poll_cq(ibv_cq_ex_to_cq(cq), 1, &wc) != 1)
+					continue;
+				got++;
+				EXPECT(wc.status == IBV_WC_SUCCESS);
+				if (wc.opcode == IBV_WC_RECV)
+					EXPECT(wc.sl == 0xa && (wc.wc_flags & IBV_WC_GRH));
+			} else {
+				if (ibv_start_poll(cq, &pa))
+					continue;
+				got++;
+				EXPECT(cq->status == IBV_WC_SUCCESS);
+				if (ibv_wc_read_opcode(cq) == IBV_WC_RECV)
+					EXPECT(ibv_wc_read_sl(cq) == 0xa);
+				ibv_end_poll(cq);
+			}
+		}
+	}
+	EXPECT(got == 4);
+	ibv_destroy_qp(qp);
+	ibv_destroy_ah(ah);
+}
+
 /* Which states accept posts: a new QP walked from RESET to RTS, then back to RESET. */
 static void post_states(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
 			union ibv_gid *gid)
@@ -402,6 +467,7 @@ int main(int argc, char **argv)
 	post_states(cq, mr, buf, gid_index, &gid);
 	create_ex_types(cq);
 	srq_resize(cq, mr, buf, gid_index, &gid);
+	ud_sl(cq, mr, buf, gid_index, &gid);
 	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
