@@ -1129,6 +1129,36 @@ static void drop_pair(struct qp *a, struct qp *b)
 	CHECK_EQ(qhca_cq_destroy(&b->n->e, b->rcq.cqn), QHCA_ST_OK);
 }
 
+static void fresh_pair(struct qp *a, struct qp *b)
+{
+	drop_pair(a, b);
+	*a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	*b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(a, b);
+}
+
+/* RDMA WRITE of @len bytes from a's @lbuf to @va with @rkey; expect @status on a. */
+static void write_to(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lkey, uint64_t va,
+		     uint32_t rkey, uint32_t len, uint8_t status)
+{
+	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_RDMA_WRITE, wr_id, lbuf, len, lkey);
+
+	w->remote_addr = va;
+	w->rkey = rkey;
+	post_send(a);
+	pump();
+	expect_cqe(a->n, &a->scq, wr_id, status, QHCA_WC_RDMA_WRITE, len);
+}
+
+static void w_send_inv(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lkey, uint32_t key)
+{
+	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_SEND_WITH_INV, wr_id, lbuf, 16, lkey);
+
+	w->imm_inv = key;
+	post_send(a);
+	pump();
+}
+
 static uint32_t make_frmr(struct node *n, uint32_t max_pages)
 {
 	struct qhca_mr_create c = { .pd = n->pd, .flags = QHCA_MR_FAST_REG,
@@ -1222,17 +1252,9 @@ static void test_fast_reg(void)
 		key = variant(frkey, (uint8_t)(frkey + 1));
 		/* Free after allocation: nothing reaches it yet. */
 		fill(&nodes[0], lbuf, len, 3);
-		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 64, lkey);
-		w->remote_addr = iova;
-		w->rkey = frkey;
-		post_send(&a);
-		pump();
-		expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+		write_to(&a, 1, lbuf, lkey, iova, frkey, 64, QHCA_WC_REM_ACCESS_ERR);
 		/* The QPs went to error; a fresh pair for the rest. */
-		drop_pair(&a, &b);
-		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-		connect_pair(&a, &b);
+		fresh_pair(&a, &b);
 
 		r = reg_wqe(&b, 2, key);
 		r->iova = iova;
@@ -1265,22 +1287,9 @@ static void test_fast_reg(void)
 		CHECK(all_zero(&nodes[1], pages[3], 1ull << shift));
 		CHECK(same(&nodes[0], lbuf, &nodes[0], lbuf + len, len));
 		/* The old variant, and one byte past the registered length: refused. */
-		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 5, lbuf, 2, lkey);
-		w->remote_addr = iova;
-		w->rkey = frkey;
-		post_send(&a);
-		pump();
-		expect_cqe(&nodes[0], &a.scq, 5, QHCA_WC_REM_ACCESS_ERR, 0, 0);
-		drop_pair(&a, &b);
-		a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-		b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-		connect_pair(&a, &b);
-		w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 6, lbuf, 2, lkey);
-		w->remote_addr = iova + len - 1;
-		w->rkey = key;
-		post_send(&a);
-		pump();
-		expect_cqe(&nodes[0], &a.scq, 6, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+		write_to(&a, 5, lbuf, lkey, iova, frkey, 2, QHCA_WC_REM_ACCESS_ERR);
+		fresh_pair(&a, &b);
+		write_to(&a, 6, lbuf, lkey, iova + len - 1, key, 2, QHCA_WC_REM_ACCESS_ERR);
 		CHECK(all_zero(&nodes[1], frmr_gpa(pages, shift, off0, len), 100));
 		teardown();
 	}
@@ -1327,12 +1336,7 @@ static void test_invalidate(void)
 	pump();
 	expect_cqe(&nodes[1], &b.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_LOCAL_INV, 0);
 	fill(&nodes[0], lbuf, 4096, 9);
-	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf, 4096, lkey);
-	w->remote_addr = 0x10000;
-	w->rkey = key;
-	post_send(&a);
-	pump();
-	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	write_to(&a, 3, lbuf, lkey, 0x10000, key, 4096, QHCA_WC_REM_ACCESS_ERR);
 	CHECK(all_zero(&nodes[1], pages[0], 4096));
 	CHECK(all_zero(&nodes[1], pages[1], 4096));
 	CHECK_EQ(qhca_qp_find(&nodes[1].e, b.qpn)->state, QHCA_QPS_ERR);
@@ -1359,12 +1363,7 @@ static void test_invalidate(void)
 	CHECK_EQ(cqe_status(&c), QHCA_WC_SUCCESS);
 	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_INV);
 	CHECK_EQ(c.imm, key);
-	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 8, lbuf, 16, lkey);
-	w->remote_addr = 0x10000;
-	w->rkey = key;
-	post_send(&a);
-	pump();
-	expect_cqe(&nodes[0], &a.scq, 8, QHCA_WC_REM_ACCESS_ERR, 0, 0);
+	write_to(&a, 8, lbuf, lkey, 0x10000, key, 16, QHCA_WC_REM_ACCESS_ERR);
 
 	/* Registering over a valid key fails, and so does the WQE after it. */
 	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
@@ -1620,35 +1619,8 @@ static void bind_mw(struct qp *q, uint64_t wr_id, uint32_t mw_key, uint32_t lkey
 	expect_cqe(q->n, &q->scq, wr_id, status, QHCA_WC_BIND_MW, 0);
 }
 
-/* RDMA WRITE of @len bytes from a's @lbuf to @va with @rkey; expect @status on a. */
-static void write_to(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lkey, uint64_t va,
-		     uint32_t rkey, uint32_t len, uint8_t status)
-{
-	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_RDMA_WRITE, wr_id, lbuf, len, lkey);
 
-	w->remote_addr = va;
-	w->rkey = rkey;
-	post_send(a);
-	pump();
-	expect_cqe(a->n, &a->scq, wr_id, status, QHCA_WC_RDMA_WRITE, len);
-}
 
-static void w_send_inv(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lkey, uint32_t key)
-{
-	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_SEND_WITH_INV, wr_id, lbuf, 16, lkey);
-
-	w->imm_inv = key;
-	post_send(a);
-	pump();
-}
-
-static void fresh_pair(struct qp *a, struct qp *b)
-{
-	drop_pair(a, b);
-	*a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	*b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-	connect_pair(a, b);
-}
 
 /*
  * Type 2 windows (IBA 10.6.7): a region without remote rights becomes reachable through a
