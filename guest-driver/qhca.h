@@ -294,6 +294,8 @@ void qhca_eth_link_change(struct qhca_dev *dev, bool up);
 
 /* qhca_mem.c */
 int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb);
+int qhca_umem_pbl_get(struct qhca_dev *dev, u64 addr, size_t size, int access,
+		      struct ib_umem **umem, struct qhca_pbl_buf *pb);
 int qhca_pbl_from_contig(struct qhca_dev *dev, dma_addr_t dma, size_t size,
 			 struct qhca_pbl_buf *pb);
 void qhca_pbl_free(struct qhca_dev *dev, struct qhca_pbl_buf *pb, bool keep);

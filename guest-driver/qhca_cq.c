@@ -137,14 +137,10 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 	cq->size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
 	if (uctx) {
-		cq->umem = ib_umem_get(ibcq->device, ucmd.buf_addr, cq->size,
-				       IB_ACCESS_LOCAL_WRITE);
-		if (IS_ERR(cq->umem)) {
-			err = PTR_ERR(cq->umem);
-			cq->umem = NULL;
+		err = qhca_umem_pbl_get(dev, ucmd.buf_addr, cq->size, IB_ACCESS_LOCAL_WRITE,
+					&cq->umem, &pb);
+		if (err)
 			return err;
-		}
-		err = qhca_pbl_from_umem(dev, cq->umem, &pb);
 	} else {
 		cq->buf = dma_alloc_coherent(&dev->pdev->dev, cq->size, &cq->dma, GFP_KERNEL);
 		if (!cq->buf)
@@ -221,14 +217,9 @@ int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return -EINVAL;
 	log2 = ucmd.log2_entries;
 	size = (sizeof(struct qhca_cqe) << log2) + sizeof(struct qhca_cq_dbrec);
-	umem = ib_umem_get(ibcq->device, ucmd.buf_addr, size, IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(umem))
-		return PTR_ERR(umem);
-	err = qhca_pbl_from_umem(dev, umem, &pb);
-	if (err) {
-		ib_umem_release(umem);
+	err = qhca_umem_pbl_get(dev, ucmd.buf_addr, size, IB_ACCESS_LOCAL_WRITE, &umem, &pb);
+	if (err)
 		return err;
-	}
 	r.pbl = pb.desc;
 	r.log2_entries = log2;
 	err = qhca_obj_cmd(dev, QHCA_CMD_RESIZE_CQ, cq->cqn, &r, sizeof(r), NULL, 0, NULL);

@@ -69,6 +69,29 @@ static void qhca_pbl_set(struct qhca_pbl_buf *pb, u32 i, u64 addr)
 	pb->lists[i / QHCA_PBL_PER_PAGE][i % QHCA_PBL_PER_PAGE] = addr;
 }
 
+/*
+ * Pin [addr, addr + size) of user memory with @access and make the device's page list of it;
+ * on failure nothing stays pinned and *umem is NULL.
+ */
+int qhca_umem_pbl_get(struct qhca_dev *dev, u64 addr, size_t size, int access,
+		      struct ib_umem **umem, struct qhca_pbl_buf *pb)
+{
+	int err;
+
+	*umem = ib_umem_get(&dev->ibdev, addr, size, access);
+	if (IS_ERR(*umem)) {
+		err = PTR_ERR(*umem);
+		*umem = NULL;
+		return err;
+	}
+	err = qhca_pbl_from_umem(dev, *umem, pb);
+	if (err) {
+		ib_umem_release(*umem);
+		*umem = NULL;
+	}
+	return err;
+}
+
 int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb)
 {
 	size_t npages = ib_umem_num_dma_blocks(umem, PAGE_SIZE);
@@ -185,14 +208,9 @@ static int qhca_mr_register(struct qhca_dev *dev, struct ib_pd *ibpd, u8 opcode,
 
 	if (!length || length > dev->attr.max_mr_size || virt + length < virt)
 		return -EINVAL;
-	*umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(*umem))
-		return PTR_ERR(*umem);
-	err = qhca_pbl_from_umem(dev, *umem, &pb);
-	if (err) {
-		ib_umem_release(*umem);
+	err = qhca_umem_pbl_get(dev, start, length, access, umem, &pb);
+	if (err)
 		return err;
-	}
 	c.pd = to_qpd(ibpd)->handle;
 	c.access = qhca_access(access);
 	c.iova = virt;

@@ -17,21 +17,15 @@
  * A work queue ring: user memory from the provider, or a kernel DMA buffer. The geometry
  * has been validated (qhca_ring_geometry_ok): at most 2^15 entries of at most 4 KiB.
  */
-static int qhca_ring_get(struct qhca_dev *dev, struct qhca_ring *r, struct ib_device *ibdev,
-			 u64 uaddr, bool user, struct qhca_pbl_buf *pb)
+static int qhca_ring_get(struct qhca_dev *dev, struct qhca_ring *r, u64 uaddr, bool user,
+			 struct qhca_pbl_buf *pb)
 {
 	size_t size = (size_t)1 << (r->log2 + r->stride_log2);
 	int err;
 
 	size = ALIGN(size, PAGE_SIZE);
 	if (user) {
-		r->umem = ib_umem_get(ibdev, uaddr, size, IB_ACCESS_LOCAL_WRITE);
-		if (IS_ERR(r->umem)) {
-			err = PTR_ERR(r->umem);
-			r->umem = NULL;
-			return err;
-		}
-		err = qhca_pbl_from_umem(dev, r->umem, pb);
+		err = qhca_umem_pbl_get(dev, uaddr, size, IB_ACCESS_LOCAL_WRITE, &r->umem, pb);
 	} else {
 		r->buf = dma_alloc_coherent(&dev->pdev->dev, size, &r->dma, GFP_KERNEL);
 		if (!r->buf)
@@ -166,11 +160,11 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	if (!qhca_ring_geometry_ok(&qp->sq, dev->attr.max_qp_wr) ||
 	    (!init->srq && !qhca_ring_geometry_ok(&qp->rq, dev->attr.max_qp_wr)))
 		return -EINVAL;
-	err = qhca_ring_get(dev, &qp->sq, ibqp->device, ucmd.sq_addr, uctx, &sq_pb);
+	err = qhca_ring_get(dev, &qp->sq, ucmd.sq_addr, uctx, &sq_pb);
 	if (err)
 		goto err_rings;
 	if (!init->srq) {
-		err = qhca_ring_get(dev, &qp->rq, ibqp->device, ucmd.rq_addr, uctx, &rq_pb);
+		err = qhca_ring_get(dev, &qp->rq, ucmd.rq_addr, uctx, &rq_pb);
 		if (err)
 			goto err_rings;
 	}
@@ -627,7 +621,7 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	}
 	if (!qhca_ring_geometry_ok(&srq->rq, dev->attr.max_srq_wr))
 		return -EINVAL;
-	err = qhca_ring_get(dev, &srq->rq, ibsrq->device, ucmd.buf_addr, uctx, &pb);
+	err = qhca_ring_get(dev, &srq->rq, ucmd.buf_addr, uctx, &pb);
 	if (err)
 		goto err_ring;
 	c.pd = to_qpd(ibsrq->pd)->handle;
@@ -696,7 +690,7 @@ static int qhca_srq_resize(struct qhca_dev *dev, struct qhca_srq *srq, u32 max_w
 	r.log2 = ucmd.log2;
 	if (!qhca_ring_geometry_ok(&r, dev->attr.max_srq_wr))
 		return -EINVAL;
-	err = qhca_ring_get(dev, &r, srq->ibsrq.device, ucmd.buf_addr, true, &pb);
+	err = qhca_ring_get(dev, &r, ucmd.buf_addr, true, &pb);
 	if (!err) {
 		c.log2 = r.log2;
 		c.stride_log2 = r.stride_log2;

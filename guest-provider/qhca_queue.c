@@ -854,6 +854,14 @@ static int build_bind(struct qhca_sq_wqe *h, uint8_t *end, struct ibv_mw *mw, ui
 	return 0;
 }
 
+/* The WQE flags of verbs send flags. */
+static uint8_t wqe_flags(unsigned int send_flags)
+{
+	return (send_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
+	       (send_flags & IBV_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
+	       (send_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+}
+
 static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t *w)
 {
 	struct qhca_sq_wqe *h = (struct qhca_sq_wqe *)w;
@@ -865,9 +873,7 @@ static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t 
 	if (wr_opcode(wr->opcode, &h->opcode))
 		return EINVAL;
 	h->wr_id = htole64(wr->wr_id);
-	h->flags = (wr->send_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
-		   (wr->send_flags & IBV_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
-		   (wr->send_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+	h->flags = wqe_flags(wr->send_flags);
 	if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
 		h->imm_inv = htole32(wr->invalidate_rkey);
 	else
@@ -963,8 +969,7 @@ int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bin
 		memset(h, 0, sizeof(*h));
 		h->wr_id = htole64(bind->wr_id);
 		h->opcode = QHCA_WR_BIND_MW;
-		h->flags = (bind->send_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
-			   (bind->send_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+		h->flags = wqe_flags(bind->send_flags);
 		ret = build_bind(h, (uint8_t *)h + ((size_t)1 << qp->sq.stride_log2), mw, rkey,
 				 &bind->bind_info);
 		if (!ret) {
@@ -1099,9 +1104,7 @@ static struct qhca_sq_wqe *wr_begin(struct ibv_qp_ex *ex, uint8_t op)
 	memset(h, 0, (size_t)1 << qp->sq.stride_log2);
 	h->wr_id = htole64(ex->wr_id);
 	h->opcode = op;
-	h->flags = (ex->wr_flags & IBV_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
-		   (ex->wr_flags & IBV_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
-		   (ex->wr_flags & IBV_SEND_FENCE ? QHCA_WQE_FENCE : 0);
+	h->flags = wqe_flags(ex->wr_flags);
 	qp->wr_cur = (uint8_t *)h;
 	return h;
 }

@@ -1619,9 +1619,6 @@ static void bind_mw(struct qp *q, uint64_t wr_id, uint32_t mw_key, uint32_t lkey
 	expect_cqe(q->n, &q->scq, wr_id, status, QHCA_WC_BIND_MW, 0);
 }
 
-
-
-
 /*
  * Type 2 windows (IBA 10.6.7): a region without remote rights becomes reachable through a
  * window bound to part of it, only within the window, only through the QP that bound it;

@@ -100,6 +100,13 @@ section() {	# section NAME: start timing a workload (the time goes to the log)
     section=$1 t_start=$(date +%s)
 }
 
+block_io() {	# block_io PROTO: fio with verification at 512 B to 1 MiB on PROTO's disk (PROTO_io)
+    check "$1: fio verify bs=512 iodepth=32" "$1_io" 512 32 4m
+    check "$1: fio verify bs=4k iodepth=128" "$1_io" 4k 128 16m
+    check "$1: fio verify bs=64k iodepth=32" "$1_io" 64k 32 32m
+    check "$1: fio verify bs=1m iodepth=8" "$1_io" 1m 8 32m
+}
+
 wanted() { [[ " $only " == *" $1 "* ]]; }
 
 # ---------------------------------------------------------------- set-up
@@ -644,10 +651,7 @@ if wanted iser; then
     section iser
     check "iser: LIO iSCSI target with iSER in guest 2 ($iqn, 64 MiB fileio, $srv:3260)" iser_target
     check "iser: discovery and login over iSER from guest 1, the disk appears" iser_login
-    check "iser: fio verify bs=512 iodepth=32" iser_io 512 32 4m
-    check "iser: fio verify bs=4k iodepth=128" iser_io 4k 128 16m
-    check "iser: fio verify bs=64k iodepth=32" iser_io 64k 32 32m
-    check "iser: fio verify bs=1m iodepth=8" iser_io 1m 8 32m
+    block_io iser
     check "iser: logout, records deleted, iscsid stopped, ib_iser unloaded" iser_logout
     check "iser: guest 2's link down 5 s during fio: session recovers, no data error" iser_toggle
     check "iser: target torn down, ib_isert and LIO unloaded" iser_teardown
@@ -658,10 +662,7 @@ if wanted srp; then
     section srp
     check "srp: ib_srpt target in guest 2 (64 MiB fileio, rdma_cm port 5000, ACL for guest 1)" srp_target
     check "srp: add_target through rdma_cm from guest 1, the disk appears" srp_login
-    check "srp: fio verify bs=512 iodepth=32" srp_io 512 32 4m
-    check "srp: fio verify bs=4k iodepth=128" srp_io 4k 128 16m
-    check "srp: fio verify bs=64k iodepth=32" srp_io 64k 32 32m
-    check "srp: fio verify bs=1m iodepth=8" srp_io 1m 8 32m
+    block_io srp
     check "srp: target port removed, no disk left, ib_srp unloaded" srp_logout
     check "srp: guest 2's link down 5 s during fio: reconnect, no data error" srp_toggle
     check "srp: target torn down, ib_srpt and LIO unloaded" srp_teardown
