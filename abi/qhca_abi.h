@@ -53,9 +53,9 @@
 
 /* Interface version: major changes are incompatible, minor ones add features. */
 #define QHCA_ABI_VERSION_MAJOR		1
-#define QHCA_ABI_VERSION_MINOR		3	/* 1: send CQEs carry their WQE index;
+#define QHCA_ABI_VERSION_MINOR		4	/* 1: send CQEs carry their WQE index;
 						 * 2: SET_MAC; 3: fast-register regions,
-						 * memory windows */
+						 * memory windows; 4: XRC */
 #define QHCA_VERSION_MAJOR_MASK		0xffff0000u	/* QHCA_REG_VERSION: bits 16-31 */
 #define QHCA_VERSION_MINOR_MASK		0x0000ffffu	/* bits 0-15 */
 #define QHCA_ABI_VERSION		(QHCA_FIELD_PREP(QHCA_VERSION_MAJOR_MASK,		\
@@ -132,6 +132,8 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DESTROY_UCTX = 0x11,
 	QHCA_CMD_CREATE_PD = 0x12,	/* result0: pd handle */
 	QHCA_CMD_DESTROY_PD = 0x13,
+	QHCA_CMD_CREATE_XRCD = 0x14,	/* result0: XRC domain handle (owned by the kernel) */
+	QHCA_CMD_DESTROY_XRCD = 0x15,	/* BUSY while XRC SRQs or XRC_TGT QPs use it */
 	QHCA_CMD_CREATE_EQ = 0x20,	/* result0: eq handle */
 	QHCA_CMD_DESTROY_EQ = 0x21,
 	QHCA_CMD_ETH_START = 0x30,	/* start the Ethernet function's rings */
@@ -192,9 +194,11 @@ struct qhca_cmd_query {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_query, 16);
 
-/* CREATE_UCTX: no arguments. DESTROY_UCTX, CREATE_PD, DESTROY_PD: one handle. */
+/* CREATE_UCTX, CREATE_XRCD: no arguments. DESTROY_UCTX, CREATE_PD, DESTROY_PD,
+ * DESTROY_XRCD: one handle. */
 struct qhca_cmd_handle {
-	uint32_t handle;	/* uctx for CREATE_PD and DESTROY_UCTX, pd for DESTROY_PD */
+	uint32_t handle;	/* uctx for CREATE_PD and DESTROY_UCTX, pd for DESTROY_PD,
+				 * xrcd for DESTROY_XRCD */
 	uint32_t rsvd;
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_handle, 8);
@@ -419,6 +423,8 @@ enum qhca_wc_opcode {
 #define QHCA_CQE_FLAG_INV		(1u << 1)	/* imm holds the invalidated rkey */
 #define QHCA_CQE_FLAG_GRH		(1u << 2)	/* UD: a 40-byte GRH precedes the data */
 #define QHCA_CQE_FLAG_IPV4		(1u << 3)	/* UD: the packet was RoCEv2 over IPv4 */
+#define QHCA_CQE_FLAG_XRC		(1u << 4)	/* a receive from an XRC SRQ: the source
+							 * QP field holds its XRC SRQ number */
 
 /*
  * The service level a UD receive over RoCE reports, as ConnectX does (its PRM; RoCE annex
@@ -511,7 +517,17 @@ enum qhca_qp_type {
 	QHCA_QPT_RC = 2,
 	QHCA_QPT_UC = 3,
 	QHCA_QPT_UD = 4,
+	QHCA_QPT_XRC_INI = 9,		/* XRC send side: an RC requester, no receive queue */
+	QHCA_QPT_XRC_TGT = 10,		/* XRC receive side: no queues of its own */
 };
+
+/*
+ * XRC (IBA 1.2 annex A14): an XRC_INI QP sends to an XRC_TGT QP, each request naming an XRC
+ * SRQ of the target's XRC domain (XRCETH); the SRQ gives the receive WQE, the completion
+ * queue and, for RDMA and atomics, the protection domain. The XRC SRQ number is the SRQ
+ * handle's low 24 bits.
+ */
+#define QHCA_XRC_SRQN_MASK		0x00ffffffu
 
 /* QP states: the values of enum ib_qp_state. */
 enum qhca_qp_state {
@@ -526,7 +542,9 @@ enum qhca_qp_state {
 
 /*
  * Queue pair: a send queue of 2^sq_log2 WQEs of 2^sq_stride_log2 bytes and a receive
- * queue (absent with an SRQ) likewise, each in its own pages.
+ * queue (absent with an SRQ) likewise, each in its own pages. XRC_INI: no receive queue
+ * (recv_cq, srq, rq_* 0). XRC_TGT: only xrcd and the kernel as owner (uctx 0; it outlives
+ * the process that made it), every other field 0. xrcd is 0 for every other type.
  */
 struct qhca_qp_create {
 	uint32_t pd;
@@ -541,6 +559,7 @@ struct qhca_qp_create {
 	uint8_t sq_stride_log2;		/* 6..12 */
 	uint8_t rq_stride_log2;		/* 4..12 */
 	uint16_t max_inline;
+	uint32_t xrcd;			/* XRC_TGT: its XRC domain */
 	struct qhca_pbl sq_pbl;
 	struct qhca_pbl rq_pbl;
 };
@@ -645,7 +664,7 @@ struct qhca_sq_wqe {
 	uint8_t rsvd0;
 	uint32_t imm_inv;		/* immediate data (as on the wire) or rkey to invalidate */
 	uint32_t inline_len;
-	uint32_t rsvd1;
+	uint32_t xrc_srqn;		/* XRC_INI: the XRC SRQ number at the target (24 bits) */
 	uint64_t remote_addr;		/* RDMA and atomics */
 	uint32_t rkey;
 	uint32_t rsvd2;
@@ -713,7 +732,12 @@ struct qhca_rq_wqe {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_rq_wqe, 16);
 
-/* Shared receive queue: 2^log2 WQEs of 2^stride_log2 bytes, like an RQ. */
+/*
+ * Shared receive queue: 2^log2 WQEs of 2^stride_log2 bytes, like an RQ. An XRC SRQ (xrcd
+ * not 0) belongs to an XRC domain and has its own completion queue @cq (of the same owner);
+ * an ordinary one has xrcd and cq 0. The device also takes the 32-byte form of ABI minor
+ * 3 and before (QHCA_SRQ_CREATE_V3_SIZE): an ordinary SRQ.
+ */
 struct qhca_srq_create {
 	uint32_t pd;
 	uint32_t uctx;
@@ -722,8 +746,12 @@ struct qhca_srq_create {
 	uint16_t rsvd0;
 	uint32_t limit;			/* 0: not armed */
 	struct qhca_pbl pbl;
+	uint32_t xrcd;
+	uint32_t cq;
+	uint64_t rsvd1;
 };
-QHCA_ABI_ASSERT_SIZE(struct qhca_srq_create, 32);
+QHCA_ABI_ASSERT_SIZE(struct qhca_srq_create, 48);
+#define QHCA_SRQ_CREATE_V3_SIZE		32
 
 struct qhca_srq_modify {
 	uint32_t limit;			/* arm: event when fewer WQEs remain */
@@ -793,6 +821,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_FAST_REG		(1u << 5)	/* FAST_REG regions, REG_MR, LOCAL_INV */
 #define QHCA_DEV_CAP_MW			(1u << 6)	/* memory windows of type 1 and 2B */
 #define QHCA_DEV_CAP_ATOMIC_WRITE	(1u << 7)	/* ATOMIC_WRITE (IBA 1.5) */
+#define QHCA_DEV_CAP_XRC		(1u << 8)	/* XRC domains, SRQs and QPs */
 
 #define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
 #define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */

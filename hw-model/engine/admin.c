@@ -16,6 +16,8 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_DESTROY_UCTX] = "DESTROY_UCTX",
 	[QHCA_CMD_CREATE_PD] = "CREATE_PD",
 	[QHCA_CMD_DESTROY_PD] = "DESTROY_PD",
+	[QHCA_CMD_CREATE_XRCD] = "CREATE_XRCD",
+	[QHCA_CMD_DESTROY_XRCD] = "DESTROY_XRCD",
 	[QHCA_CMD_CREATE_EQ] = "CREATE_EQ",
 	[QHCA_CMD_DESTROY_EQ] = "DESTROY_EQ",
 	[QHCA_CMD_ETH_START] = "ETH_START",
@@ -105,7 +107,7 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.hw_version = QHCA_PCI_REVISION;
 	a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_UC | QHCA_DEV_CAP_UD | QHCA_DEV_CAP_SRQ |
 		     QHCA_DEV_CAP_ATOMIC | QHCA_DEV_CAP_FAST_REG | QHCA_DEV_CAP_MW |
-		     QHCA_DEV_CAP_ATOMIC_WRITE;
+		     QHCA_DEV_CAP_ATOMIC_WRITE | QHCA_DEV_CAP_XRC;
 	a.max_uctx = e->uctx.capacity;
 	a.max_pd = c->max_pd;
 	a.max_qp = c->max_qp;
@@ -207,6 +209,31 @@ static uint16_t cmd_destroy_pd(struct qhca_engine *e, const struct qhca_cmd *cmd
 		return QHCA_ST_BUSY;	/* MRs, QPs or SRQs still use it */
 	qhca_obj_unhold(&e->uctx, e->pd.owner[idx]);
 	qhca_obj_free(&e->pd, h);
+	return QHCA_ST_OK;
+}
+
+/* XRC domains belong to the kernel: a domain outlives the processes that share it. */
+static uint16_t cmd_create_xrcd(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				struct admin_result *res)
+{
+	uint32_t h = qhca_obj_alloc(&e->xrcd, QHCA_HANDLE_KERNEL);
+
+	if (!h)
+		return QHCA_ST_NO_RESOURCES;
+	res->result0 = h;
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_destroy_xrcd(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				 struct admin_result *res)
+{
+	uint32_t h = cmd->handle.handle;
+
+	if (qhca_obj_lookup(&e->xrcd, h) < 0)
+		return QHCA_ST_BAD_HANDLE;
+	if (qhca_obj_users(&e->xrcd, h))
+		return QHCA_ST_BUSY;	/* XRC SRQs or XRC_TGT QPs still use it */
+	qhca_obj_free(&e->xrcd, h);
 	return QHCA_ST_OK;
 }
 
@@ -382,7 +409,12 @@ static uint16_t cmd_create_srq(struct qhca_engine *e, const struct qhca_cmd *cmd
 {
 	struct qhca_srq_create c;
 
-	OBJ_ARGS(&c, sizeof(c), 0);
+	/* The form of ABI minor 3 and before: an ordinary SRQ. */
+	memset(&c, 0, sizeof(c));
+	if (cmd->obj.in_len == QHCA_SRQ_CREATE_V3_SIZE)
+		OBJ_ARGS(&c, QHCA_SRQ_CREATE_V3_SIZE, 0);
+	else
+		OBJ_ARGS(&c, sizeof(c), 0);
 	return qhca_srq_create(e, &c, &res->result0);
 }
 
@@ -458,6 +490,8 @@ static const struct {
 	[QHCA_CMD_DESTROY_UCTX] = { cmd_destroy_uctx, HANDLE_BODY },
 	[QHCA_CMD_CREATE_PD] = { cmd_create_pd, HANDLE_BODY },
 	[QHCA_CMD_DESTROY_PD] = { cmd_destroy_pd, HANDLE_BODY },
+	[QHCA_CMD_CREATE_XRCD] = { cmd_create_xrcd, 0 },
+	[QHCA_CMD_DESTROY_XRCD] = { cmd_destroy_xrcd, HANDLE_BODY },
 	[QHCA_CMD_CREATE_EQ] = { cmd_create_eq, sizeof(struct qhca_cmd_create_eq) },
 	[QHCA_CMD_DESTROY_EQ] = { cmd_destroy_eq, HANDLE_BODY },
 	[QHCA_CMD_ETH_START] = { cmd_eth_start, sizeof(struct qhca_cmd_eth_start) },

@@ -83,7 +83,7 @@ static uint64_t timeout_ns(struct qhca_qp *qp)
 
 void qhca_comp_arm_timer(struct qhca_engine *e, struct qhca_qp *qp)
 {
-	if (qp->type != QHCA_QPT_RC || qp->rnr_wait)
+	if (!qhca_qp_reliable(qp) || qp->rnr_wait)
 		return;
 	if (qp->sq.ci == qp->sq_next || !timeout_ns(qp))
 		qhca_qp_set_deadline(e, qp, UINT64_MAX);
@@ -171,7 +171,7 @@ static enum comp_event comp_classify(struct qhca_qp *qp, const struct roce_pkt *
 
 	if (!sw || qhca_psn_diff(p->psn, sw->first_psn) < 0 || qhca_psn_diff(p->psn, qp->psn) >= 0)
 		return COMP_STALE;
-	if (p->opcode == (ROCE_TS_RC | ROCE_OP_ATOMIC_ACKNOWLEDGE))
+	if ((p->opcode & ~ROCE_TS_MASK) == ROCE_OP_ATOMIC_ACKNOWLEDGE)
 		return COMP_ATOMIC_ACK;
 	if (oi->flags & ROCE_F_READ)
 		return COMP_READ_RESPONSE;
@@ -291,8 +291,11 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 {
 	enum comp_event ev;
 
-	if (qp->type != QHCA_QPT_RC || (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD &&
-					qp->state != QHCA_QPS_SQE) ||
+	/* Responses of this QP's service from its peer, to a QP that sends requests. */
+	if ((qp->type != QHCA_QPT_RC && qp->type != QHCA_QPT_XRC_INI) ||
+	    (p->opcode & ROCE_TS_MASK) != qhca_qp_ts(qp) ||
+	    (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD &&
+	     qp->state != QHCA_QPS_SQE) ||
 	    memcmp(p->sgid, qp->av.dgid, 16)) {
 		e->cnt.roce_rx_bad_state++;
 		return;

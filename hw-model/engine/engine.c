@@ -196,6 +196,19 @@ int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle)
 	return idx;
 }
 
+/* Slot of the live object whose handle has the bits @key in @mask (a mask that covers the
+ * index bits), or -1: for numbers narrower than a handle (XRC SRQ numbers). */
+int64_t qhca_obj_lookup_masked(const struct qhca_obj_table *t, uint32_t key, uint32_t mask)
+{
+	uint32_t idx = QHCA_FIELD_GET(OBJ_HANDLE_INDEX_MASK, key), h;
+
+	if (idx == 0 || idx > t->capacity || (key & ~mask) || !(t->gen[idx - 1] & OBJ_USED))
+		return -1;
+	h = QHCA_FIELD_PREP(OBJ_HANDLE_GEN_MASK, t->gen[idx - 1] & OBJ_GEN_MASK) |
+	    QHCA_FIELD_PREP(OBJ_HANDLE_INDEX_MASK, idx);
+	return (h & mask) == key ? (int64_t)idx - 1 : -1;
+}
+
 uint32_t qhca_obj_generation(uint32_t handle)
 {
 	return QHCA_FIELD_GET(OBJ_HANDLE_GEN_MASK, handle);
@@ -250,6 +263,7 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	qhca_list_init(&e->tx_waiters);
 	if (qhca_obj_table_init(&e->uctx, cfg->db_pages - 1) ||
 	    qhca_obj_table_init(&e->pd, cfg->max_pd) ||
+	    qhca_obj_table_init(&e->xrcd, cfg->max_pd) ||
 	    qhca_obj_table_init(&e->eq_table, QHCA_MAX_EQ) ||
 	    qhca_obj_table_init(&e->mr_table, cfg->max_mr) ||
 	    qhca_obj_table_init(&e->cq_table, cfg->max_cq) ||
@@ -307,6 +321,7 @@ void qhca_engine_fini(struct qhca_engine *e)
 	}
 	qhca_obj_table_fini(&e->uctx);
 	qhca_obj_table_fini(&e->pd);
+	qhca_obj_table_fini(&e->xrcd);
 	qhca_obj_table_fini(&e->eq_table);
 	qhca_obj_table_fini(&e->mr_table);
 	qhca_obj_table_fini(&e->cq_table);
@@ -350,6 +365,7 @@ void qhca_engine_reset(struct qhca_engine *e)
 	e->tx_blocked = e->loop_blocked = false;
 	qhca_obj_table_clear(&e->uctx);
 	qhca_obj_table_clear(&e->pd);
+	qhca_obj_table_clear(&e->xrcd);
 	qhca_eq_reset(e);
 	qhca_eth_stop(e);
 	qhca_timer_update(e);

@@ -127,7 +127,12 @@ struct qhca_srq {
 	uint32_t uctx;
 	uint32_t limit;
 	struct qhca_wq wq;
-	uint32_t refs;
+	uint32_t refs;		/* QPs created with it */
+	/* XRC SRQs: the domain, the CQ (with a reference), and the XRC_TGT QPs whose message
+	 * in progress holds one of its WQEs (linked by their xrc_link) */
+	uint32_t xrcd;
+	struct qhca_cq *cq;
+	struct qhca_list xrc_msgs;
 };
 
 /* A send WQE the requester has started: a snapshot, so the guest cannot change it. */
@@ -167,7 +172,7 @@ struct qhca_recv_ctx {
 	uint64_t wr_id;
 	struct qhca_sgl sgl;	/* held until the receive completes */
 	uint64_t offset;
-	bool from_srq;
+	struct qhca_srq *srq;	/* the SRQ it came from, or NULL */
 };
 
 struct qhca_qp {
@@ -181,6 +186,11 @@ struct qhca_qp {
 	struct qhca_srq *srq;
 	struct qhca_wq sq, rq;
 	uint16_t max_inline;
+	/* XRC_TGT: its domain; the SRQ the request being handled names (XRCETH); and its
+	 * link on that SRQ's xrc_msgs while a SEND holds one of its WQEs (recv.srq) */
+	uint32_t xrcd;
+	struct qhca_srq *xrc_srq;
+	struct qhca_list xrc_link;
 	/* attributes */
 	uint32_t mtu;		/* path MTU in bytes */
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
@@ -219,6 +229,34 @@ struct qhca_qp {
 		struct qhca_mr *mr;	/* with a reference while active; NULL for 0 bytes */
 	} rr;
 };
+
+/* RC and XRC: the reliable connected service (ACKs, retransmission, READ, atomics). */
+static inline bool qhca_qp_reliable(const struct qhca_qp *qp)
+{
+	return qp->type == QHCA_QPT_RC || qp->type == QHCA_QPT_XRC_INI ||
+	       qp->type == QHCA_QPT_XRC_TGT;
+}
+
+static inline bool qhca_qp_xrc(const struct qhca_qp *qp)
+{
+	return qp->type == QHCA_QPT_XRC_INI || qp->type == QHCA_QPT_XRC_TGT;
+}
+
+/* The transport service of the QP's packets (the opcode's top bits). */
+static inline uint8_t qhca_qp_ts(const struct qhca_qp *qp)
+{
+	return qp->type == QHCA_QPT_RC ? ROCE_TS_RC : qp->type == QHCA_QPT_UC ? ROCE_TS_UC :
+	       qhca_qp_xrc(qp) ? ROCE_TS_XRC : ROCE_TS_UD;
+}
+
+/* The protection domain of the QP's memory accesses: an XRC_TGT QP's is the one of the XRC
+ * SRQ the request names. */
+static inline uint32_t qhca_qp_pd(const struct qhca_qp *qp)
+{
+	if (qp->type == QHCA_QPT_XRC_TGT)
+		return qp->xrc_srq ? qp->xrc_srq->pd : 0;
+	return qp->pd;
+}
 
 struct qhca_eq {
 	uint64_t ring;
@@ -278,6 +316,7 @@ struct qhca_engine {
 	/* objects */
 	struct qhca_obj_table uctx;
 	struct qhca_obj_table pd;
+	struct qhca_obj_table xrcd;	/* XRC domains, owned by the kernel */
 	struct qhca_obj_table eq_table;
 	struct qhca_eq eq[QHCA_MAX_EQ];
 	int async_eq;		/* index of the async event queue, or -1 */
@@ -337,6 +376,7 @@ uint32_t qhca_obj_alloc(struct qhca_obj_table *t, uint32_t owner);
 /* Slot index of a live handle, or -1. */
 int64_t qhca_obj_lookup(const struct qhca_obj_table *t, uint32_t handle);
 void qhca_obj_free(struct qhca_obj_table *t, uint32_t handle);
+int64_t qhca_obj_lookup_masked(const struct qhca_obj_table *t, uint32_t key, uint32_t mask);
 uint32_t qhca_obj_generation(uint32_t handle);
 /* Objects that name another (a QP its PD, a PD its user context) hold it while they live:
  * the held one cannot be destroyed (QHCA_ST_BUSY). Handle 0 (the kernel) is never held. */
@@ -401,9 +441,12 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_modify *m);
 uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn);
 struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn);
+/* The XRC SRQ of XRC SRQ number @n (24 bits, from the wire), or NULL. */
+struct qhca_srq *qhca_xrc_srq_find(struct qhca_engine *e, uint32_t n);
 void qhca_srq_reset(struct qhca_engine *e);
 /* Take the next receive WQE of @qp (its RQ or SRQ) into @rc; -1 if none is posted. */
 int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc);
+void qhca_recv_drop(struct qhca_qp *qp);
 int qhca_wq_read(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t off,
 		 void *buf, size_t len);
 void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc,

@@ -441,9 +441,9 @@ uint8_t qhca_mr_invalidate(struct qhca_engine *e, const struct qhca_qp *qp, uint
 		       "not a fast-register region or type 2 window";
 		return QHCA_WC_LOC_QP_OP_ERR;
 	}
-	if (mr->pd != qp->pd || (remote && (mr->flags & QHCA_MR_MW_TYPE2) && !mr->invalid &&
-				 mr->qpn != qp->qpn)) {
-		*why = mr->pd != qp->pd ? "key of another protection domain" :
+	if (mr->pd != qhca_qp_pd(qp) ||
+	    (remote && (mr->flags & QHCA_MR_MW_TYPE2) && !mr->invalid && mr->qpn != qp->qpn)) {
+		*why = mr->pd != qhca_qp_pd(qp) ? "key of another protection domain" :
 		       "window bound to another QP";
 		return QHCA_WC_LOC_PROT_ERR;
 	}
@@ -466,7 +466,7 @@ uint8_t qhca_mw_bind(struct qhca_engine *e, const struct qhca_qp *qp,
 
 	if (!mw || !(mw->flags & QHCA_MR_WINDOW))
 		why = "not a memory window";
-	else if (mw->pd != qp->pd)
+	else if (mw->pd != qhca_qp_pd(qp))
 		why = "window of another protection domain";
 	else if ((mw->flags & QHCA_MR_MW_TYPE2) && !mw->invalid)
 		why = "type 2 window already bound (invalidate it first)";
@@ -477,7 +477,7 @@ uint8_t qhca_mw_bind(struct qhca_engine *e, const struct qhca_qp *qp,
 		mr = qhca_mr_find(e, b->mr_lkey);
 		if (!mr || (mr->flags & QHCA_MR_WINDOW) || !qhca_mr_usable(mr))
 			why = "no such region";
-		else if (mr->pd != qp->pd)
+		else if (mr->pd != qhca_qp_pd(qp))
 			why = "region of another protection domain";
 		else if (!(mr->access & QHCA_ACCESS_MW_BIND))
 			why = "region without MW_BIND access";
@@ -571,7 +571,7 @@ struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, 
 struct qhca_mr *qhca_rkey_check(struct qhca_engine *e, const struct qhca_qp *qp, uint32_t key,
 				uint64_t va, uint64_t len, uint32_t access, const char **why)
 {
-	struct qhca_mr *mr = key_check(e, key, qp->pd, va, len, access, why);
+	struct qhca_mr *mr = key_check(e, key, qhca_qp_pd(qp), va, len, access, why);
 
 	if (mr && (mr->flags & QHCA_MR_MW_TYPE2) && mr->qpn != qp->qpn) {
 		*why = "type 2 window bound to another QP";

@@ -84,6 +84,7 @@ static int recv_fetch(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t 
 	rc->active = false;
 	rc->wr_id = 0;
 	rc->offset = 0;
+	rc->srq = NULL;
 	rc->sgl.num = 0;
 	if (qhca_wq_read(e, wq, idx, 0, &w, sizeof(w)))
 		return -1;
@@ -100,29 +101,49 @@ static int recv_fetch(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t 
 	return 0;
 }
 
+/*
+ * Take the next receive WQE of @qp (of its SRQ; an XRC_TGT QP: of the XRC SRQ the request
+ * names) into @rc: 0, -1 if none is posted, -2 if it is malformed (taken all the same).
+ */
 int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc)
 {
-	struct qhca_wq *wq = qp->srq ? &qp->srq->wq : &qp->rq;
-	uint32_t pd = qp->srq ? qp->srq->pd : qp->pd;
+	struct qhca_srq *srq = qp->type == QHCA_QPT_XRC_TGT ? qp->xrc_srq : qp->srq;
+	struct qhca_wq *wq = srq ? &srq->wq : &qp->rq;
 	int rc_fetch;
 
+	if (qp->type == QHCA_QPT_XRC_TGT && !srq)
+		return -2;
 	if (wq->ci == wq->pi)
 		return -1;
-	rc_fetch = recv_fetch(e, wq, wq->ci, pd, rc);
+	rc_fetch = recv_fetch(e, wq, wq->ci, srq ? srq->pd : qp->pd, rc);
 	wq->ci++;
-	rc->from_srq = qp->srq != NULL;
+	rc->srq = srq;
 	rc->active = true;
-	if (qp->srq && qp->srq->limit && qp->srq->wq.pi - qp->srq->wq.ci < qp->srq->limit) {
-		qp->srq->limit = 0;	/* one event per arming (IBA 10.2.9.3) */
-		qhca_event_async(e, QHCA_EVENT_SRQ_LIMIT, qp->srq->handle, 0);
+	/* The SRQ's destruction must find the XRC message that holds one of its WQEs. */
+	if (qp->type == QHCA_QPT_XRC_TGT && rc == &qp->recv)
+		qhca_list_add_tail(&srq->xrc_msgs, &qp->xrc_link);
+	if (srq && srq->limit && srq->wq.pi - srq->wq.ci < srq->limit) {
+		srq->limit = 0;	/* one event per arming (IBA 10.2.9.3) */
+		qhca_event_async(e, QHCA_EVENT_SRQ_LIMIT, srq->handle, 0);
 	}
 	return rc_fetch == 0 ? 0 : -2;
+}
+
+/* The receive in progress ends without a completion (its SRQ or QP went away). */
+void qhca_recv_drop(struct qhca_qp *qp)
+{
+	qhca_list_del(&qp->xrc_link);
+	qp->recv.active = false;
+	qp->recv.srq = NULL;
+	qhca_sgl_release(&qp->recv.sgl);
 }
 
 void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc,
 			uint8_t status, uint8_t opcode, uint32_t byte_len, uint32_t imm,
 			uint8_t flags, const struct roce_pkt *p, bool solicited)
 {
+	/* An XRC SRQ has its own CQ. */
+	struct qhca_cq *cq = rc->srq && rc->srq->cq ? rc->srq->cq : qp->recv_cq;
 	struct qhca_cqe cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
@@ -137,12 +158,20 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 		flags |= QHCA_CQE_FLAG_GRH | (p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
 		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK, p->deth_sqpn);
 	}
+	if (rc->srq && rc->srq->xrcd) {
+		flags |= QHCA_CQE_FLAG_XRC;
+		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK,
+						   rc->srq->handle & QHCA_XRC_SRQN_MASK);
+	}
 	cqe.src_qp_flags |= QHCA_FIELD_PREP(QHCA_CQE_FLAGS_MASK, flags);
+	if (rc == &qp->recv)
+		qhca_list_del(&qp->xrc_link);
 	rc->active = false;
+	rc->srq = NULL;
 	qhca_sgl_release(&rc->sgl);
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: receive wr_id 0x%llx status %u len %u", qp->qpn,
 		 (unsigned long long)rc->wr_id, status, byte_len);
-	if (qhca_cq_post(e, qp->recv_cq, &cqe, solicited) && status == QHCA_WC_SUCCESS)
+	if (qhca_cq_post(e, cq, &cqe, solicited) && status == QHCA_WC_SUCCESS)
 		qhca_qp_error(e, qp, QHCA_EVENT_QP_FATAL);
 }
 
@@ -154,8 +183,8 @@ static void flush_rq(struct qhca_engine *e, struct qhca_qp *qp)
 	if (qp->recv.active)
 		qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_WR_FLUSH_ERR, QHCA_WC_RECV, 0, 0, 0,
 				   NULL, false);
-	if (qp->srq)
-		return;		/* an SRQ's WQEs belong to the other QPs too */
+	if (qp->srq || qhca_qp_xrc(qp))
+		return;		/* an SRQ's WQEs belong to the other QPs too; XRC has no RQ */
 	while (qp->rq.ci != qp->rq.pi) {
 		recv_fetch(e, &qp->rq, qp->rq.ci, qp->pd, &rc);
 		qp->rq.ci++;
@@ -192,22 +221,62 @@ static void qp_mem_free(struct qhca_qp *qp)
 	free(qp);
 }
 
-uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn)
+/* An XRC_TGT QP: a domain, the kernel as owner, and nothing else (no queues, no CQs). */
+static uint16_t xrc_tgt_check(struct qhca_engine *e, const struct qhca_qp_create *c)
 {
-	struct qhca_cq *scq = qhca_cq_find(e, c->send_cq), *rcq = qhca_cq_find(e, c->recv_cq);
-	struct qhca_srq *srq = c->srq ? qhca_srq_find(e, c->srq) : NULL;
-	struct qhca_qp *qp;
-	uint32_t h, i;
+	static const struct qhca_qp_create zero;
+	struct qhca_qp_create rest = *c;
 
-	if (qhca_obj_lookup(&e->pd, c->pd) < 0 || !scq || !rcq || (c->srq && !srq) ||
+	rest.type = 0;
+	rest.xrcd = 0;
+	if (qhca_obj_lookup(&e->xrcd, c->xrcd) < 0)
+		return QHCA_ST_BAD_HANDLE;
+	return memcmp(&rest, &zero, sizeof(rest)) ? QHCA_ST_BAD_FIELD : QHCA_ST_OK;
+}
+
+/* Every other type: a PD, CQs of the same owner, a receive queue or an ordinary SRQ
+ * (XRC_INI: neither, nor a receive CQ). */
+static uint16_t qp_args_check(struct qhca_engine *e, const struct qhca_qp_create *c,
+			      struct qhca_cq *scq, struct qhca_cq *rcq, struct qhca_srq *srq)
+{
+	bool ini = c->type == QHCA_QPT_XRC_INI;
+
+	if (qhca_obj_lookup(&e->pd, c->pd) < 0 || !scq || (!ini && !rcq) || (c->srq && !srq) ||
 	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
 		return QHCA_ST_BAD_HANDLE;
 	if (c->type != QHCA_QPT_RC && c->type != QHCA_QPT_UC && c->type != QHCA_QPT_UD &&
-	    c->type != QHCA_QPT_GSI)
+	    c->type != QHCA_QPT_GSI && !ini)
+		return QHCA_ST_BAD_FIELD;
+	if (c->xrcd || (srq && srq->xrcd) ||
+	    (ini && (c->recv_cq || c->srq || c->rq_log2 || c->rq_stride_log2 || c->rq_pbl.addr ||
+		     c->rq_pbl.npages || c->rq_pbl.levels)))
 		return QHCA_ST_BAD_FIELD;
 	if (c->max_inline > e->cfg.max_inline || c->sq_sig_all > 1 ||
-	    scq->uctx != c->uctx || rcq->uctx != c->uctx || (srq && srq->uctx != c->uctx))
+	    scq->uctx != c->uctx || (rcq && rcq->uctx != c->uctx) ||
+	    (srq && srq->uctx != c->uctx))
 		return QHCA_ST_BAD_FIELD;
+	return QHCA_ST_OK;
+}
+
+uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn)
+{
+	bool tgt = c->type == QHCA_QPT_XRC_TGT;
+	struct qhca_cq *scq = NULL, *rcq = NULL;
+	struct qhca_srq *srq = NULL;
+	struct qhca_qp *qp;
+	uint32_t h, i;
+	uint16_t st;
+
+	if (tgt) {
+		st = xrc_tgt_check(e, c);
+	} else {
+		scq = qhca_cq_find(e, c->send_cq);
+		rcq = c->recv_cq ? qhca_cq_find(e, c->recv_cq) : NULL;
+		srq = c->srq ? qhca_srq_find(e, c->srq) : NULL;
+		st = qp_args_check(e, c, scq, rcq, srq);
+	}
+	if (st)
+		return st;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return QHCA_ST_NO_RESOURCES;
@@ -222,8 +291,9 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 			qp->win[i].inline_data = qp->inline_mem + (size_t)i * c->max_inline;
 	}
 	/* The SQ holds the header, a UD segment and the SGEs or inline data of a WQE. */
-	if (wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6) ||
-	    (!srq && wq_load(e, &qp->rq, &c->rq_pbl, c->rq_log2, c->rq_stride_log2, 4)))
+	if ((!tgt && wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6)) ||
+	    (!srq && !tgt && c->type != QHCA_QPT_XRC_INI &&
+	     wq_load(e, &qp->rq, &c->rq_pbl, c->rq_log2, c->rq_stride_log2, 4)))
 		goto err_bad;
 	h = qhca_obj_alloc(&e->qp_table, c->uctx);
 	if (!h)
@@ -239,16 +309,21 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
 	qp->srq = srq;
+	qp->xrcd = c->xrcd;
 	qp->max_inline = c->max_inline;
 	/* Connected QPs get their path MTU in RTR; datagrams may use the port's. */
 	qp->mtu = (c->type == QHCA_QPT_UD || c->type == QHCA_QPT_GSI) ? e->cfg.mtu : 1024;
 	qp->deadline = UINT64_MAX;
 	qhca_list_init(&qp->timer_link);
 	qhca_list_init(&qp->tx_link);
-	scq->refs++;
-	rcq->refs++;
+	qhca_list_init(&qp->xrc_link);
+	if (scq)
+		scq->refs++;
+	if (rcq)
+		rcq->refs++;
 	if (srq)
 		srq->refs++;
+	qhca_obj_hold(&e->xrcd, qp->xrcd);
 	qhca_obj_hold(&e->pd, qp->pd);
 	qhca_obj_hold(&e->uctx, qp->uctx);
 	e->qp[qpn_slot(qp->qpn)] = qp;
@@ -267,10 +342,13 @@ static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	qhca_req_release(qp);
 	qhca_resp_reset(e, qp);
-	qp->send_cq->refs--;
-	qp->recv_cq->refs--;
+	if (qp->send_cq)
+		qp->send_cq->refs--;
+	if (qp->recv_cq)
+		qp->recv_cq->refs--;
 	if (qp->srq)
 		qp->srq->refs--;
+	qhca_obj_unhold(&e->xrcd, qp->xrcd);
 	qhca_obj_unhold(&e->pd, qp->pd);
 	qhca_obj_unhold(&e->uctx, qp->uctx);
 	qhca_qp_unlink(e, qp);
@@ -348,7 +426,7 @@ uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_q
 
 	if (!qp)
 		return QHCA_ST_BAD_HANDLE;
-	if (qp->type == QHCA_QPT_RC || qp->type == QHCA_QPT_UC)
+	if (qhca_qp_reliable(qp) || qp->type == QHCA_QPT_UC)
 		conn = true;
 	next = (m & QHCA_QP_STATE) ? a->state : qp->state;
 	if (next > QHCA_QPS_ERR || ((m & QHCA_QP_CUR_STATE) && a->cur_state != qp->state))
@@ -471,7 +549,9 @@ void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64
 		owner = srq->uctx;
 	} else {
 		qp = qhca_qp_find(e, num);
-		if (!qp || (reg == QHCA_DB_RQ && qp->srq))
+		/* No RQ with an SRQ or for XRC; an XRC_TGT QP has no SQ either. */
+		if (!qp || (reg == QHCA_DB_RQ && (qp->srq || qhca_qp_xrc(qp))) ||
+		    (reg == QHCA_DB_SQ && qp->type == QHCA_QPT_XRC_TGT))
 			goto refuse;
 		wq = reg == QHCA_DB_SQ ? &qp->sq : &qp->rq;
 		owner = qp->uctx;
@@ -503,15 +583,25 @@ struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn)
 	return idx < 0 ? NULL : e->srq[idx];
 }
 
+struct qhca_srq *qhca_xrc_srq_find(struct qhca_engine *e, uint32_t n)
+{
+	int64_t idx = qhca_obj_lookup_masked(&e->srq_table, n, QHCA_XRC_SRQN_MASK);
+
+	return idx < 0 || !e->srq[idx]->xrcd ? NULL : e->srq[idx];
+}
+
 uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c, uint32_t *srqn)
 {
+	struct qhca_cq *cq = c->cq ? qhca_cq_find(e, c->cq) : NULL;
 	struct qhca_srq *srq;
 	uint32_t h;
 
 	if (qhca_obj_lookup(&e->pd, c->pd) < 0 ||
-	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
+	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0) ||
+	    (c->xrcd && (qhca_obj_lookup(&e->xrcd, c->xrcd) < 0 || !cq)))
 		return QHCA_ST_BAD_HANDLE;
-	if (c->rsvd0 || c->log2 > 15 || c->limit > (1u << c->log2))
+	if (c->rsvd0 || c->rsvd1 || c->log2 > 15 || c->limit > (1u << c->log2) ||
+	    (!c->xrcd && c->cq) || (cq && cq->uctx != c->uctx))
 		return QHCA_ST_BAD_FIELD;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
@@ -529,10 +619,16 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 	}
 	qhca_obj_hold(&e->pd, c->pd);
 	qhca_obj_hold(&e->uctx, c->uctx);
+	qhca_obj_hold(&e->xrcd, c->xrcd);
+	if (cq)
+		cq->refs++;
 	srq->handle = h;
 	srq->pd = c->pd;
 	srq->uctx = c->uctx;
 	srq->limit = c->limit;
+	srq->xrcd = c->xrcd;
+	srq->cq = cq;
+	qhca_list_init(&srq->xrc_msgs);
 	e->srq[qhca_obj_lookup(&e->srq_table, h)] = srq;
 	*srqn = h;
 	return QHCA_ST_OK;
@@ -594,10 +690,23 @@ uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca
 
 static void srq_free(struct qhca_engine *e, struct qhca_srq *srq)
 {
+	/* An XRC message that took one of its WQEs loses it: the rest of the message finds
+	 * no receive in progress and is refused (NAK invalid request). */
+	while (!qhca_list_empty(&srq->xrc_msgs)) {
+		struct qhca_qp *qp = qhca_container_of(srq->xrc_msgs.next, struct qhca_qp,
+						       xrc_link);
+
+		qhca_log_guest(e, "XRC SRQ 0x%x destroyed under a message to QP 0x%x",
+			       srq->handle, qp->qpn);
+		qhca_recv_drop(qp);
+	}
 	e->srq[qhca_obj_lookup(&e->srq_table, srq->handle)] = NULL;
 	qhca_obj_free(&e->srq_table, srq->handle);
 	qhca_obj_unhold(&e->pd, srq->pd);
 	qhca_obj_unhold(&e->uctx, srq->uctx);
+	qhca_obj_unhold(&e->xrcd, srq->xrcd);
+	if (srq->cq)
+		srq->cq->refs--;
 	free(srq->wq.pages);
 	free(srq);
 }

@@ -12,6 +12,8 @@
 
 static bool op_allowed(uint8_t type, uint8_t op)
 {
+	if (type == QHCA_QPT_XRC_INI)
+		type = QHCA_QPT_RC;	/* XRC sends what RC does */
 	switch (op) {
 	case QHCA_WR_SEND:
 	case QHCA_WR_SEND_WITH_IMM:
@@ -127,8 +129,7 @@ int qhca_wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off,
 /* ---------------------------------------------------------------- packets of a WQE */
 static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, uint32_t k)
 {
-	uint8_t ts = qp->type == QHCA_QPT_RC ? ROCE_TS_RC :
-		     qp->type == QHCA_QPT_UC ? ROCE_TS_UC : ROCE_TS_UD;
+	uint8_t ts = qhca_qp_ts(qp);
 	bool first = k == 0, last = k == sw->npkts - 1, only = first && last;
 	uint8_t op;
 
@@ -221,6 +222,7 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 		p.ackreq = k == sw->npkts - 1 || (k & 15) == 15;
 		p.se = k == sw->npkts - 1 && (sw->hdr.flags & QHCA_WQE_SOLICITED);
 	}
+	p.xrc_srqn = sw->hdr.xrc_srqn & QHCA_XRC_SRQN_MASK;	/* sent by XRC only */
 	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
 		p.dqpn = sw->ud.dqpn & 0xffffff;
 		p.deth_qkey = (sw->ud.qkey & 0x80000000u) ? qp->qkey : sw->ud.qkey;
@@ -259,8 +261,8 @@ static bool tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_w
 		/* A READ request asks for all responses from its cursor at once. */
 		sw->tx_next = qhca_wr_is_rd_atomic(sw->hdr.opcode) ? sw->npkts : sw->tx_next + 1;
 	}
-	/* UC and UD complete once sent; RC when acknowledged. */
-	if (qp->type != QHCA_QPT_RC)
+	/* UC and UD complete once sent; RC and XRC when acknowledged. */
+	if (!qhca_qp_reliable(qp))
 		sw->done = true;
 	return true;
 }
@@ -330,7 +332,7 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 			sw->status = local_op(e, qp, sw);
 			continue;
 		}
-		if (status == QHCA_WC_SUCCESS && qp->type == QHCA_QPT_RC) {
+		if (status == QHCA_WC_SUCCESS && qhca_qp_reliable(qp)) {
 			/* A fence waits for earlier READs and ATOMICs (IBA 10.8.3.3). */
 			if ((sw->hdr.flags & QHCA_WQE_FENCE) && qp->rd_atomic_out)
 				break;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * qhca responder: incoming requests on RC, UC and UD QPs (IBA 9.7.5 for RC, 9.8 for UC,
- * 9.8.4 for UD). Checks the PSN, the opcode sequence, keys, access rights and bounds,
+ * qhca responder: incoming requests on RC, UC, UD and XRC target QPs (IBA 9.7.5 for RC,
+ * 9.8 for UC, 9.8.4 for UD, annex A14 for XRC). Checks the PSN, the opcode sequence, keys, access rights and bounds,
  * moves the data, consumes receive WQEs, answers with ACKs, NAKs, READ responses and
  * ATOMIC acknowledgements, and keeps executed READ/ATOMIC requests to answer duplicates.
  */
@@ -35,8 +35,7 @@ void qhca_resp_reset(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	qp->msn = 0;
 	qp->nak_sent = false;
-	qp->recv.active = false;
-	qhca_sgl_release(&qp->recv.sgl);
+	qhca_recv_drop(qp);
 	write_end(qp);
 	qp->drop_msg = false;
 	memset(qp->rd, 0, sizeof(qp->rd));
@@ -48,7 +47,7 @@ void qhca_resp_reset(struct qhca_engine *e, struct qhca_qp *qp)
 static void resp_pkt(struct qhca_qp *qp, struct roce_pkt *r, uint8_t opcode, uint32_t psn)
 {
 	memset(r, 0, sizeof(*r));
-	r->opcode = opcode;
+	r->opcode = qhca_qp_ts(qp) | opcode;
 	r->psn = psn & 0xffffff;
 	r->dqpn = qp->dest_qpn;
 	r->pkey = ROCE_DEFAULT_PKEY;
@@ -60,7 +59,7 @@ static void send_aeth(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, u
 {
 	struct roce_pkt r;
 
-	resp_pkt(qp, &r, ROCE_TS_RC | ROCE_OP_ACKNOWLEDGE, psn);
+	resp_pkt(qp, &r, ROCE_OP_ACKNOWLEDGE, psn);
 	r.aeth_syndrome = syndrome;
 	if (syndrome != ROCE_AETH_ACK) {
 		e->cnt.naks_sent++;
@@ -78,7 +77,7 @@ static void resp_error(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		       roce_opcode_info(p->opcode)->name, why);
 	if (syndrome == ROCE_AETH_NAK_REM_ACCESS)
 		e->cnt.remote_access_errors++;
-	if (qp->type == QHCA_QPT_RC)
+	if (qhca_qp_reliable(qp))
 		send_aeth(e, qp, p->psn, syndrome);
 	qhca_qp_error(e, qp, event);
 }
@@ -179,7 +178,7 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 			qhca_log_guest(e, "QP 0x%x: READ source unreadable", qp->qpn);
 			break;
 		}
-		resp_pkt(qp, &r, ROCE_TS_RC | op, qp->rr.psn + k);
+		resp_pkt(qp, &r, op, qp->rr.psn + k);
 		r.payload = data;
 		r.payload_len = chunk;
 		qhca_xmit_pkt(e, qp, &r);
@@ -262,7 +261,7 @@ static void send_atomic_ack(struct qhca_engine *e, struct qhca_qp *qp, uint32_t 
 {
 	struct roce_pkt r;
 
-	resp_pkt(qp, &r, ROCE_TS_RC | ROCE_OP_ATOMIC_ACKNOWLEDGE, psn);
+	resp_pkt(qp, &r, ROCE_OP_ATOMIC_ACKNOWLEDGE, psn);
 	r.atomic_orig = orig;
 	qhca_xmit_pkt(e, qp, &r);
 }
@@ -395,7 +394,7 @@ static bool recv_ready(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	r = qhca_recv_take(e, qp, &qp->recv);
 	if (r == -1) {
 		/* Receiver not ready: RNR NAK with the QP's timer, the PSN is not consumed. */
-		if (qp->type == QHCA_QPT_RC)
+		if (qhca_qp_reliable(qp))
 			send_aeth(e, qp, p->psn, ROCE_AETH_RNR_NAK(qp->min_rnr_timer));
 		else
 			qp->drop_msg = true;
@@ -454,7 +453,7 @@ static void resp_send(struct qhca_engine *e, struct qhca_qp *qp, const struct ro
 		qhca_recv_complete(e, qp, &qp->recv, QHCA_WC_SUCCESS, QHCA_WC_RECV,
 				   (uint32_t)qp->recv.offset, imm, cflags, p, p->se);
 	}
-	if (qp->type == QHCA_QPT_RC && p->ackreq)
+	if (qhca_qp_reliable(qp) && p->ackreq)
 		send_aeth(e, qp, p->psn, ROCE_AETH_ACK);
 }
 
@@ -520,16 +519,16 @@ static void resp_write(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 					   QHCA_WC_RECV_RDMA_WITH_IMM, (uint32_t)qp->write_total,
 					   p->imm, QHCA_CQE_FLAG_IMM, p, p->se);
 	}
-	if (qp->type == QHCA_QPT_RC && p->ackreq)
+	if (qhca_qp_reliable(qp) && p->ackreq)
 		send_aeth(e, qp, p->psn, ROCE_AETH_ACK);
 }
 
 /* ---------------------------------------------------------------- entry */
+static void resp_connected(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
+
 void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
-	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
-	uint32_t f = oi->flags, ts = p->opcode & ROCE_TS_MASK;
-	int32_t d;
+	struct qhca_srq *srq;
 
 	if (qp->state < QHCA_QPS_RTR || qp->state == QHCA_QPS_ERR) {
 		e->cnt.roce_rx_bad_state++;
@@ -539,12 +538,36 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		resp_ud(e, qp, p);
 		return;
 	}
-	if ((qp->type == QHCA_QPT_RC && ts != ROCE_TS_RC) ||
-	    (qp->type == QHCA_QPT_UC && ts != ROCE_TS_UC) ||
+	/* Requests of this QP's service from its peer; an XRC_INI QP takes none. */
+	if ((p->opcode & ROCE_TS_MASK) != qhca_qp_ts(qp) || qp->type == QHCA_QPT_XRC_INI ||
 	    memcmp(p->sgid, qp->av.dgid, 16)) {
-		e->cnt.roce_rx_bad_state++;	/* not from this QP's peer */
+		e->cnt.roce_rx_bad_state++;
 		return;
 	}
+	if (qp->type != QHCA_QPT_XRC_TGT) {
+		resp_connected(e, qp, p);
+		return;
+	}
+	/* XRC: the SRQ the request names gives the receive WQE, the CQ and the PD; it must be
+	 * of the target's domain (annex A14: otherwise the request is invalid). */
+	srq = qhca_xrc_srq_find(e, p->xrc_srqn);
+	qp->xrc_srq = srq && srq->xrcd == qp->xrcd ? srq : NULL;
+	/* Out of order, it gets the sequence checks (without an SRQ, no key matches). */
+	if (!qp->xrc_srq && qhca_psn_diff(p->psn, qp->epsn) == 0)
+		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
+			   srq ? "XRC SRQ of another domain" : "no such XRC SRQ");
+	else
+		resp_connected(e, qp, p);
+	qp->xrc_srq = NULL;
+}
+
+/* A request to a connected QP (RC, UC, XRC_TGT) from its peer. */
+static void resp_connected(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	uint32_t f = oi->flags;
+	int32_t d;
+
 	if (qp->rr.active && !qhca_resp_pump(e, qp)) {
 		/* Still answering a READ: this request waits for the sequence NAK. */
 		qp->rr.dropped = true;

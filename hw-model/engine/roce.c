@@ -61,6 +61,7 @@ static uint64_t get64(const uint8_t *p)
 #define IMMDT_LEN	4
 #define IETH_LEN	4
 #define DETH_LEN	8
+#define XRCETH_LEN	4
 
 #define REQ_SEND	(ROCE_F_REQ | ROCE_F_SEND | ROCE_F_PAYLOAD)
 #define REQ_WRITE	(ROCE_F_REQ | ROCE_F_WRITE | ROCE_F_PAYLOAD)
@@ -74,9 +75,12 @@ static uint64_t get64(const uint8_t *p)
 	 ((f) & ROCE_F_ATOMICETH ? ATOMICETH_LEN : 0) +			\
 	 ((f) & ROCE_F_ATOMICACKETH ? ATOMICACK_LEN : 0) +		\
 	 ((f) & ROCE_F_IMMDT ? IMMDT_LEN : 0) + ((f) & ROCE_F_IETH ? IETH_LEN : 0) + \
-	 ((f) & ROCE_F_DETH ? DETH_LEN : 0))
+	 ((f) & ROCE_F_DETH ? DETH_LEN : 0) + ((f) & ROCE_F_XRCETH ? XRCETH_LEN : 0))
 
 #define OPC(ts, op, name, f) [(ts) | ROCE_OP_##op] = { name, (f), HDR_LEN(f) },
+/* XRC (IBA annex A14): the RC opcodes; every request carries an XRCETH after the BTH. */
+#define XRC_FLAGS(f)	((f) | ((f) & ROCE_F_REQ ? ROCE_F_XRCETH : 0))
+#define OPC_XRC(ts, op, name, f) OPC(ts, op, name, XRC_FLAGS(f))
 
 /* SEND and RDMA WRITE: RC and UC (IBA 9.8.3 lists what UC carries). */
 #define SEND_WRITE_OPS(X, ts)							\
@@ -119,6 +123,8 @@ static const struct roce_opcode_info opcode_table[256] = {
 	SEND_WRITE_OPS(OPC, ROCE_TS_RC)
 	RC_ONLY_OPS(OPC, ROCE_TS_RC)
 	SEND_WRITE_OPS(OPC, ROCE_TS_UC)
+	SEND_WRITE_OPS(OPC_XRC, ROCE_TS_XRC)
+	RC_ONLY_OPS(OPC_XRC, ROCE_TS_XRC)
 	OPC(ROCE_TS_UD, SEND_ONLY, "SEND_ONLY", REQ_SEND | ONLY | ROCE_F_DETH)
 	OPC(ROCE_TS_UD, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",
 	    REQ_SEND | ONLY | ROCE_F_IMMDT | ROCE_F_DETH)
@@ -353,6 +359,11 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 		put24(h + 5, p->deth_sqpn & 0xffffff);
 		h += DETH_LEN;
 	}
+	if (oi->flags & ROCE_F_XRCETH) {
+		h[0] = 0;
+		put24(h + 1, p->xrc_srqn & 0xffffff);
+		h += XRCETH_LEN;
+	}
 	if (oi->flags & ROCE_F_RETH) {
 		put64(h, p->reth_va);
 		put32(h + 8, p->reth_rkey);
@@ -517,6 +528,10 @@ enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt 
 		p->deth_qkey = get32(h);
 		p->deth_sqpn = get24(h + 5);
 		h += DETH_LEN;
+	}
+	if (oi->flags & ROCE_F_XRCETH) {
+		p->xrc_srqn = get24(h + 1);
+		h += XRCETH_LEN;
 	}
 	if (oi->flags & ROCE_F_RETH) {
 		p->reth_va = get64(h);

@@ -22,13 +22,15 @@
 #define ROCE_ETHERTYPE_IPV4	0x0800
 #define ROCE_ETHERTYPE_IPV6	0x86dd
 #define ROCE_DEFAULT_PKEY	0xffff
-/* Largest header stack: Eth + IPv6 + UDP + BTH + RETH + ImmDt, or + AtomicETH. */
-#define ROCE_MAX_HDR		(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + 28 + 8)
+/* Largest header stack: Eth + IPv6 + UDP + BTH + XRCETH + RETH + ImmDt, or + AtomicETH. */
+#define ROCE_MAX_HDR		(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + 4 + \
+				 28 + 8)
 
 /* Transport service in the opcode's top three bits (IBA 9.2.1). */
 #define ROCE_TS_RC		0x00
 #define ROCE_TS_UC		0x20
 #define ROCE_TS_UD		0x60
+#define ROCE_TS_XRC		0xa0	/* the RC operations, requests with an XRCETH */
 #define ROCE_TS_MASK		0xe0
 
 /* Operation in the opcode's low five bits (IBA table 38). */
@@ -97,6 +99,7 @@ extern const uint32_t roce_rnr_timer_us[32];
 #define ROCE_F_READ		(1u << 15)
 #define ROCE_F_ATOMIC		(1u << 16)
 #define ROCE_F_ATOMIC_WRITE	(1u << 17)	/* answered by a READ RESPONSE ONLY */
+#define ROCE_F_XRCETH		(1u << 18)	/* XRC requests: the XRC SRQ number */
 
 struct roce_opcode_info {
 	const char *name;
@@ -134,6 +137,7 @@ struct roce_pkt {
 	uint32_t imm;			/* ImmDt as it is on the wire (big-endian value) */
 	uint32_t ieth_rkey;
 	uint32_t deth_qkey, deth_sqpn;
+	uint32_t xrc_srqn;		/* 24 bits */
 	const uint8_t *l3;		/* parse: the IP header, for a UD receive's GRH */
 	/* payload (without pad) */
 	const uint8_t *payload;

@@ -68,6 +68,7 @@ static void test_every_opcode_round_trips(void)
 				p.ieth_rkey = 0x77;
 				p.deth_qkey = 0x11111111;
 				p.deth_sqpn = 0x1234;
+				p.xrc_srqn = 0xa5b6c7;
 				p.payload = payload;
 				p.payload_len = plen;
 				len = roce_build(&p, frame, sizeof(frame));
@@ -101,17 +102,25 @@ static void test_every_opcode_round_trips(void)
 					CHECK_EQ(q.ieth_rkey, 0x77);
 				if (oi->flags & ROCE_F_DETH)
 					CHECK(q.deth_qkey == 0x11111111 && q.deth_sqpn == 0x1234);
+				/* Every XRC request and no other packet carries an XRCETH. */
+				CHECK_EQ(!!(oi->flags & ROCE_F_XRCETH),
+					 (op & ROCE_TS_MASK) == ROCE_TS_XRC && (oi->flags & ROCE_F_REQ));
+				if (oi->flags & ROCE_F_XRCETH)
+					CHECK_EQ(q.xrc_srqn, 0xa5b6c7);
 				n++;
 			}
 		}
 	}
-	/* 24 RC + 12 UC + 2 UD opcodes, with and without payload, twice. */
-	CHECK(n > 100);
+	/* 24 RC + 12 UC + 2 UD + 24 XRC opcodes, with and without payload, twice. */
+	CHECK(n > 150);
 	CHECK_EQ(roce_opcode_info(0x15)->flags, 0);	/* reserved */
 	CHECK_EQ(roce_opcode_info(0x2c)->flags, 0);	/* UC has no RDMA READ */
 	CHECK_EQ(roce_opcode_info(0x64)->hdr_len, 12 + 8);	/* UD SEND_ONLY: BTH + DETH */
 	CHECK_EQ(roce_opcode_info(0x13)->hdr_len, 12 + 28);	/* COMPARE_SWAP */
 	CHECK_EQ(roce_opcode_info(0x12)->hdr_len, 12 + 4 + 8);	/* ATOMIC_ACKNOWLEDGE */
+	CHECK_EQ(roce_opcode_info(0xb3)->hdr_len, 12 + 4 + 28);	/* XRC COMPARE_SWAP */
+	CHECK_EQ(roce_opcode_info(0xab)->hdr_len, 12 + 4 + 16 + 4);	/* XRC WRITE_ONLY_IMM */
+	CHECK_EQ(roce_opcode_info(0xb1)->hdr_len, 12 + 4);	/* XRC ACKNOWLEDGE */
 }
 
 /*

@@ -2077,6 +2077,274 @@ static void test_solicited_events(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- XRC */
+struct xsrq {
+	uint32_t srqn, num;	/* handle, XRC SRQ number */
+	uint64_t ring;
+	struct cq cq;
+};
+
+/* An XRC SRQ of node 1 in domain @xrcd with its own CQ and 2^@log2 WQEs. */
+static struct xsrq make_xrc_srq(uint32_t xrcd, uint32_t log2)
+{
+	struct node *n = &nodes[1];
+	struct qhca_srq_create sc = { .pd = n->pd, .log2 = log2, .stride_log2 = RQ_STRIDE_LOG2,
+				      .xrcd = xrcd };
+	struct xsrq x;
+
+	x.cq = make_cq(n, 6);
+	sc.cq = x.cq.cqn;
+	x.ring = galloc(n, (size_t)1 << (log2 + RQ_STRIDE_LOG2));
+	sc.pbl = pbl_for(n, x.ring, (size_t)1 << (log2 + RQ_STRIDE_LOG2));
+	CHECK_EQ(qhca_srq_create(&n->e, &sc, &x.srqn), QHCA_ST_OK);
+	x.num = x.srqn & QHCA_XRC_SRQN_MASK;
+	return x;
+}
+
+/* An XRC_INI QP (a send queue and its CQ) or an XRC_TGT QP of domain @xrcd. */
+static struct qp make_xrc_qp(struct node *n, uint8_t type, uint32_t xrcd)
+{
+	struct qp q = { .n = n, .log2 = 6 };
+	struct qhca_qp_create c = { .type = type, .xrcd = xrcd };
+
+	if (type == QHCA_QPT_XRC_INI) {
+		q.scq = make_cq(n, 8);
+		q.sq = galloc(n, SQ_SIZE << SQ_STRIDE_LOG2);
+		c.pd = n->pd;
+		c.send_cq = q.scq.cqn;
+		c.sq_log2 = 7;
+		c.sq_stride_log2 = SQ_STRIDE_LOG2;
+		c.sq_pbl = pbl_for(n, q.sq, SQ_SIZE << SQ_STRIDE_LOG2);
+	}
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &q.qpn), QHCA_ST_OK);
+	return q;
+}
+
+/* A receive completion of XRC SRQ @x for @tgt: the target's QPN, the SRQ's number. */
+static void expect_xrc_recv(struct xsrq *x, const struct qp *tgt, uint64_t wr_id,
+			    uint8_t opcode, uint32_t len)
+{
+	struct qhca_cqe c;
+
+	CHECK(poll_cq(&nodes[1], &x->cq, &c));
+	CHECK_EQ(c.wr_id, wr_id);
+	CHECK_EQ(cqe_status(&c), QHCA_WC_SUCCESS);
+	CHECK_EQ(c.opcode, opcode);
+	CHECK_EQ(c.byte_len, len);
+	CHECK_EQ(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), tgt->qpn);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_XRC);
+	CHECK_EQ(QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, c.src_qp_flags), x->num);
+}
+
+/* An XRC_INI QP on node 0 sends to an XRC_TGT QP on node 1; two XRC SRQs in its domain. */
+static void xrc_setup(uint32_t *xrcd, struct qp *ini, struct qp *tgt, struct xsrq *s1,
+		      struct xsrq *s2, uint32_t *lkey, uint64_t *lbuf, uint32_t *rkey,
+		      uint64_t *rbuf)
+{
+	*xrcd = qhca_obj_alloc(&nodes[1].e.xrcd, QHCA_HANDLE_KERNEL);
+	*s1 = make_xrc_srq(*xrcd, 4);
+	*s2 = make_xrc_srq(*xrcd, 4);
+	*ini = make_xrc_qp(&nodes[0], QHCA_QPT_XRC_INI, 0);
+	*tgt = make_xrc_qp(&nodes[1], QHCA_QPT_XRC_TGT, *xrcd);
+	connect_qp(ini, tgt, 0);
+	connect_qp(tgt, ini, QHCA_ACCESS_ALL);
+	*lkey = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE, lbuf);
+	*rkey = make_mr(&nodes[1], 65536, QHCA_ACCESS_ALL, rbuf);
+}
+
+/*
+ * XRC (annex A14): each request names an XRC SRQ of the target's domain, which gives the
+ * receive WQE, the CQ and the PD of RDMA and atomics; completions say which SRQ.
+ */
+static void test_xrc(void)
+{
+	struct qp ini, tgt;
+	struct xsrq s1, s2, other;
+	uint32_t xrcd, xrcd2, lkey, rkey;
+	uint64_t lbuf, rbuf, *val;
+	struct qhca_sq_wqe *w;
+
+	setup();
+	xrc_setup(&xrcd, &ini, &tgt, &s1, &s2, &lkey, &lbuf, &rkey, &rbuf);
+	srq_wqe(s1.ring, 4, 0, rbuf, rkey);
+	srq_wqe(s1.ring, 4, 1, rbuf + 4096, rkey);
+	ring(&nodes[1], QHCA_DB_SRQ, s1.srqn, 2);
+	srq_wqe(s2.ring, 4, 0, rbuf + 8192, rkey);
+	ring(&nodes[1], QHCA_DB_SRQ, s2.srqn, 1);
+	fill(&nodes[0], lbuf, 65536, 3);
+
+	/* SEND to SRQ 1, SEND_WITH_IMM of three packets to SRQ 2. */
+	w = sq_wqe(&ini, QHCA_WR_SEND, 1, lbuf, 100, lkey);
+	w->xrc_srqn = s1.num;
+	post_send(&ini);
+	w = sq_wqe(&ini, QHCA_WR_SEND_WITH_IMM, 2, lbuf + 100, 3000, lkey);
+	w->xrc_srqn = s2.num;
+	w->imm_inv = 0x12345678;
+	post_send(&ini);
+	pump();
+	expect_cqe(&nodes[0], &ini.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_SEND, UINT32_MAX);
+	expect_cqe(&nodes[0], &ini.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_SEND, UINT32_MAX);
+	expect_xrc_recv(&s1, &tgt, 600, QHCA_WC_RECV, 100);
+	expect_xrc_recv(&s2, &tgt, 600, QHCA_WC_RECV, 3000);
+	expect_empty(&nodes[1], &s1.cq);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 100));
+	CHECK(same(&nodes[0], lbuf + 100, &nodes[1], rbuf + 8192, 3000));
+
+	/* RDMA WRITE, READ and an atomic through the target, in the PD of the SRQ named. */
+	w = sq_wqe(&ini, QHCA_WR_RDMA_WRITE, 3, lbuf, 5000, lkey);
+	w->xrc_srqn = s1.num;
+	w->remote_addr = rbuf + 16384;
+	w->rkey = rkey;
+	post_send(&ini);
+	fill(&nodes[1], rbuf + 32768, 4096, 9);
+	w = sq_wqe(&ini, QHCA_WR_RDMA_READ, 4, lbuf + 32768, 4096, lkey);
+	w->xrc_srqn = s2.num;
+	w->remote_addr = rbuf + 32768;
+	w->rkey = rkey;
+	post_send(&ini);
+	val = gptr(&nodes[1], va_to_gpa(rbuf + 60000));
+	*val = 40;
+	w = sq_wqe(&ini, QHCA_WR_ATOMIC_FETCH_AND_ADD, 5, lbuf + 40000, 8, lkey);
+	w->xrc_srqn = s1.num;
+	w->remote_addr = rbuf + 60000;
+	w->rkey = rkey;
+	w->compare_add = 2;
+	post_send(&ini);
+	pump();
+	expect_cqe(&nodes[0], &ini.scq, 3, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	expect_cqe(&nodes[0], &ini.scq, 4, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 4096);
+	expect_cqe(&nodes[0], &ini.scq, 5, QHCA_WC_SUCCESS, QHCA_WC_FETCH_ADD, 8);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 16384, 5000));
+	CHECK(same(&nodes[0], lbuf + 32768, &nodes[1], rbuf + 32768, 4096));
+	CHECK_EQ(*val, 42);
+	CHECK_EQ(*(uint64_t *)gptr(&nodes[0], va_to_gpa(lbuf + 40000)), 40);
+
+	/* Neither queue of the target rings, nor the receive queue of the initiator. */
+	ring(&nodes[1], QHCA_DB_SQ, tgt.qpn, 1);
+	ring(&nodes[1], QHCA_DB_RQ, tgt.qpn, 1);
+	ring(&nodes[0], QHCA_DB_RQ, ini.qpn, 1);
+	CHECK_EQ(qhca_qp_find(&nodes[1].e, tgt.qpn)->sq.pi, 0);
+	CHECK_EQ(qhca_qp_find(&nodes[1].e, tgt.qpn)->rq.pi, 0);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, ini.qpn)->rq.pi, 0);
+
+	/* A SEND to an XRC SRQ of another domain is an invalid request: both QPs fail. */
+	xrcd2 = qhca_obj_alloc(&nodes[1].e.xrcd, QHCA_HANDLE_KERNEL);
+	other = make_xrc_srq(xrcd2, 2);
+	srq_wqe(other.ring, 2, 0, rbuf, rkey);
+	ring(&nodes[1], QHCA_DB_SRQ, other.srqn, 1);
+	w = sq_wqe(&ini, QHCA_WR_SEND, 6, lbuf, 10, lkey);
+	w->xrc_srqn = other.num;
+	post_send(&ini);
+	pump();
+	expect_cqe(&nodes[0], &ini.scq, 6, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	expect_empty(&nodes[1], &other.cq);
+	CHECK_EQ(qhca_qp_find(&nodes[1].e, tgt.qpn)->state, QHCA_QPS_ERR);
+	CHECK_EQ(nodes[1].e.srq[qhca_obj_lookup(&nodes[1].e.srq_table, other.srqn)]->wq.ci, 0);
+
+	/* The domain is held by its SRQs and targets; the CQ by its SRQ. */
+	CHECK_EQ(qhca_obj_users(&nodes[1].e.xrcd, xrcd), 3);
+	CHECK_EQ(qhca_cq_destroy(&nodes[1].e, s1.cq.cqn), QHCA_ST_BUSY);
+	CHECK_EQ(qhca_qp_destroy(&nodes[1].e, tgt.qpn), QHCA_ST_OK);
+	CHECK_EQ(qhca_srq_destroy(&nodes[1].e, s1.srqn), QHCA_ST_OK);
+	CHECK_EQ(qhca_cq_destroy(&nodes[1].e, s1.cq.cqn), QHCA_ST_OK);
+	CHECK_EQ(qhca_obj_users(&nodes[1].e.xrcd, xrcd), 1);
+	teardown();
+}
+
+/* What XRC objects may and may not be made of. */
+static void test_xrc_checks(void)
+{
+	struct node *n = &nodes[1];
+	struct qhca_qp_create c;
+	struct qhca_srq_create sc;
+	uint32_t xrcd, srqn, qpn;
+	struct xsrq x;
+	struct qp rc;
+
+	setup();
+	xrcd = qhca_obj_alloc(&n->e.xrcd, QHCA_HANDLE_KERNEL);
+	x = make_xrc_srq(xrcd, 2);
+	rc = make_qp(n, QHCA_QPT_RC, 0);
+	/* A target has a domain and nothing else. */
+	c = (struct qhca_qp_create){ .type = QHCA_QPT_XRC_TGT, .xrcd = xrcd + 1 };
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_HANDLE);
+	c = (struct qhca_qp_create){ .type = QHCA_QPT_XRC_TGT, .xrcd = xrcd, .pd = n->pd };
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	c = (struct qhca_qp_create){ .type = QHCA_QPT_XRC_TGT, .xrcd = xrcd, .sq_log2 = 3 };
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	c = (struct qhca_qp_create){ .type = QHCA_QPT_XRC_TGT, .xrcd = xrcd, .uctx = 1 };
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	/* An initiator has no receive side; other types have no domain and no XRC SRQ. */
+	c = (struct qhca_qp_create){ .type = QHCA_QPT_XRC_INI, .pd = n->pd,
+				     .send_cq = rc.scq.cqn, .recv_cq = rc.rcq.cqn, .sq_log2 = 3,
+				     .sq_stride_log2 = SQ_STRIDE_LOG2 };
+	c.sq_pbl = pbl_for(n, galloc(n, 8u << SQ_STRIDE_LOG2), 8u << SQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	c.recv_cq = 0;
+	c.rq_log2 = 2;
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	c.rq_log2 = 0;
+	c.srq = x.srqn;
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	c.srq = 0;
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_OK);
+	c.type = QHCA_QPT_RC;
+	c.recv_cq = rc.rcq.cqn;
+	c.srq = x.srqn;		/* an XRC SRQ serves XRC targets only */
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	c.srq = 0;
+	c.xrcd = xrcd;
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_BAD_FIELD);
+	/* An XRC SRQ needs a CQ of its owner; an ordinary one has neither. */
+	sc = (struct qhca_srq_create){ .pd = n->pd, .log2 = 2, .stride_log2 = RQ_STRIDE_LOG2,
+				       .xrcd = xrcd };
+	sc.pbl = pbl_for(n, galloc(n, 4u << RQ_STRIDE_LOG2), 4u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_srq_create(&n->e, &sc, &srqn), QHCA_ST_BAD_HANDLE);
+	sc.xrcd = 0;
+	sc.cq = rc.rcq.cqn;
+	CHECK_EQ(qhca_srq_create(&n->e, &sc, &srqn), QHCA_ST_BAD_FIELD);
+	sc.cq = 0;
+	sc.rsvd1 = 1;
+	CHECK_EQ(qhca_srq_create(&n->e, &sc, &srqn), QHCA_ST_BAD_FIELD);
+	/* XRC SRQ numbers: only a live XRC SRQ's, with its generation bits. */
+	CHECK(qhca_xrc_srq_find(&n->e, x.num) == n->e.srq[qhca_obj_lookup(&n->e.srq_table,
+									       x.srqn)]);
+	CHECK(!qhca_xrc_srq_find(&n->e, x.num ^ 0x100000));
+	CHECK(!qhca_xrc_srq_find(&n->e, 0));
+	CHECK(!qhca_xrc_srq_find(&n->e, x.num | 0x1000000));
+	teardown();
+}
+
+/* An XRC SRQ destroyed while a message holds one of its WQEs: the rest is refused and
+ * nothing touches the freed SRQ. */
+static void test_xrc_srq_destroyed_in_message(void)
+{
+	struct qp ini, tgt;
+	struct xsrq s1, s2;
+	uint32_t xrcd, lkey, rkey;
+	uint64_t lbuf, rbuf;
+	struct qhca_sq_wqe *w;
+	struct frame f;
+
+	setup();
+	xrc_setup(&xrcd, &ini, &tgt, &s1, &s2, &lkey, &lbuf, &rkey, &rbuf);
+	srq_wqe(s1.ring, 4, 0, rbuf, rkey);
+	ring(&nodes[1], QHCA_DB_SRQ, s1.srqn, 1);
+	w = sq_wqe(&ini, QHCA_WR_SEND, 1, lbuf, 3000, lkey);
+	w->xrc_srqn = s1.num;
+	post_send(&ini);
+	CHECK_EQ(link_n, 3);
+	link_take(0, &f);	/* SEND_FIRST takes the WQE */
+	qhca_engine_receive(&nodes[1].e, f.data, f.len);
+	CHECK(qhca_qp_find(&nodes[1].e, tgt.qpn)->recv.active);
+	CHECK_EQ(qhca_srq_destroy(&nodes[1].e, s1.srqn), QHCA_ST_OK);
+	CHECK(!qhca_qp_find(&nodes[1].e, tgt.qpn)->recv.active);
+	pump();
+	expect_cqe(&nodes[0], &ini.scq, 1, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	expect_empty(&nodes[1], &s1.cq);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -2113,6 +2381,9 @@ static const struct unit_test tests[] = {
 	{ "atomic_write", test_atomic_write },
 	{ "resize_srq", test_resize_srq },
 	{ "solicited_events", test_solicited_events },
+	{ "xrc", test_xrc },
+	{ "xrc_checks", test_xrc_checks },
+	{ "xrc_srq_destroyed_in_message", test_xrc_srq_destroyed_in_message },
 	{}
 };
 
