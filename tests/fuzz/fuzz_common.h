@@ -106,6 +106,7 @@ static const struct qhca_engine_config fz_cfg = {
 struct fz_state {
 	struct qhca_engine e;
 	uint32_t eq, pd, mr, frmr, mw[2], cq[2], qpn[4], srq;
+	uint32_t xrcd, xsrq, xrc_tgt, xrc_ini;	/* XRC: QPNs 6 and 7, connected */
 };
 
 /* A doorbell's 64-bit value: the object it names and an index. */
@@ -125,6 +126,61 @@ static struct qhca_pbl fz_pbl(unsigned slot, uint64_t buf, uint32_t pages)
 		memcpy(fz_mem + (list - FZ_BASE) + i * 8, &a, 8);
 	}
 	return (struct qhca_pbl){ .addr = list, .npages = pages, .levels = 1 };
+}
+
+/* Take QP @qpn to RTS; a connected one towards @dest on this very device (loopback). */
+static void fz_to_rts(struct fz_state *s, uint32_t qpn, bool conn, uint32_t dest)
+{
+	struct qhca_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mask = QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS | QHCA_QP_QKEY;
+	a.state = QHCA_QPS_INIT;
+	a.access_flags = QHCA_ACCESS_ALL;
+	a.qkey = 0x1234;
+	qhca_qp_modify(&s->e, qpn, &a);
+	memset(&a, 0, sizeof(a));
+	a.mask = QHCA_QP_STATE;
+	a.state = QHCA_QPS_RTR;
+	if (conn) {
+		a.mask |= QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN | QHCA_QP_RQ_PSN |
+			  QHCA_QP_MAX_DEST_RD_ATOMIC;
+		a.path_mtu = 3;
+		a.dest_qpn = dest;
+		a.max_dest_rd_atomic = 4;
+		a.av.sgid[10] = a.av.sgid[11] = a.av.dgid[10] = a.av.dgid[11] = 0xff;
+		a.av.sgid[15] = a.av.dgid[15] = 1;
+		memcpy(a.av.dmac, fz_cfg.mac, 6);
+	}
+	qhca_qp_modify(&s->e, qpn, &a);
+	memset(&a, 0, sizeof(a));
+	a.mask = QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT |
+		 QHCA_QP_MAX_QP_RD_ATOMIC | QHCA_QP_RNR_RETRY;
+	a.state = QHCA_QPS_RTS;
+	a.timeout = 10;
+	a.retry_cnt = 2;
+	a.rnr_retry = 2;
+	a.max_rd_atomic = 4;
+	qhca_qp_modify(&s->e, qpn, &a);
+}
+
+/* An XRC domain with an XRC SRQ (number 1, its CQ cq[1]) and an XRC_INI QP (QPN 7)
+ * connected to an XRC_TGT QP (QPN 6) of this device. */
+static void fz_setup_xrc(struct fz_state *s)
+{
+	struct qhca_srq_create sc = { .pd = s->pd, .log2 = 3, .stride_log2 = 6, .cq = s->cq[1] };
+	struct qhca_qp_create q = { .type = QHCA_QPT_XRC_TGT };
+
+	s->xrcd = q.xrcd = sc.xrcd = qhca_obj_alloc(&s->e.xrcd, 0);
+	sc.pbl = fz_pbl(10, FZ_RINGS + 0xa000, 1);
+	qhca_srq_create(&s->e, &sc, &s->xsrq);
+	qhca_qp_create(&s->e, &q, &s->xrc_tgt);
+	q = (struct qhca_qp_create){ .type = QHCA_QPT_XRC_INI, .pd = s->pd, .send_cq = s->cq[0],
+				     .sq_log2 = 3, .sq_stride_log2 = 8 };
+	q.sq_pbl = fz_pbl(11, FZ_RINGS + 0xb000, 1);
+	qhca_qp_create(&s->e, &q, &s->xrc_ini);
+	fz_to_rts(s, s->xrc_tgt, true, s->xrc_ini);
+	fz_to_rts(s, s->xrc_ini, true, s->xrc_tgt);
 }
 
 /* A device with objects in place; @deep adds CQs, an MR and QPs of each type in RTS. */
@@ -179,7 +235,6 @@ static void fz_setup(struct fz_state *s, int deep)
 					    .type = types[i], .sq_log2 = 3, .rq_log2 = 3,
 					    .sq_stride_log2 = 8, .rq_stride_log2 = 6,
 					    .max_inline = 64 };
-		struct qhca_qp_attr a;
 		/* Each QP: its SQ page, then its RQ page (page lists take whole pages). */
 		uint64_t sq = FZ_RINGS + 0x2000 + i * 0x2000ull, rq = sq + 0x1000;
 
@@ -189,36 +244,11 @@ static void fz_setup(struct fz_state *s, int deep)
 			continue;
 		if (types[i] == QHCA_QPT_GSI)
 			s->e.gsi_qpn = s->qpn[i];
-		memset(&a, 0, sizeof(a));
-		a.mask = QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS | QHCA_QP_QKEY;
-		a.state = QHCA_QPS_INIT;
-		a.access_flags = QHCA_ACCESS_ALL;
-		a.qkey = 0x1234;
-		qhca_qp_modify(&s->e, s->qpn[i], &a);
-		memset(&a, 0, sizeof(a));
-		a.mask = QHCA_QP_STATE;
-		a.state = QHCA_QPS_RTR;
-		if (types[i] == QHCA_QPT_RC || types[i] == QHCA_QPT_UC) {
-			a.mask |= QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN | QHCA_QP_RQ_PSN |
-				  QHCA_QP_MAX_DEST_RD_ATOMIC;
-			a.path_mtu = 3;
-			a.dest_qpn = s->qpn[i];	/* connected to itself: loopback */
-			a.max_dest_rd_atomic = 4;
-			a.av.sgid[10] = a.av.sgid[11] = a.av.dgid[10] = a.av.dgid[11] = 0xff;
-			a.av.sgid[15] = a.av.dgid[15] = 1;
-			memcpy(a.av.dmac, fz_cfg.mac, 6);
-		}
-		qhca_qp_modify(&s->e, s->qpn[i], &a);
-		memset(&a, 0, sizeof(a));
-		a.mask = QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT |
-			 QHCA_QP_MAX_QP_RD_ATOMIC | QHCA_QP_RNR_RETRY;
-		a.state = QHCA_QPS_RTS;
-		a.timeout = 10;
-		a.retry_cnt = 2;
-		a.rnr_retry = 2;
-		a.max_rd_atomic = 4;
-		qhca_qp_modify(&s->e, s->qpn[i], &a);
+		/* RC and UC: connected to itself, loopback */
+		fz_to_rts(s, s->qpn[i], types[i] == QHCA_QPT_RC || types[i] == QHCA_QPT_UC,
+			  s->qpn[i]);
 	}
+	fz_setup_xrc(s);
 }
 
 /* Fire every timer until none is left (bounded). */

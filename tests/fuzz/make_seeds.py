@@ -133,6 +133,18 @@ def rx_seeds():
             roce_frame(0x64, qpn, 0, b"ud" * 20, b"", struct.pack(">II", 0x1234, 7)),
         ]
         yield b"".join(struct.pack("<H", len(f)) + f for f in frames)
+    # XRC: requests to the XRC_TGT QP (6) naming the XRC SRQ (1) in an XRCETH, which comes
+    # before the RETH or AtomicETH; responses to the XRC_INI QP (7).
+    x = struct.pack(">I", 1)
+    frames = [
+        roce_frame(0xa4, 6, 0, b"xrc" * 10, x),
+        roce_frame(0xaa, 6, 1, b"w" * 64, x + struct.pack(">QII", 0x10000, 1 << 8, 64)),
+        roce_frame(0xac, 6, 2, b"", x + struct.pack(">QII", 0x10000, 1 << 8, 128)),
+        roce_frame(0xb4, 6, 3, b"", x, struct.pack(">QIQQ", 0x10000, 1 << 8, 1, 0)),
+        roce_frame(0xa4, 6, 4, b"bad srq", struct.pack(">I", 2)),
+        roce_frame(0xb1, 7, 0, b"", b"", struct.pack(">I", 0x1f000001)),
+    ]
+    yield b"".join(struct.pack("<H", len(f)) + f for f in frames)
 
 
 # fuzz_mixed operations (low nibble) and the object they act on (high nibble).
