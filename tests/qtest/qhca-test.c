@@ -783,6 +783,112 @@ static void test_two_devices_memory_ops(void)
 }
 
 /*
+ * XRC through the registers, between two QEMU processes: b has an XRC domain, an XRC SRQ
+ * (its CQ b's receive CQ) and an XRC_TGT QP; a's XRC_INI QP sends to it and writes through
+ * it. The domain stays while used; the 32-byte SRQ form of older drivers still works.
+ */
+static void test_two_devices_xrc(void)
+{
+    struct qhca_cmd cx = { .hdr = { .opcode = QHCA_CMD_CREATE_XRCD } };
+    struct qhca_srq_create sc = { .log2 = 4, .stride_log2 = 5 };
+    struct qhca_qp_create tgt = { .type = QHCA_QPT_XRC_TGT };
+    struct qhca_qp_create ini = { .type = QHCA_QPT_XRC_INI, .sq_log2 = 4,
+                                  .sq_stride_log2 = 7 };
+    struct qhca_rq_wqe rw = { .wr_id = 0x99, .num_sge = 1 };
+    struct qhca_sq_wqe w = {};
+    struct qhca_sge sge = {};
+    uint32_t xrcd, srqn, old_srqn;
+    uint64_t srq_ring, ini_sq;
+    uint8_t data[2000], got[2000];
+    struct qhca_cqe c;
+    char *sock;
+    Node a, b;
+    int i;
+
+    sock = node_pair(&a, &b, 'x');
+    g_assert_cmpuint(qhca_exec(b.h, &cx, &xrcd, NULL), ==, QHCA_ST_OK);
+    srq_ring = qhca_alloc_aligned(b.h, 4096);
+    sc.pd = b.pd;
+    sc.xrcd = xrcd;
+    sc.cq = b.rcq;
+    sc.pbl = node_pbl(b.h, srq_ring, 1);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_SRQ, 0, &sc, sizeof(sc), NULL, 0, &srqn),
+                     ==, QHCA_ST_OK);
+    /* The form of ABI minor 3: an ordinary SRQ (its reserved bytes are not read). */
+    sc.xrcd = sc.cq = 0;
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_SRQ, 0, &sc, QHCA_SRQ_CREATE_V3_SIZE, NULL,
+                              0, &old_srqn), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_SRQ, old_srqn, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    tgt.xrcd = xrcd;
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_QP, 0, &tgt, sizeof(tgt), NULL, 0, &b.qpn),
+                     ==, QHCA_ST_OK);
+    ini_sq = qhca_alloc_aligned(a.h, 2048);
+    ini.pd = a.pd;
+    ini.send_cq = a.scq;
+    ini.sq_pbl = node_pbl(a.h, ini_sq, 1);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_CREATE_QP, 0, &ini, sizeof(ini), NULL, 0, &a.qpn),
+                     ==, QHCA_ST_OK);
+    a.sq = ini_sq;
+    a.sq_pi = 0;
+    node_connect(&a, &b);
+    node_connect(&b, &a);
+
+    /* A SEND of two packets lands in the SRQ's WQE, completing on its CQ. */
+    for (i = 0; i < (int)sizeof(data); i++) {
+        data[i] = i * 11 + 3;
+    }
+    qtest_memwrite(a.h->qts, a.buf, data, sizeof(data));
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096, .lkey = b.mrkey };
+    qtest_memwrite(b.h->qts, srq_ring, &rw, sizeof(rw));
+    qtest_memwrite(b.h->qts, srq_ring + sizeof(rw), &sge, sizeof(sge));
+    qpci_io_writeq(b.h->dev, b.db, QHCA_DB_SRQ, db_value(srqn, 1));
+    w = (struct qhca_sq_wqe){ .wr_id = 0x41, .opcode = QHCA_WR_SEND, .flags = QHCA_WQE_SIGNALED,
+                              .num_sge = 1, .xrc_srqn = srqn & QHCA_XRC_SRQN_MASK };
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data), .lkey = a.mrkey };
+    node_post(&a, &w, &sge, sizeof(sge));
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x41);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    c = node_cqe(&b, 1);
+    g_assert_cmphex(c.wr_id, ==, 0x99);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(c.byte_len, ==, sizeof(data));
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), ==, b.qpn);
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, c.src_qp_flags) & QHCA_CQE_FLAG_XRC,
+                     !=, 0);
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, c.src_qp_flags), ==,
+                     srqn & QHCA_XRC_SRQN_MASK);
+    qtest_memread(b.h->qts, b.buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* An RDMA WRITE through the target, checked against the SRQ's PD. */
+    w = (struct qhca_sq_wqe){ .wr_id = 0x42, .opcode = QHCA_WR_RDMA_WRITE,
+                              .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
+                              .xrc_srqn = srqn & QHCA_XRC_SRQN_MASK,
+                              .remote_addr = b.buf_va + 5000, .rkey = b.mrkey };
+    sge = (struct qhca_sge){ .addr = a.buf_va + 100, .length = 1000, .lkey = a.mrkey };
+    node_post(&a, &w, &sge, sizeof(sge));
+    c = node_cqe(&a, 0);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    qtest_memread(b.h->qts, b.buf + 5000, got, 1000);
+    g_assert_cmpmem(got, 1000, data + 100, 1000);
+
+    /* The domain stays while its SRQ and target live. */
+    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==, QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_QP, b.qpn, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_SRQ, srqn, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==,
+                     QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_QP, a.qpn, NULL, 0, NULL, 0, NULL), ==,
+                     QHCA_ST_OK);
+    node_pair_stop(&a, &b, sock);
+}
+
+/*
  * The transport timers run on the guest's clock (QEMU_CLOCK_VIRTUAL, which qtest moves
  * only by clock_step): a QP whose peer never answers keeps retrying while host time
  * passes and gives up only after enough guest time has gone by.
@@ -973,6 +1079,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
     qtest_add_func("/qhca/two-devices-memory-ops", test_two_devices_memory_ops);
+    qtest_add_func("/qhca/two-devices-xrc", test_two_devices_xrc);
     qtest_add_func("/qhca/hostile-objects", test_hostile_objects);
     qtest_add_func("/qhca/timers-follow-guest-clock", test_timers_follow_guest_clock);
     return g_test_run();
