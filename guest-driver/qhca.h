@@ -125,6 +125,12 @@ struct qhca_pd {
 	u32 handle;
 };
 
+/* An XRC domain: the kernel owns it on the device, whichever processes share it. */
+struct qhca_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 handle;
+};
+
 /* A page list being handed to the device (freed once the create command completes). */
 struct qhca_pbl_buf {
 	struct qhca_pbl desc;
@@ -180,6 +186,10 @@ static inline void qhca_ring_doorbell(struct qhca_dev *dev, u32 off, u32 num, u3
 	       dev->db0 + off);
 }
 
+/*
+ * A QP's rings: kernel QPs in DMA memory, user QPs in the provider's. No RQ with an SRQ or
+ * for XRC_INI; XRC_TGT has no rings, PD or CQs at all (its XRC SRQs receive).
+ */
 struct qhca_qp {
 	struct ib_qp ibqp;
 	u32 qpn;
@@ -233,6 +243,11 @@ static inline struct qhca_ucontext *to_quctx(struct ib_ucontext *uctx)
 static inline struct qhca_pd *to_qpd(struct ib_pd *pd)
 {
 	return container_of(pd, struct qhca_pd, ibpd);
+}
+
+static inline struct qhca_xrcd *to_qxrcd(struct ib_xrcd *xrcd)
+{
+	return container_of(xrcd, struct qhca_xrcd, ibxrcd);
 }
 
 static inline struct qhca_cq *to_qcq(struct ib_cq *cq)

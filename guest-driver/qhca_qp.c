@@ -74,13 +74,13 @@ static u32 qhca_rq_stride_log2(u32 max_sge)
  * Every value here comes from user space; the caller checks the limits before any shift.
  */
 static int qhca_qp_user_geometry(struct qhca_qp *qp, const struct qhca_create_qp_cmd *u,
-				 bool srq)
+				 bool norq)
 {
 	if (u->sq_log2 < qp->sq.log2 || u->sq_stride_log2 < qp->sq.stride_log2)
 		return -EINVAL;
 	qp->sq.log2 = u->sq_log2;
 	qp->sq.stride_log2 = u->sq_stride_log2;
-	if (srq)	/* no receive queue of its own: "rq_addr 0 with an SRQ" */
+	if (norq)	/* no receive queue of its own: "rq_addr 0 with an SRQ" (or XRC_INI) */
 		return u->rq_addr || u->rq_log2 || u->rq_stride_log2 ? -EINVAL : 0;
 	if (u->rq_log2 < qp->rq.log2 || u->rq_stride_log2 < qp->rq.stride_log2)
 		return -EINVAL;
@@ -111,17 +111,47 @@ static void qhca_qp_detach_cqs(struct qhca_qp *qp, struct ib_cq *scq, struct ib_
 		qhca_cq_detach_qp(to_qcq(rcq), qp);
 }
 
+/*
+ * XRC_TGT (IBA 1.2 annex A14): ib_core makes it for uverbs with no udata, PD or CQs, in an
+ * XRC domain whose SRQs receive for it, and shares it among the processes of the domain;
+ * the kernel owns it on the device. The capabilities user space asked for mean nothing.
+ */
+static int qhca_create_xrc_tgt(struct qhca_dev *dev, struct qhca_qp *qp,
+			       struct ib_qp_init_attr *init)
+{
+	struct qhca_qp_create c = {};
+	int err;
+
+	if (!init->xrcd)
+		return -EINVAL;
+	c.uctx = QHCA_HANDLE_KERNEL;
+	c.type = QHCA_QPT_XRC_TGT;
+	c.xrcd = to_qxrcd(init->xrcd)->handle;
+	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_QP, 0, &c, sizeof(c), NULL, 0, &qp->qpn);
+	if (err)
+		return err;
+	err = xa_err(xa_store(&dev->qps, qp->qpn, qp, GFP_KERNEL));
+	if (err) {
+		qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
+		return err;
+	}
+	qp->ibqp.qp_num = qp->qpn;
+	memset(&init->cap, 0, sizeof(init->cap));
+	return 0;
+}
+
 int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qdev(ibqp->device);
 	struct qhca_qp *qp = to_qqp(ibqp);
 	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
 							       ibucontext);
+	bool xrc = dev->attr.dev_caps & QHCA_DEV_CAP_XRC;
 	struct ib_qp_cap *cap = &init->cap;
 	struct qhca_qp_create c = {};
 	struct qhca_pbl_buf sq_pb = {}, rq_pb = {};
 	struct qhca_create_qp_cmd ucmd = {};
-	bool ud, keep = false;
+	bool ud, norq, keep = false;
 	int err, derr;
 
 	switch (init->qp_type) {
@@ -130,21 +160,36 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
 		break;
+	case IB_QPT_XRC_INI:
+		/* User QPs only: a kernel ib_send_wr cannot name the remote XRC SRQ. */
+		if (!xrc || !uctx)
+			return -EOPNOTSUPP;
+		break;
+	case IB_QPT_XRC_TGT:
+		if (!xrc)
+			return -EOPNOTSUPP;
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->create_flags || cap->max_send_wr > dev->attr.max_qp_wr ||
+	if (init->create_flags)
+		return -EINVAL;
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	qp->type = init->qp_type;
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		return qhca_create_xrc_tgt(dev, qp, init);
+	if (cap->max_send_wr > dev->attr.max_qp_wr ||
 	    cap->max_recv_wr > dev->attr.max_qp_wr || cap->max_send_sge > dev->attr.max_send_sge ||
 	    cap->max_recv_sge > dev->attr.max_recv_sge ||
 	    cap->max_inline_data > dev->attr.max_inline_data || cap->max_inline_data > U16_MAX)
 		return -EINVAL;
 	ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
-	spin_lock_init(&qp->sq_lock);
-	spin_lock_init(&qp->rq_lock);
-	qp->type = init->qp_type;
+	/* No receive queue of its own: an SRQ receives, or nothing (XRC_INI). */
+	norq = init->srq || init->qp_type == IB_QPT_XRC_INI;
 	qp->sq.log2 = order_base_2(max(cap->max_send_wr, 1u));
 	qp->sq.stride_log2 = qhca_sq_stride_log2(cap->max_send_sge, cap->max_inline_data, ud);
-	if (!init->srq) {
+	if (!norq) {
 		qp->rq.log2 = order_base_2(max(cap->max_recv_wr, 1u));
 		qp->rq.stride_log2 = qhca_rq_stride_log2(cap->max_recv_sge);
 	}
@@ -153,32 +198,32 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 				    QHCA_CREATE_QP_CMD_COMP_MASK);
 		if (err)
 			return err;
-		err = qhca_qp_user_geometry(qp, &ucmd, init->srq);
+		err = qhca_qp_user_geometry(qp, &ucmd, norq);
 		if (err)
 			return err;
 	}
 	if (!qhca_ring_geometry_ok(&qp->sq, dev->attr.max_qp_wr) ||
-	    (!init->srq && !qhca_ring_geometry_ok(&qp->rq, dev->attr.max_qp_wr)))
+	    (!norq && !qhca_ring_geometry_ok(&qp->rq, dev->attr.max_qp_wr)))
 		return -EINVAL;
 	err = qhca_ring_get(dev, &qp->sq, ucmd.sq_addr, uctx, &sq_pb);
 	if (err)
 		goto err_rings;
-	if (!init->srq) {
+	if (!norq) {
 		err = qhca_ring_get(dev, &qp->rq, ucmd.rq_addr, uctx, &rq_pb);
 		if (err)
 			goto err_rings;
 	}
 	c.pd = to_qpd(ibqp->pd)->handle;
 	c.send_cq = to_qcq(init->send_cq)->cqn;
-	c.recv_cq = to_qcq(init->recv_cq)->cqn;
+	c.recv_cq = init->recv_cq ? to_qcq(init->recv_cq)->cqn : 0;
 	c.srq = init->srq ? to_qsrq(init->srq)->srqn : 0;
 	c.uctx = uctx ? uctx->handle : QHCA_HANDLE_KERNEL;
 	c.type = init->qp_type == IB_QPT_GSI ? QHCA_QPT_GSI : init->qp_type;
 	c.sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	c.sq_log2 = qp->sq.log2;
-	c.rq_log2 = init->srq ? 0 : qp->rq.log2;
+	c.rq_log2 = norq ? 0 : qp->rq.log2;
 	c.sq_stride_log2 = qp->sq.stride_log2;
-	c.rq_stride_log2 = init->srq ? 4 : qp->rq.stride_log2;
+	c.rq_stride_log2 = init->srq ? 4 : norq ? 0 : qp->rq.stride_log2;
 	c.max_inline = cap->max_inline_data;
 	c.sq_pbl = sq_pb.desc;
 	c.rq_pbl = rq_pb.desc;
@@ -198,7 +243,7 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	/* GSI is QP1 on the wire whatever the device numbered it. */
 	qp->ibqp.qp_num = init->qp_type == IB_QPT_GSI ? 1 : qp->qpn;
 	cap->max_send_wr = 1u << qp->sq.log2;
-	cap->max_recv_wr = init->srq ? 0 : 1u << qp->rq.log2;
+	cap->max_recv_wr = norq ? 0 : 1u << qp->rq.log2;
 	if (uctx) {
 		struct qhca_create_qp_resp uresp = { .qpn = qp->qpn,
 						     .max_inline = cap->max_inline_data };
@@ -359,11 +404,15 @@ int qhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_access_flags = a.access_flags;
 	attr->port_num = 1;
 	attr->ah_attr = qp->ah_attr;
-	attr->cap.max_send_wr = 1u << qp->sq.log2;
-	attr->cap.max_recv_wr = ibqp->srq ? 0 : 1u << qp->rq.log2;
-	attr->cap.max_inline_data = qp->max_inline;
-	attr->cap.max_send_sge = dev->attr.max_send_sge;
-	attr->cap.max_recv_sge = dev->attr.max_recv_sge;
+	if (qp->type != IB_QPT_XRC_TGT) {	/* it has no queues */
+		attr->cap.max_send_wr = 1u << qp->sq.log2;
+		attr->cap.max_inline_data = qp->max_inline;
+		attr->cap.max_send_sge = dev->attr.max_send_sge;
+	}
+	if (qp->type != IB_QPT_XRC_TGT && qp->type != IB_QPT_XRC_INI) {
+		attr->cap.max_recv_wr = ibqp->srq ? 0 : 1u << qp->rq.log2;
+		attr->cap.max_recv_sge = dev->attr.max_recv_sge;
+	}
 	init->qp_type = ibqp->qp_type;
 	init->cap = attr->cap;
 	init->send_cq = ibqp->send_cq;
@@ -526,6 +575,11 @@ int qhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	/* Kernel rings only: not an XRC_TGT QP, nor a user QP through uverbs' POST_SEND. */
+	if (!qp->sq.buf) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	for (; wr; wr = wr->next) {
 		err = qhca_ring_full(&qp->sq) ? -ENOMEM :
@@ -571,8 +625,11 @@ int qhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	if (ibqp->srq)
+	/* No RQ of its own (an SRQ, XRC) or not in kernel memory (a user QP). */
+	if (ibqp->srq || !qp->rq.buf) {
+		*bad_wr = wr;
 		return -EINVAL;
+	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	for (; wr; wr = wr->next) {
 		err = qhca_build_recv(&qp->rq, wr);
@@ -600,8 +657,19 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	bool keep = false;
 	int err, derr;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	switch (init->srq_type) {
+	case IB_SRQT_BASIC:
+		break;
+	case IB_SRQT_XRC:
+		/* User SRQs only: no kernel ULP uses XRC. */
+		if (!uctx || !(dev->attr.dev_caps & QHCA_DEV_CAP_XRC))
+			return -EOPNOTSUPP;
+		if (!init->ext.cq || !init->ext.xrc.xrcd)
+			return -EINVAL;
+		break;
+	default:
 		return -EOPNOTSUPP;
+	}
 	if (init->attr.max_wr > dev->attr.max_srq_wr || init->attr.max_sge > dev->attr.max_srq_sge)
 		return -EINVAL;
 	spin_lock_init(&srq->lock);
@@ -630,6 +698,10 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	c.stride_log2 = srq->rq.stride_log2;
 	c.limit = init->attr.srq_limit;
 	c.pbl = pb.desc;
+	if (init->srq_type == IB_SRQT_XRC) {	/* its CQ: of the same user context */
+		c.xrcd = to_qxrcd(init->ext.xrc.xrcd)->handle;
+		c.cq = to_qcq(init->ext.cq)->cqn;
+	}
 	err = qhca_obj_cmd(dev, QHCA_CMD_CREATE_SRQ, 0, &c, sizeof(c), NULL, 0, &srq->srqn);
 	keep = qhca_admin_cmd_keep(dev, err);
 	qhca_pbl_free(dev, &pb, keep);
@@ -639,6 +711,9 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	if (err)
 		goto err_destroy;
 	init->attr.max_wr = 1u << srq->rq.log2;
+	/* What senders name it by; uverbs hands it to user space (ibv_get_srq_num). */
+	if (init->srq_type == IB_SRQT_XRC)
+		ibsrq->ext.xrc.srq_num = srq->srqn & QHCA_XRC_SRQN_MASK;
 	if (uctx) {
 		struct qhca_create_srq_resp uresp = { .srqn = srq->srqn };
 
@@ -764,6 +839,10 @@ int qhca_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	if (!srq->rq.buf) {	/* a user SRQ: the provider posts */
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&srq->lock, flags);
 	for (; wr; wr = wr->next) {
 		err = qhca_build_recv(&srq->rq, wr);

@@ -62,6 +62,8 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B;
 		attr->max_mw = a->max_mr;
 	}
+	if (a->dev_caps & QHCA_DEV_CAP_XRC)
+		attr->device_cap_flags |= IB_DEVICE_XRC;
 	return 0;
 }
 
@@ -270,6 +272,32 @@ static int qhca_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return err && !qhca_admin_dead(dev) ? err : 0;
 }
 
+/* ---------------------------------------------------------------- XRC domains */
+/*
+ * ib_core shares one ib_xrcd among the processes that open it through the same file and
+ * frees it with the last of them: on the device the kernel owns it (no user context).
+ */
+static int qhca_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibxrcd->device);
+	struct qhca_cmd cmd = {};
+
+	if (!(dev->attr.dev_caps & QHCA_DEV_CAP_XRC))
+		return -EOPNOTSUPP;
+	cmd.hdr.opcode = QHCA_CMD_CREATE_XRCD;
+	return qhca_admin_exec(dev, &cmd, &to_qxrcd(ibxrcd)->handle, NULL);
+}
+
+static int qhca_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct qhca_dev *dev = to_qdev(ibxrcd->device);
+	int err;
+
+	err = qhca_admin_handle_cmd(dev, QHCA_CMD_DESTROY_XRCD, to_qxrcd(ibxrcd)->handle, NULL);
+	/* A dead queue: the domain is gone for the OS (it holds no memory of ours). */
+	return err && !qhca_admin_dead(dev) ? err : 0;
+}
+
 /* ---------------------------------------------------------------- hw_counters */
 static const struct rdma_stat_desc qhca_counter_names[QHCA_CNT_MAX] = {
 	[QHCA_CNT_TX_PKTS].name = "tx_pkts",
@@ -334,6 +362,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.alloc_hw_port_stats = qhca_alloc_hw_port_stats,
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
+	.alloc_xrcd = qhca_alloc_xrcd,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_qp = qhca_create_qp,
@@ -341,6 +370,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.create_user_ah = qhca_create_ah,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dealloc_ucontext = qhca_dealloc_ucontext,
+	.dealloc_xrcd = qhca_dealloc_xrcd,
 	.dereg_mr = qhca_dereg_mr,
 	.resize_cq = qhca_resize_cq,
 	.rereg_user_mr = qhca_rereg_user_mr,
@@ -380,4 +410,5 @@ const struct ib_device_ops qhca_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, qhca_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, qhca_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, qhca_ucontext, ibucontext),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, qhca_xrcd, ibxrcd),
 };

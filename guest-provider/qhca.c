@@ -186,6 +186,39 @@ static int qhca_destroy_ah(struct ibv_ah *ibah)
 	return 0;
 }
 
+/* XRC domains: the kernel shares one among the processes that open the same file. */
+static struct ibv_xrcd *qhca_open_xrcd(struct ibv_context *context,
+				       struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp = {};
+	struct ibv_open_xrcd cmd = {};
+	struct verbs_xrcd *xrcd;
+	int ret;
+
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+	ret = ibv_cmd_open_xrcd(context, xrcd, sizeof(*xrcd), attr, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+	if (ret) {
+		free(xrcd);
+		errno = ret;
+		return NULL;
+	}
+	return &xrcd->xrcd;
+}
+
+static int qhca_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *xrcd = container_of(ibxrcd, struct verbs_xrcd, xrcd);
+	int ret = ibv_cmd_close_xrcd(xrcd);
+
+	if (ret)
+		return ret;
+	free(xrcd);
+	return 0;
+}
+
 static void qhca_free_context(struct ibv_context *ibctx)
 {
 	struct qhca_context *ctx = to_qctx(ibctx);
@@ -202,12 +235,14 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.alloc_parent_domain = qhca_alloc_parent_domain,
 	.alloc_pd = qhca_alloc_pd,
 	.bind_mw = qhca_bind_mw,
+	.close_xrcd = qhca_close_xrcd,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_cq_ex = qhca_create_cq_ex,
 	.create_qp = qhca_create_qp,
 	.create_qp_ex = qhca_create_qp_ex,
 	.create_srq = qhca_create_srq,
+	.create_srq_ex = qhca_create_srq_ex,
 	.dealloc_mw = qhca_dealloc_mw,
 	.dealloc_pd = qhca_dealloc_pd,
 	.dereg_mr = qhca_dereg_mr,
@@ -216,8 +251,11 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.destroy_qp = qhca_destroy_qp,
 	.destroy_srq = qhca_destroy_srq,
 	.free_context = qhca_free_context,
+	.get_srq_num = qhca_get_srq_num,
 	.modify_qp = qhca_modify_qp,
 	.modify_srq = qhca_modify_srq,
+	.open_qp = qhca_open_qp,
+	.open_xrcd = qhca_open_xrcd,
 	.poll_cq = qhca_poll_cq,
 	.post_recv = qhca_post_recv,
 	.post_send = qhca_post_send,

@@ -34,9 +34,11 @@ struct qhca_context {
 	uint32_t max_inline_data;
 	uint32_t max_cqe;
 	uint32_t max_srq_wr, max_srq_sge;
-	/* QPs by number, for the poller to free ring slots (see cqe_retire) */
+	/* QPs by number and XRC SRQs by XRC SRQ number, for the poller to free ring slots
+	 * (see cqe_retire); qp_lock guards both */
 	pthread_mutex_t qp_lock;
 	struct qhca_qp *qp_hash[QHCA_QP_HASH];
+	struct qhca_srq *srq_hash[QHCA_QP_HASH];
 };
 
 struct qhca_pd {
@@ -78,10 +80,15 @@ struct qhca_ring {
 	uint32_t ci;			/* slots before it are free again: set by polling */
 };
 
+/*
+ * A QP. XRC_SEND has no RQ and names the remote XRC SRQ in every WQE; XRC_RECV (created
+ * here or opened with ibv_open_qp) has no rings at all: its XRC SRQs receive for it.
+ */
 struct qhca_qp {
 	struct verbs_qp vqp;		/* ibv_qp, or ibv_qp_ex for the ibv_wr_* API */
 	uint32_t qpn;
 	bool ud;
+	bool xrc_send;
 	uint32_t max_inline;
 	struct qhca_ring sq, rq;
 	pthread_spinlock_t sq_lock, rq_lock;
@@ -95,8 +102,12 @@ struct qhca_qp {
 };
 
 struct qhca_srq {
-	struct ibv_srq ibv_srq;
+	struct verbs_srq vsrq;		/* ibv_srq; srq_type and srq_num for XRC */
 	uint32_t srqn;
+	/* An XRC SRQ: its number on the wire and in CQEs, its CQ, its place in srq_hash */
+	uint32_t xrc_srqn;
+	struct qhca_cq *xrc_cq;
+	struct qhca_srq *hash_next;
 	struct qhca_pd *parent;		/* created in a parent domain with allocators */
 	struct qhca_ring rq;
 	pthread_spinlock_t lock;
@@ -126,6 +137,8 @@ DECLARE_DRV_CMD(qhca_ucreate_qp, IB_USER_VERBS_CMD_CREATE_QP, qhca_create_qp_cmd
 		qhca_create_qp_resp);
 DECLARE_DRV_CMD(qhca_ucreate_srq, IB_USER_VERBS_CMD_CREATE_SRQ, qhca_create_srq_cmd,
 		qhca_create_srq_resp);
+DECLARE_DRV_CMD(qhca_ucreate_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ, qhca_create_srq_cmd,
+		qhca_create_srq_resp);
 DECLARE_DRV_CMD(qhca_ucreate_ah, IB_USER_VERBS_CMD_CREATE_AH, empty, qhca_create_ah_resp);
 
 static inline struct qhca_context *to_qctx(struct ibv_context *ctx)
@@ -150,7 +163,7 @@ static inline struct qhca_qp *to_qqp(struct ibv_qp *qp)
 
 static inline struct qhca_srq *to_qsrq(struct ibv_srq *srq)
 {
-	return container_of(srq, struct qhca_srq, ibv_srq);
+	return container_of(srq, struct qhca_srq, vsrq.srq);
 }
 
 static inline struct qhca_ah *to_qah(struct ibv_ah *ah)
@@ -175,6 +188,7 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited);
 struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *qhca_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr);
 int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init);
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
@@ -185,6 +199,9 @@ struct ibv_pd *qhca_alloc_parent_domain(struct ibv_context *context,
 int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+struct ibv_srq *qhca_create_srq_ex(struct ibv_context *context,
+				   struct ibv_srq_init_attr_ex *attr);
+int qhca_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num);
 int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask);
 int qhca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int qhca_destroy_srq(struct ibv_srq *ibsrq);

@@ -165,28 +165,59 @@ static void ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num, 
 				QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num)));
 }
 
+/* A receive from an XRC SRQ? Its source QP field holds the SRQ's XRC SRQ number. */
+static bool cqe_xrc(const struct qhca_cqe *cqe)
+{
+	return cqe->opcode >= QHCA_WC_RECV &&
+	       (QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(cqe->src_qp_flags)) &
+		QHCA_CQE_FLAG_XRC);
+}
+
+/* The ring a receive CQE of an XRC SRQ took its WQE from; ctx->qp_lock is held. */
+static struct qhca_ring *xrc_srq_ring(struct qhca_context *ctx, uint32_t xrc_srqn)
+{
+	struct qhca_srq *srq;
+
+	for (srq = ctx->srq_hash[xrc_srqn % QHCA_QP_HASH]; srq && srq->xrc_srqn != xrc_srqn;
+	     srq = srq->hash_next)
+		;
+	return srq ? &srq->rq : NULL;
+}
+
 /*
  * A polled CQE frees ring slots (abi/qhca_abi.h): a send completion every SQ slot up to its
  * WQE, a receive completion one slot of the RQ or SRQ (the device takes receive WQEs in
- * ring order and copies them). A CQE that would free more than is outstanding (left from
- * before a reset to RESET) frees nothing.
+ * ring order and copies them). The QP is found by the CQE's QP number, but an XRC SRQ by
+ * the number in the CQE (the QP is an XRC_TGT QP, perhaps of another process). A CQE that
+ * would free more than is outstanding (left from before a reset to RESET) frees nothing.
  */
 static void cqe_retire(struct qhca_context *ctx, const struct qhca_cqe *cqe)
 {
 	uint32_t qpn = QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status));
 	uint32_t idx = QHCA_FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, le32toh(cqe->src_qp_flags));
-	struct qhca_ring *r;
+	struct qhca_ring *r = NULL;
 	struct qhca_qp *qp;
-	uint32_t ci, n;
+	uint32_t ci, n = 1;
 
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (qp = ctx->qp_hash[qpn % QHCA_QP_HASH]; qp && qp->qpn != qpn; qp = qp->hash_next)
-		;
-	if (qp) {
-		r = cqe->opcode < QHCA_WC_RECV ? &qp->sq : qp->srq ? &qp->srq->rq : &qp->rq;
+	if (cqe_xrc(cqe)) {
+		r = xrc_srq_ring(ctx, QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK,
+						     le32toh(cqe->src_qp_flags)));
+	} else {
+		for (qp = ctx->qp_hash[qpn % QHCA_QP_HASH]; qp && qp->qpn != qpn;
+		     qp = qp->hash_next)
+			;
+		if (qp && cqe->opcode < QHCA_WC_RECV) {
+			r = &qp->sq;
+			ci = __atomic_load_n(&r->ci, __ATOMIC_RELAXED);
+			/* The WQE's index mod 2^24, the width of its field: so is the count. */
+			n = QHCA_FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, idx + 1 - ci);
+		} else if (qp) {
+			r = qp->srq ? &qp->srq->rq : &qp->rq;
+		}
+	}
+	if (r) {
 		ci = __atomic_load_n(&r->ci, __ATOMIC_RELAXED);
-		/* The WQE's index mod 2^24, the width of its field: so is the count. */
-		n = r == &qp->sq ? QHCA_FIELD_GET(QHCA_CQE_WQE_INDEX_MASK, idx + 1 - ci) : 1;
 		if (n <= __atomic_load_n(&r->pi, __ATOMIC_RELAXED) - ci)
 			__atomic_fetch_add(&r->ci, n, __ATOMIC_RELEASE);
 	}
@@ -334,18 +365,21 @@ static struct qhca_cqe *cqe_next(struct qhca_cq *cq)
 }
 
 /*
- * A QP went to RESET or away: its completions not yet polled are dropped (as mlx5 does),
- * each freeing its ring slots first (an SRQ outlives the QP).
+ * A QP went to RESET or away (@xrc false, @num its number), or an XRC SRQ went away (@xrc
+ * true, @num its XRC SRQ number): its completions not yet polled are dropped (as mlx5 does
+ * for QPs), each freeing its ring slots first (an SRQ outlives the QP). Receives of an XRC
+ * SRQ belong to the SRQ, not to the XRC_TGT QP whose number they carry.
  */
-static void cq_clean(struct qhca_cq *cq, uint32_t qpn)
+static void cq_clean(struct qhca_cq *cq, uint32_t num, bool xrc)
 {
 	struct qhca_cqe *cqe;
-	uint32_t ci;
+	uint32_t ci, n;
 
 	pthread_spin_lock(&cq->lock);
 	for (ci = cq->ci; ci - cq->ci < (1u << cq->log2) && (cqe = cqe_valid(cq, ci)); ci++) {
-		if (QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status)) == qpn &&
-		    cqe->opcode != QHCA_CQE_OPCODE_STALE) {
+		n = xrc ? QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, le32toh(cqe->src_qp_flags)) :
+		    QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status));
+		if (n == num && cqe_xrc(cqe) == xrc && cqe->opcode != QHCA_CQE_OPCODE_STALE) {
 			cqe_retire(to_qctx(cq->vcq.cq.context), cqe);
 			cqe->opcode = QHCA_CQE_OPCODE_STALE;
 		}
@@ -426,11 +460,12 @@ static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *ex)
 	return QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(to_qcq_ex(ex)->cur->qpn_status));
 }
 
+/* Receives: the sender's QP (UD); 0 for XRC, whose field holds the XRC SRQ number. */
 static uint32_t cq_ex_read_src_qp(struct ibv_cq_ex *ex)
 {
 	const struct qhca_cqe *cqe = to_qcq_ex(ex)->cur;
 
-	return cqe->opcode >= QHCA_WC_RECV ?
+	return cqe->opcode >= QHCA_WC_RECV && !cqe_xrc(cqe) ?
 	       QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, le32toh(cqe->src_qp_flags)) : 0;
 }
 
@@ -568,7 +603,7 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		wc[n].opcode = wc_opcode(cqe->opcode);
 		wc[n].byte_len = le32toh(cqe->byte_len);
 		wc[n].qp_num = QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, le32toh(cqe->qpn_status));
-		if (cqe->opcode >= QHCA_WC_RECV)
+		if (cqe->opcode >= QHCA_WC_RECV && !cqe_xrc(cqe))	/* XRC: the SRQ's */
 			wc[n].src_qp = QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK,
 						      le32toh(cqe->src_qp_flags));
 		flags = QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(cqe->src_qp_flags));
@@ -645,15 +680,17 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, struct ibv_pd *pd,
 				enum ibv_qp_type type, struct ibv_qp_cap *cap, bool srq,
 				struct qhca_create_qp_cmd *drv)
 {
-	bool ud = type == IBV_QPT_UD;
+	bool ud = type == IBV_QPT_UD, xrc = type == IBV_QPT_XRC_SEND;
 	struct qhca_ring sq = {}, rq = {};
 	struct qhca_qp *qp;
 	int err;
 
-	if (type != IBV_QPT_RC && type != IBV_QPT_UC && !ud) {
+	if (type != IBV_QPT_RC && type != IBV_QPT_UC && !ud && !xrc) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* XRC_SEND has no receive queue: sized like one with an SRQ. */
+	srq = srq || xrc;
 	if (srq) {	/* ignored with an SRQ (ibv_create_qp(3)): the kernel sees none */
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
@@ -677,6 +714,7 @@ static struct qhca_qp *qp_alloc(struct qhca_context *ctx, struct ibv_pd *pd,
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->ud = ud;
+	qp->xrc_send = xrc;
 	qp->sq = sq;
 	qp->wr_scratch = malloc((size_t)1 << qp->sq.stride_log2);
 	if (!wq_buf_alloc(&qp->sq, parent_of(pd), QHCA_RES_TYPE_QP) || !qp->wr_scratch)
@@ -707,7 +745,7 @@ static void qp_created(struct qhca_context *ctx, struct qhca_qp *qp,
 	qp->qpn = resp->qpn;
 	qp->srq = srq ? to_qsrq(srq) : NULL;
 	cap->max_send_wr = 1u << qp->sq.log2;
-	cap->max_recv_wr = srq ? 0 : 1u << qp->rq.log2;
+	cap->max_recv_wr = qp->rq.buf ? 1u << qp->rq.log2 : 0;	/* none with an SRQ or XRC */
 	pthread_mutex_lock(&ctx->qp_lock);
 	qp->hash_next = ctx->qp_hash[qp->qpn % QHCA_QP_HASH];
 	ctx->qp_hash[qp->qpn % QHCA_QP_HASH] = qp;
@@ -733,6 +771,22 @@ struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	return &qp->vqp.qp;
 }
 
+/*
+ * Drop the completions of a QP that went to RESET or away from its CQs. An XRC_RECV QP has
+ * none of its own (its receives belong to its SRQs), XRC_SEND no receive CQ (libibverbs
+ * keeps the one the application may have passed).
+ */
+static void qp_clean_cqs(struct qhca_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->vqp.qp;
+
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV)
+		return;
+	cq_clean(to_qcq(ibqp->send_cq), qp->qpn, false);
+	if (ibqp->qp_type != IBV_QPT_XRC_SEND && ibqp->recv_cq != ibqp->send_cq)
+		cq_clean(to_qcq(ibqp->recv_cq), qp->qpn, false);
+}
+
 int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init)
 {
@@ -749,9 +803,7 @@ int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 
 	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
 	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
-		if (ibqp->recv_cq != ibqp->send_cq)
-			cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
+		qp_clean_cqs(qp);
 		/* The device starts both rings over at index 0. */
 		pthread_spin_lock(&qp->sq_lock);
 		pthread_spin_lock(&qp->rq_lock);
@@ -773,9 +825,7 @@ int qhca_destroy_qp(struct ibv_qp *ibqp)
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
-	cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
-	if (ibqp->recv_cq != ibqp->send_cq)
-		cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
+	qp_clean_cqs(qp);
 	pthread_mutex_lock(&ctx->qp_lock);
 	for (pp = &ctx->qp_hash[qp->qpn % QHCA_QP_HASH]; *pp; pp = &(*pp)->hash_next)
 		if (*pp == qp) {
@@ -874,6 +924,8 @@ static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t 
 		return EINVAL;
 	h->wr_id = htole64(wr->wr_id);
 	h->flags = wqe_flags(wr->send_flags);
+	if (qp->xrc_send)	/* every WQE: the SRQ at the target */
+		h->xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn & QHCA_XRC_SRQN_MASK);
 	if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
 		h->imm_inv = htole32(wr->invalidate_rkey);
 	else
@@ -959,7 +1011,7 @@ int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bin
 	struct qhca_sq_wqe *h;
 	int ret;
 
-	if (mw->type != IBV_MW_TYPE_1 || qp->ud || !send_allowed(ibqp))
+	if (mw->type != IBV_MW_TYPE_1 || qp->ud || !qp->sq.buf || !send_allowed(ibqp))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	if (ring_full(&qp->sq)) {
@@ -987,7 +1039,7 @@ int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	struct qhca_qp *qp = to_qqp(ibqp);
 	int ret = 0;
 
-	if (!send_allowed(ibqp)) {
+	if (!qp->sq.buf || !send_allowed(ibqp)) {	/* no SQ: XRC_RECV */
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1033,7 +1085,8 @@ int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	struct qhca_qp *qp = to_qqp(ibqp);
 	int ret = 0;
 
-	if (ibqp->srq || ibqp->state == IBV_QPS_RESET) {
+	/* No RQ of its own: an SRQ receives, or the QP is XRC */
+	if (ibqp->srq || !qp->rq.buf || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1213,6 +1266,18 @@ static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn
 	ud->qkey = htole32(qkey);
 }
 
+/* XRC_SEND: the XRC SRQ at the target that receives (or whose PD the request uses). */
+static void wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t remote_srqn)
+{
+	struct qhca_qp *qp = to_qqp_ex(ex);
+
+	if (!qp->wr_cur || !qp->xrc_send) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	((struct qhca_sq_wqe *)qp->wr_cur)->xrc_srqn = htole32(remote_srqn & QHCA_XRC_SRQN_MASK);
+}
+
 static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t n, const struct ibv_sge *sg)
 {
 	struct qhca_qp *qp = to_qqp_ex(ex);
@@ -1282,6 +1347,79 @@ static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
 		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |			\
 		       IBV_QP_EX_WITH_ATOMIC_WRITE)
 
+/* A QP with no rings of its own: XRC_RECV, created or opened. */
+static struct qhca_qp *xrc_recv_alloc(void)
+{
+	struct qhca_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		return NULL;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	return qp;
+}
+
+/*
+ * XRC_RECV: the kernel makes an XRC_TGT QP in the domain, with no driver data (ib_core
+ * passes the driver none for it) and no rings: the domain's XRC SRQs receive for it. It
+ * is not in qp_hash: its completions are its SRQs'.
+ */
+static struct ibv_qp *create_xrc_recv(struct ibv_context *context,
+				      struct ibv_qp_init_attr_ex *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_create_qp cmd = {};
+	struct ibv_qp_init_attr_ex a;
+	struct qhca_qp *qp;
+
+	/* CREATE_FLAGS is accepted with no flag: none is implemented. */
+	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = xrc_recv_alloc();
+	if (!qp)
+		return NULL;
+	a = *attr;
+	a.comp_mask &= ~(uint32_t)(IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_PD);
+	if (ibv_cmd_create_qp_ex(context, &qp->vqp, &a, &cmd, sizeof(cmd), &resp,
+				 sizeof(resp))) {
+		qp_free(qp);
+		return NULL;
+	}
+	attr->cap = a.cap;
+	qp->qpn = qp->vqp.qp.qp_num;
+	return &qp->vqp.qp;
+}
+
+/* ibv_open_qp: another handle of an XRC_TGT QP of the domain, perhaps another process's. */
+struct ibv_qp *qhca_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_open_qp cmd = {};
+	struct qhca_qp *qp;
+	int ret;
+
+	qp = xrc_recv_alloc();
+	if (!qp)
+		return NULL;
+	ret = ibv_cmd_open_qp(context, &qp->vqp, sizeof(qp->vqp), attr, &cmd, sizeof(cmd),
+			      &resp, sizeof(resp));
+	if (ret) {
+		qp_free(qp);
+		errno = ret;
+		return NULL;
+	}
+	qp->qpn = attr->qp_num;
+	return &qp->vqp.qp;
+}
+
 struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	struct qhca_ucreate_qp cmd = {};
@@ -1290,6 +1428,8 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	struct ibv_qp_ex *ex;
 	struct qhca_qp *qp;
 
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return create_xrc_recv(context, attr);
 	/* CREATE_FLAGS is accepted with no flag: none is implemented. */
 	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
@@ -1331,6 +1471,7 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 		ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
 		ex->wr_set_ud_addr = wr_set_ud_addr;
+		ex->wr_set_xrc_srqn = wr_set_xrc_srqn;
 		ex->wr_set_sge = wr_set_sge;
 		ex->wr_set_sge_list = wr_set_sge_list;
 		ex->wr_set_inline_data = wr_set_inline_data;
@@ -1341,21 +1482,20 @@ struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 }
 
 /* ---------------------------------------------------------------- shared receive queues */
-struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+/* An SRQ with its ring for @attr; fills the driver part of the command. */
+static struct qhca_srq *srq_alloc(struct qhca_context *ctx, struct ibv_pd *pd,
+				  const struct ibv_srq_attr *attr, struct qhca_create_srq_cmd *drv)
 {
-	struct qhca_context *ctx = to_qctx(pd->context);
-	struct qhca_ucreate_srq cmd = {};
-	struct qhca_ucreate_srq_resp resp = {};
 	struct qhca_ring rq = {};
 	struct qhca_srq *srq;
 	int err;
 
-	err = attr->attr.max_sge > ctx->max_srq_sge ? EINVAL :
-	      ring_entries_log2(attr->attr.max_wr, ctx->max_srq_wr, &rq.log2);
+	err = attr->max_sge > ctx->max_srq_sge ? EINVAL :
+	      ring_entries_log2(attr->max_wr, ctx->max_srq_wr, &rq.log2);
 	if (!err)
-		err = rq_stride_log2(attr->attr.max_sge, &rq.stride_log2);
+		err = rq_stride_log2(attr->max_sge, &rq.stride_log2);
 	/* The device arms the limit only below the ring's size. */
-	if (!err && attr->attr.srq_limit > 1u << rq.log2)
+	if (!err && attr->srq_limit > 1u << rq.log2)
 		err = EINVAL;
 	if (err) {
 		errno = err;
@@ -1367,20 +1507,105 @@ struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	srq->rq = rq;
 	srq->parent = parent_of(pd);
-	if (!wq_buf_alloc(&srq->rq, srq->parent, QHCA_RES_TYPE_SRQ))
-		goto err;
-	cmd.buf_addr = (uintptr_t)srq->rq.buf;
-	cmd.log2 = srq->rq.log2;
-	cmd.stride_log2 = srq->rq.stride_log2;
-	if (ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
-			       sizeof(resp)))
-		goto err;
-	srq->srqn = resp.srqn;
-	return &srq->ibv_srq;
-err:
+	if (!wq_buf_alloc(&srq->rq, srq->parent, QHCA_RES_TYPE_SRQ)) {
+		free(srq);
+		return NULL;
+	}
+	drv->buf_addr = (uintptr_t)srq->rq.buf;
+	drv->log2 = srq->rq.log2;
+	drv->stride_log2 = srq->rq.stride_log2;
+	return srq;
+}
+
+static void srq_free(struct qhca_srq *srq)
+{
 	wq_buf_free(&srq->rq, QHCA_RES_TYPE_SRQ);
 	free(srq);
-	return NULL;
+}
+
+struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct qhca_ucreate_srq cmd = {};
+	struct qhca_ucreate_srq_resp resp = {};
+	struct qhca_srq *srq;
+
+	srq = srq_alloc(to_qctx(pd->context), pd, &attr->attr, &cmd.drv_payload);
+	if (!srq)
+		return NULL;
+	if (ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd, sizeof(cmd),
+			       &resp.ibv_resp, sizeof(resp))) {
+		srq_free(srq);
+		return NULL;
+	}
+	srq->srqn = resp.srqn;
+	return &srq->vsrq.srq;
+}
+
+/*
+ * ibv_create_srq_ex: an ordinary SRQ, or an XRC SRQ of a domain with its own CQ (of this
+ * context). The poller finds an XRC SRQ by its XRC SRQ number (srq_hash), which the kernel
+ * also reports for ibv_get_srq_num: the SRQ's number on the device, low 24 bits.
+ */
+struct ibv_srq *qhca_create_srq_ex(struct ibv_context *context,
+				   struct ibv_srq_init_attr_ex *attr)
+{
+	struct qhca_context *ctx = to_qctx(context);
+	struct qhca_ucreate_xsrq cmd = {};
+	struct qhca_ucreate_xsrq_resp resp = {};
+	enum ibv_srq_type type = IBV_SRQT_BASIC;
+	struct qhca_srq *srq;
+	uint32_t h;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+					  IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)
+		type = attr->srq_type;
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    (type == IBV_SRQT_XRC &&
+	     ((attr->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) !=
+	      (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ) || !attr->xrcd || !attr->cq ||
+	      attr->cq->context != context))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = srq_alloc(ctx, attr->pd, &attr->attr, &cmd.drv_payload);
+	if (!srq)
+		return NULL;
+	if (ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp))) {
+		srq_free(srq);
+		return NULL;
+	}
+	srq->srqn = resp.srqn;
+	srq->vsrq.srq.pd = attr->pd;
+	srq->vsrq.srq.srq_context = attr->srq_context;
+	if (type == IBV_SRQT_XRC) {
+		srq->xrc_srqn = srq->srqn & QHCA_XRC_SRQN_MASK;
+		srq->xrc_cq = to_qcq(attr->cq);
+		h = srq->xrc_srqn % QHCA_QP_HASH;
+		pthread_mutex_lock(&ctx->qp_lock);
+		srq->hash_next = ctx->srq_hash[h];
+		ctx->srq_hash[h] = srq;
+		pthread_mutex_unlock(&ctx->qp_lock);
+	}
+	return &srq->vsrq.srq;
+}
+
+int qhca_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct qhca_srq *srq = to_qsrq(ibsrq);
+
+	if (!srq->xrc_cq)	/* only XRC SRQs have one */
+		return EINVAL;
+	*srq_num = srq->xrc_srqn;
+	return 0;
 }
 
 int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
@@ -1432,14 +1657,25 @@ int qhca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 
 int qhca_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct qhca_srq *srq = to_qsrq(ibsrq);
+	struct qhca_context *ctx = to_qctx(ibsrq->context);
+	struct qhca_srq *srq = to_qsrq(ibsrq), **pp;
 	int ret;
 
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	wq_buf_free(&srq->rq, QHCA_RES_TYPE_SRQ);
-	free(srq);
+	if (srq->xrc_cq) {
+		/* Its receives not yet polled go with it; no later SRQ of its number gets them. */
+		pthread_mutex_lock(&ctx->qp_lock);
+		for (pp = &ctx->srq_hash[srq->xrc_srqn % QHCA_QP_HASH]; *pp; pp = &(*pp)->hash_next)
+			if (*pp == srq) {
+				*pp = srq->hash_next;
+				break;
+			}
+		pthread_mutex_unlock(&ctx->qp_lock);
+		cq_clean(srq->xrc_cq, srq->xrc_srqn, true);
+	}
+	srq_free(srq);
 	return 0;
 }
 

@@ -553,10 +553,12 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	srq = qhca_xrc_srq_find(e, p->xrc_srqn);
 	qp->xrc_srq = srq && srq->xrcd == qp->xrcd ? srq : NULL;
 	/* Out of order, it gets the sequence checks (without an SRQ, no key matches). */
-	if (!qp->xrc_srq && qhca_psn_diff(p->psn, qp->epsn) == 0)
+	if (!qp->xrc_srq && qhca_psn_diff(p->psn, qp->epsn) == 0) {
+		qhca_log_guest(e, "QP 0x%x: XRC SRQ number 0x%x: %s", qp->qpn, p->xrc_srqn,
+			       srq ? "of another domain" : "no such XRC SRQ");
 		resp_error(e, qp, p, ROCE_AETH_NAK_INV_REQ, QHCA_EVENT_QP_REQ_ERR,
-			   srq ? "XRC SRQ of another domain" : "no such XRC SRQ");
-	else
+			   "invalid XRCETH");
+	} else
 		resp_connected(e, qp, p);
 	qp->xrc_srq = NULL;
 }

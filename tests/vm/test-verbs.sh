@@ -4,7 +4,8 @@
 # ibv_*_pingpong examples with data checking at several sizes and MTUs, perftest
 # bandwidth and latency over RC (and UC/UD sends), loopback to the own port, capabilities
 # beyond the device's limits (qhca-limits), the verbs beyond the basics between guests
-# (qhca-features), and a check with strace that posting and polling make no system call.
+# (qhca-features), XRC between guests and within one (qhca-xrc), and a check with strace that
+# posting and polling make no system call.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -56,6 +57,14 @@ no_syscalls_on_datapath() {	# 20 or 2000 iterations make the same number of syst
     [ -n "$few" ] && [ -n "$many" ] && [ $((many - few)) -lt 20 ]
 }
 
+xrc_one_guest() {	# both sides of qhca-xrc in guest 1
+    "$qhca" exec 1 -- 'rm -f /tmp/xrc.log /tmp/xrc.rc; setsid sh -c "qhca-xrc -s > /tmp/xrc.log 2>&1; echo \$? > /tmp/xrc.rc" < /dev/null > /dev/null 2>&1 &'
+    sleep 1.5
+    timeout 120 "$qhca" exec 1 -- qhca-xrc 127.0.0.1 || return 1
+    eventually 20 "$qhca" exec 1 -- 'test -s /tmp/xrc.rc' && [ "$("$qhca" exec 1 -- cat /tmp/xrc.rc)" = 0 ] ||
+        { "$qhca" exec 1 -- cat /tmp/xrc.log; return 1; }
+}
+
 vm_up 2
 for s in 1 4096 65536; do
     check "ibv_rc_pingpong -s $s -c" pingpong ibv_rc_pingpong -s "$s" -n 100 -c
@@ -94,6 +103,9 @@ check "remote isolation: refused keys, ranges and rights leave every byte (qhca-
     pair "qhca-isolation server" "qhca-isolation client 192.168.77.2"
 check "rereg MR, memory windows, ATOMIC WRITE, resize CQ, SEND_WITH_INV between guests (qhca-features)" \
     pair "qhca-features -s" "qhca-features 192.168.77.2"
+check "XRC between guests: domains, XRC SRQs with their own CQs, SEND, WRITE, READ, atomics through the target, a foreign SRQ refused (qhca-xrc)" \
+    pair "qhca-xrc -s" "qhca-xrc 192.168.77.2"
+check "XRC within one guest (qhca-xrc)" xrc_one_guest
 check "refused requests counted in remote_access_errors" "$qhca" exec 2 -- \
     'rdma statistic show link qhca_0/1 | grep -E "remote_access_errors ([2-9]|[1-9][0-9])"'
 check "hw_counters through rdma statistic" "$qhca" exec 1 -- \
