@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make bench: qhca against Linux rxe between the same two VMs in one run, and the host's
-# memcpy as the throughput baseline. Prints a table and writes bench/results.txt (JSON
-# lines) in the run directory. A benchmark, not a test: it reports, it does not judge.
+# make bench: qhca against Linux rxe between the same two VMs in one run, the device alone
+# (bench-engine) and the fabric switch alone (bench-fabric), and the host's memcpy as the
+# throughput baseline. Prints a table and writes results.txt (JSON lines) in the run
+# directory. A benchmark, not a test: it reports, it does not judge.
+#   make bench PROFILE=1   also a profile of each guest's QEMU (linux-perf) during a 1 MiB
+#                          ib_write_bw, top functions per thread, in the run directory
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 qhca="$QHCA_ROOT/tools/qhca"
@@ -11,14 +14,15 @@ out="$QHCA_RUN/results.txt"
 iters=${QHCA_BENCH_ITERS:-500}
 export QHCA_VM_MEM=${QHCA_VM_MEM:-1536}	# the NFS file lives in the server's RAM
 
-# perf DEV PROG SIZE: run PROG between the guests on DEV; prints the figure we report.
+# perf DEV PROG SIZE GID: run PROG between the guests on DEV; prints the figure we report
+# (bandwidth: the average MB/s; latency: typical/99th percentile in us).
 perf() {
     local dev=$1 prog=$2 size=$3 gid=$4 srv res
     "$qhca" exec 2 -- "setsid $prog -d $dev -x $gid -s $size -n $iters -F > /tmp/b.log 2>&1 < /dev/null &"
     sleep 2
     srv=$([ "$dev" = qhca_0 ] && echo 192.168.77.2 || echo 192.168.78.2)
     res=$(timeout 300 "$qhca" exec 1 -- "$prog -d $dev -x $gid -s $size -n $iters -F $srv" 2>&1 |
-          awk -v p="$prog" '/^ *[0-9]+ +[0-9]+ / { if (p ~ /lat/) print $5; else print $4 }' | tail -n1)
+          awk -v p="$prog" '/^ *[0-9]+ +[0-9]+ / { if (p ~ /lat/) print $5 "/" $8; else print $4 }' | tail -n1)
     sleep 1
     echo "${res:-failed}"
 }
@@ -34,14 +38,19 @@ memcpy_mb=$("$QHCA_CACHE/memcpy-bench")
 echo "host memcpy: $memcpy_mb MB/s"
 
 step "bench: the device alone (two engines back to back in one process)"
-engine_out=$("$(bash "$QHCA_ROOT/scripts/build-host.sh" plain)/bench-engine") ||
-    die "bench-engine failed"
+host_build=$(bash "$QHCA_ROOT/scripts/build-host.sh" plain) || die "host build failed"
+engine_out=$("$host_build/bench-engine") || die "bench-engine failed"
 echo "$engine_out"
+step "bench: the fabric switch alone (frames through one port pair)"
+fabric_out=$("$host_build/bench-fabric") || die "bench-fabric failed"
+echo "$fabric_out"
 
 "$qhca" down > /dev/null 2>&1
 trap '"$qhca" down > /dev/null 2>&1' EXIT
 "$qhca" up -n 2 --rxe || die "VMs did not boot"
-tests=("ib_write_bw 65536 MB/s" "ib_write_bw 1048576 MB/s" "ib_send_lat 8 us" "ib_write_lat 8 us")
+tests=("ib_write_bw 65536 MB/s" "ib_write_bw 1048576 MB/s" "ib_read_bw 65536 MB/s"
+       "ib_read_bw 1048576 MB/s" "ib_send_bw 65536 MB/s" "ib_send_bw 1048576 MB/s"
+       "ib_write_lat 8 us(typ/p99)" "ib_send_lat 8 us(typ/p99)")
 declare -A res
 run_all() {	# run_all NAME DEVICE: every test on DEVICE, results under NAME
     local name=$1 dev=$2 gid t
@@ -54,6 +63,7 @@ run_all() {	# run_all NAME DEVICE: every test on DEVICE, results under NAME
     done
 }
 run_all qhca qhca_0
+[ "${PROFILE:-0}" = 1 ] && . "$QHCA_ROOT/bench/profile.sh" && profile_write_bw
 # Then Linux rxe on the virtio-net NICs of the same VMs.
 for i in 1 2; do
     "$qhca" exec $i -- 'modprobe crc32_generic; modprobe rdma_rxe &&
@@ -92,5 +102,8 @@ done
 printf '{"test":"host_memcpy","size":1048576,"unit":"MB/s","value":"%s"}\n' "$memcpy_mb" >> "$out"
 awk '$1 ~ /^(WRITE|READ|SEND)$/ { printf "{\"test\":\"engine %s\",\"size\":%s,\"GB/s\":%s,\"packets/s\":%s,\"ns/packet\":%s}\n", $1, $2, $4, $5, $6 }' \
     <<<"$engine_out" >> "$out"
+awk '$2 == "B" { printf "{\"test\":\"fabric\",\"frame\":%s,\"frames/s\":%s,\"MB/s\":%s,\"switch ns/frame\":%s,\"writes/frame\":%s}\n", $1, $3, $4, $5, $6 }' \
+    <<<"$fabric_out" >> "$out"
 echo "$engine_out" | sed -n '1,2p;/^WRITE/p' | head -n 6
+echo "$fabric_out"
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 		{}
 	};
 	const char *dir = NULL, *log_path = NULL;
-	struct fabric sw;
+	static struct fabric sw;	/* 64 ports' buffers: too big for the stack */
 	long nports = 0, queue_kib = FABRIC_QUEUE_DEFAULT >> 10;
 	long stall_ms = FABRIC_STALL_DEFAULT_MS;
 	char *end;

@@ -3,10 +3,12 @@
  * qhca-fabric switch core: ports, framing, MAC learning, forwarding and the event loop.
  * Separate from main() so that unit tests can drive it over socketpairs.
  *
- * Every port is non-blocking. Frames for a port go straight to its socket while it takes
- * them, and into the port's bounded output queue when it does not; only whole frames (the
- * 4-byte length and the frame) are queued, so a partial write never splits the stream's
- * framing. The fabric is lossless for unicast, as RoCE networks are with pause frames: a
+ * Every port is non-blocking. A port is read in batches of up to FABRIC_READ_BATCH bytes
+ * (many frames a system call); the frames of one batch are queued for their destinations
+ * and each destination gets them in one write when the batch is done, so a burst costs the
+ * receiving QEMU one wake-up, not one a frame. What a socket does not take stays in the
+ * port's bounded output queue; only whole frames (the 4-byte length and the frame) are
+ * queued, so a partial write never splits the stream's framing. The fabric is lossless for unicast, as RoCE networks are with pause frames: a
  * frame that does not fit in its destination's queue waits in its source port, which is
  * not read until the destination drained (the sender's QEMU then sees a full socket and
  * its device holds back). Flooded frames (broadcast, unknown destination) that do not fit
@@ -25,6 +27,7 @@
 #define FABRIC_MAX_PORTS	64
 #define FABRIC_MAX_FRAME	(9216 + 18)	/* jumbo payload plus Ethernet header and FCS */
 #define FABRIC_MAC_TABLE	256
+#define FABRIC_READ_BATCH	(64u << 10)	/* bytes read from a port at once, at most */
 #define FABRIC_PATH_MAX		sizeof(((struct sockaddr_un *)0)->sun_path)
 
 #define FABRIC_QUEUE_DEFAULT	(4u << 20)	/* bytes queued per port at most */
@@ -36,8 +39,8 @@ struct fabric_port {
 	char path[FABRIC_PATH_MAX];
 	int listen_fd;
 	int fd;			/* connected QEMU, or -1 */
-	uint8_t buf[4 + FABRIC_MAX_FRAME];
-	size_t have;		/* bytes of the current length+frame received */
+	uint8_t buf[FABRIC_READ_BATCH + 4 + FABRIC_MAX_FRAME];
+	size_t have;		/* bytes received and not yet forwarded */
 	int wait_out;		/* port whose full queue the frame in buf waits for, or -1 */
 	/* Output queue: framed bytes not yet written, at out + out_head, out_len long. */
 	uint8_t *out;
@@ -46,8 +49,9 @@ struct fabric_port {
 	uint64_t drop_log_ms;	/* when drops were last reported */
 	uint64_t drops_unlogged;
 	/* Counters: frames received and sent, frames refused on input (runts, reflections),
-	 * frames dropped because the output queue was full, writes that took part of a frame. */
+	 * frames dropped because the output queue was full, writes the socket took in part. */
 	uint64_t rx_frames, tx_frames, rx_drops, tx_drops, tx_partial;
+	uint64_t tx_writes;	/* system calls that wrote to the socket: frames / batch */
 	uint64_t rx_paused;	/* times this port's input waited for a full destination */
 };
 
@@ -60,6 +64,7 @@ struct fabric {
 	int nports;
 	size_t queue_max;	/* output queue bytes per port (FABRIC_QUEUE_DEFAULT) */
 	unsigned int stall_ms;	/* 0: never disconnect a port that stops reading */
+	int corked;		/* forwarding a batch: frames are queued, written after it */
 	struct fabric_port port[FABRIC_MAX_PORTS];
 	struct fabric_mac macs[FABRIC_MAC_TABLE];
 };

@@ -194,6 +194,8 @@ static ssize_t write_some(struct fabric_port *p, const struct iovec *iov, int n)
 	} while (r < 0 && errno == EINTR);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
+	if (r > 0)
+		p->tx_writes++;
 	return r;
 }
 
@@ -248,7 +250,8 @@ static void drop_frame(struct fabric *sw, int out)
 	}
 }
 
-/* Send one frame to @out: straight to the socket if its queue is empty, else queued. */
+/* Send one frame to @out: straight to the socket if its queue is empty and no batch is
+ * being forwarded, else queued. */
 static void send_frame(struct fabric *sw, int out, const uint8_t *frame, size_t len)
 {
 	struct fabric_port *p = &sw->port[out];
@@ -259,7 +262,7 @@ static void send_frame(struct fabric *sw, int out, const uint8_t *frame, size_t 
 
 	if (p->fd < 0)
 		return;
-	if (!p->out_len) {
+	if (!p->out_len && !sw->corked) {
 		n = write_some(p, iov, 2);
 		if (n < 0) {
 			disconnect(sw, out, strerror(errno));
@@ -309,6 +312,8 @@ void fabric_flush(struct fabric *sw, int port)
 		}
 		if (!n)
 			return;
+		if ((size_t)n < p->out_len)
+			p->tx_partial++;
 		p->out_head += n;
 		p->out_len -= n;
 		p->full_since_ms = 0;	/* the peer reads */
@@ -383,8 +388,8 @@ static bool must_wait(struct fabric *sw, int in, const uint8_t *frame, size_t le
 	return true;
 }
 
-/* Forward the complete frames in @port's buffer, until one must wait. */
-static void process_input(struct fabric *sw, int port)
+/* Forward the complete frames in @port's buffer until one must wait; the bytes used. */
+static size_t forward_batch(struct fabric *sw, int port)
 {
 	struct fabric_port *p = &sw->port[port];
 	size_t off = 0;
@@ -396,7 +401,7 @@ static void process_input(struct fabric *sw, int port)
 
 		if (len > FABRIC_MAX_FRAME) {
 			disconnect(sw, port, "oversized frame");
-			return;
+			return 0;
 		}
 		if (p->have - off < 4 + len)
 			break;
@@ -405,11 +410,37 @@ static void process_input(struct fabric *sw, int port)
 		p->rx_frames++;
 		fabric_forward(sw, port, b + 4, len);
 		if (p->fd < 0)
-			return;
+			return 0;	/* disconnected: nothing is left */
 		off += 4 + len;
 	}
-	memmove(p->buf, p->buf + off, p->have - off);
-	p->have -= off;
+	return off;
+}
+
+/* Write what the batch queued, to every port that has something. */
+static void flush_all(struct fabric *sw)
+{
+	int i;
+
+	for (i = 0; i < sw->nports; i++)
+		if (sw->port[i].fd >= 0 && sw->port[i].out_len)
+			fabric_flush(sw, i);
+}
+
+/* Forward the complete frames in @port's buffer, until one must wait; then write them. */
+static void process_input(struct fabric *sw, int port)
+{
+	struct fabric_port *p = &sw->port[port];
+	size_t off;
+
+	sw->corked++;
+	off = forward_batch(sw, port);
+	sw->corked--;
+	if (p->fd >= 0) {
+		memmove(p->buf, p->buf + off, p->have - off);
+		p->have -= off;
+	}
+	if (!sw->corked)
+		flush_all(sw);
 }
 
 void fabric_read(struct fabric *sw, int port)

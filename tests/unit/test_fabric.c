@@ -149,6 +149,27 @@ static void test_split_frames_and_batches(void)
 	fabric_read(&sw, 0);
 	CHECK_EQ(drain(1, r, sizeof(r)), 2 * n);
 	CHECK_EQ(sw.port[0].rx_frames, 2);
+	CHECK_EQ(sw.port[1].tx_writes, 1);	/* the two frames of one read, in one write */
+	teardown();
+}
+
+/* A burst read at once leaves for each destination in one write: one wake-up of its QEMU. */
+static void test_burst_one_write_per_port(void)
+{
+	static uint8_t f[12 * 1100], r[sizeof(f)];
+	size_t n = make_frame(f, bcast, mac_a, 1000), i;
+
+	setup(3);
+	for (i = 1; i < 12; i++)
+		memcpy(f + i * n, f, n);
+	CHECK_EQ(write(peer[0], f, 12 * n), 12 * n);
+	fabric_read(&sw, 0);
+	CHECK_EQ(sw.port[0].rx_frames, 12);
+	for (i = 1; i < 3; i++) {
+		CHECK_EQ(drain(i, r, sizeof(r)), 12 * n);
+		CHECK_EQ(sw.port[i].tx_frames, 12);
+		CHECK_EQ(sw.port[i].tx_writes, 1);
+	}
 	teardown();
 }
 
@@ -604,6 +625,7 @@ static const struct unit_test tests[] = {
 	{ "broadcast_floods", test_broadcast_floods },
 	{ "learned_unicast", test_learned_unicast },
 	{ "split_frames_and_batches", test_split_frames_and_batches },
+	{ "burst_one_write_per_port", test_burst_one_write_per_port },
 	{ "runt_and_oversized", test_runt_and_oversized },
 	{ "peer_close_forgets_macs", test_peer_close_forgets_macs },
 	{ "stalled_port_does_not_block_others", test_stalled_port_does_not_block_others },

@@ -47,20 +47,10 @@ static struct ibv_cq_ex *cq;
 static struct ibv_qp *qp;
 static struct ibv_qp_ex *qpx;
 
+/* Send (@out) or receive the message @m whole over the test's TCP connection. */
 static void xfer(struct msg *m, int out)
 {
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < sizeof(*m)) {
-		n = out ? write(sock, (char *)m + done, sizeof(*m) - done) :
-			  read(sock, (char *)m + done, sizeof(*m) - done);
-		if (n <= 0) {
-			fprintf(stderr, "FAIL: the peer went away (%s)\n", strerror(errno));
-			exit(2);
-		}
-		done += (size_t)n;
-	}
+	vm_xfer(sock, m, sizeof(*m), out);
 }
 
 /* One completion (of @want_id); returns its status, and its flags and key in *wc. */
@@ -88,24 +78,6 @@ static int poll_one(uint64_t want_id, struct ibv_wc *wc)
 			(unsigned long long)wc->wr_id, (unsigned long long)want_id);
 	EXPECT(wc->wr_id == want_id);
 	return wc->status;
-}
-
-static void pattern(uint8_t *p, size_t len, uint8_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i * 13 + (i >> 9));
-}
-
-static int is_pattern(const uint8_t *p, size_t len, uint8_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (uint8_t)(seed + i * 13 + (i >> 9)))
-			return 0;
-	return 1;
 }
 
 static void setup(void)
@@ -176,7 +148,7 @@ static void server(void)
 	m.mr_rkey = mr->rkey;
 	xfer(&m, 1);
 	xfer(&m, 0);	/* the client wrote 4096 bytes at b */
-	EXPECT(is_pattern(b, 4096, 1));
+	EXPECT(vm_is_pattern(b, 4096, 1));
 	for (v = 0; v < SZ && !a[v]; v++)
 		;
 	EXPECT(v == SZ);	/* nothing in the old memory */
@@ -196,7 +168,7 @@ static void server(void)
 		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ });
 	EXPECT(ibv_wr_complete(qpx) == 0);
 	EXPECT(poll_one(1, &wc) == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW);
-	pattern(b + 12288, 4096, 7);
+	vm_pattern(b + 12288, 4096, 7);
 	mb.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)b + 12288,
 						   .length = 4096,
 						   .mw_access_flags = IBV_ACCESS_REMOTE_READ };
@@ -211,10 +183,10 @@ static void server(void)
 	{
 		uint8_t p[16];
 
-		pattern(p, 16, 2);
+		vm_pattern(p, 16, 2);
 		memcpy(b + 4096 + 8, p + 8, 8);	/* what the WRITE had put there */
 	}
-	EXPECT(is_pattern(b + 4096, 8192, 2));
+	EXPECT(vm_is_pattern(b + 4096, 8192, 2));
 	/* The region itself is busy while windows are bound to it. */
 	EXPECT(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, a, SZ, 0) != 0);
 	xfer(&m, 1);	/* checked: the client goes on */
@@ -270,14 +242,14 @@ static void client(void)
 	connect_qp();
 	/* 1. WRITE into the re-registered region. */
 	xfer(&m, 0);
-	pattern(buf, 4096, 1);
+	vm_pattern(buf, 4096, 1);
 	post_write(10, buf, 4096, mr->lkey, m.mr_rkey, m.addr);
 	EXPECT(poll_one(10, &wc) == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE);
 	xfer(&m, 1);
 
 	/* 2. Through the windows: WRITE and ATOMIC WRITE (type 2), READ (type 1). */
 	xfer(&m, 0);
-	pattern(buf, 8192, 2);
+	vm_pattern(buf, 8192, 2);
 	post_write(11, buf, 8192, mr->lkey, m.mw2_rkey, m.addr + 4096);
 	EXPECT(poll_one(11, &wc) == IBV_WC_SUCCESS);
 	ibv_wr_start(qpx);
@@ -294,7 +266,7 @@ static void client(void)
 	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf + 8192, 4096);
 	EXPECT(ibv_wr_complete(qpx) == 0);
 	EXPECT(poll_one(13, &wc) == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ);
-	EXPECT(is_pattern(buf + 8192, 4096, 7));
+	EXPECT(vm_is_pattern(buf + 8192, 4096, 7));
 	xfer(&m, 1);
 	xfer(&m, 0);	/* the server checked its memory */
 
@@ -337,34 +309,13 @@ static void client(void)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	int is_server = argc > 1 && !strcmp(argv[1], "-s"), one = 1;
+	int is_server = vm_meet("qhca-features", argc, argv, PORT, &sock);
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: qhca-features -s | qhca-features SERVER_IP\n");
-		return 2;
-	}
 	setup();
-	sock = socket(AF_INET, SOCK_STREAM, 0);
-	if (is_server) {
-		int l = sock;
-
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
-		    (sock = accept(l, NULL, NULL)) < 0) {
-			perror("qhca-features: listen");
-			return 2;
-		}
-		close(l);
+	if (is_server)
 		server();
-	} else {
-		if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1 ||
-		    connect(sock, (struct sockaddr *)&sa, sizeof(sa))) {
-			perror("qhca-features: connect");
-			return 2;
-		}
+	else
 		client();
-	}
 	printf("qhca-features %s: %s\n", is_server ? "server" : "client", vm_fails ? "FAIL" : "PASS");
 	return vm_fails ? 1 : 0;
 }

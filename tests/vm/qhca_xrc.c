@@ -53,38 +53,10 @@ static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static uint8_t *buf;
 
+/* Send (@out) or receive the message @m whole over the test's TCP connection. */
 static void xfer(struct msg *m, int out)
 {
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < sizeof(*m)) {
-		n = out ? write(sock, (char *)m + done, sizeof(*m) - done) :
-			  read(sock, (char *)m + done, sizeof(*m) - done);
-		if (n <= 0) {
-			fprintf(stderr, "FAIL: the peer went away (%s)\n", strerror(errno));
-			exit(2);
-		}
-		done += (size_t)n;
-	}
-}
-
-static void pattern(uint8_t *p, size_t len, uint8_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(seed + i * 13 + (i >> 9));
-}
-
-static int is_pattern(const uint8_t *p, size_t len, uint8_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (uint8_t)(seed + i * 13 + (i >> 9)))
-			return 0;
-	return 1;
+	vm_xfer(sock, m, sizeof(*m), out);
 }
 
 static double now(void)
@@ -126,49 +98,6 @@ static int poll_wc(struct ibv_cq *cq, struct ibv_cq_ex *cqx, struct ibv_wc *wc, 
 	}
 }
 
-static struct ibv_qp_attr qp_attr(enum ibv_qp_state state)
-{
-	return (struct ibv_qp_attr){ .qp_state = state };
-}
-
-/*
- * RESET -> INIT -> RTR -> RTS with the attributes each XRC type takes (IBA 1.2 A14): the
- * target those of an RC responder, the initiator those of an RC requester.
- */
-static int xrc_connect(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid)
-{
-	int tgt = qp->qp_type == IBV_QPT_XRC_RECV;
-	struct ibv_qp_attr a = qp_attr(IBV_QPS_INIT);
-
-	a.port_num = 1;
-	a.qp_access_flags = tgt ? ALL_REMOTE : 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	a = qp_attr(IBV_QPS_RTR);
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = GID_INDEX;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | (tgt ? IBV_QP_MAX_DEST_RD_ATOMIC |
-					  IBV_QP_MIN_RNR_TIMER : 0)))
-		return -1;
-	a = qp_attr(IBV_QPS_RTS);
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN |
-			     (tgt ? 0 : IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					IBV_QP_MAX_QP_RD_ATOMIC));
-}
-
 /* Swap QP numbers, GIDs and what @m carries, and connect @qp. */
 static void connect_qp(struct ibv_qp *qp, struct msg *m)
 {
@@ -180,7 +109,9 @@ static void connect_qp(struct ibv_qp *qp, struct msg *m)
 	xfer(m, 1);
 	xfer(m, 0);
 	memcpy(gid.raw, m->gid, 16);
-	EXPECT(xrc_connect(qp, m->qpn, &gid) == 0);
+	/* The target takes remote access, the initiator none (IBA 1.2 A14). */
+	EXPECT(vm_connect(qp, qp->qp_type == IBV_QPT_XRC_RECV ? ALL_REMOTE : 0, m->qpn,
+			  GID_INDEX, &gid) == 0);
 }
 
 static void setup(void)
@@ -306,18 +237,18 @@ static void server(void)
 	expect_recv(NULL, cqx, tgt->qp_num, 200, IBV_WC_RECV, 200, 0x1234);
 	expect_recv(NULL, cqx, tgt->qp_num, 201, IBV_WC_RECV, 400, 0);
 	expect_recv(NULL, cqx, tgt->qp_num, 202, IBV_WC_RECV_RDMA_WITH_IMM, 512, 0x5678);
-	EXPECT(is_pattern(buf, 100, 1) && is_pattern(buf + BIG, 300, 3));
-	EXPECT(is_pattern(buf + 2 * BIG, BIG, 5));
-	EXPECT(is_pattern(buf + NRECV * BIG, 200, 2) && is_pattern(buf + (NRECV + 1) * BIG, 400, 4));
-	EXPECT(is_pattern(buf + RDMA_OFF, 512, 6));
+	EXPECT(vm_is_pattern(buf, 100, 1) && vm_is_pattern(buf + BIG, 300, 3));
+	EXPECT(vm_is_pattern(buf + 2 * BIG, BIG, 5));
+	EXPECT(vm_is_pattern(buf + NRECV * BIG, 200, 2) && vm_is_pattern(buf + (NRECV + 1) * BIG, 400, 4));
+	EXPECT(vm_is_pattern(buf + RDMA_OFF, 512, 6));
 	EXPECT(poll_wc(cq, cqx, &wc, 0.2) == 0);	/* nothing more */
 
 	/* 2. RDMA: WRITE at +12288, READ of +4096, atomics on the word at +8192. */
-	pattern(buf + RDMA_OFF + 4096, 4096, 9);
+	vm_pattern(buf + RDMA_OFF + 4096, 4096, 9);
 	memcpy(buf + RDMA_OFF + 8192, &word, 8);
 	xfer(&m, 1);
 	xfer(&m, 0);	/* done */
-	EXPECT(is_pattern(buf + RDMA_OFF + 12288, 4096, 10));
+	EXPECT(vm_is_pattern(buf + RDMA_OFF + 12288, 4096, 10));
 	memcpy(&word, buf + RDMA_OFF + 8192, 8);
 	EXPECT(word == 0x77);
 	EXPECT(poll_wc(cq, cqx, &wc, 0.2) == 0);	/* RDMA takes no receive */
@@ -399,7 +330,7 @@ static void client(void)
 	for (i = 0; i < sizeof(sends) / sizeof(sends[0]); i++) {
 		uint8_t *p = buf + i * BIG;
 
-		pattern(p, sends[i].len, (uint8_t)(i + 1));
+		vm_pattern(p, sends[i].len, (uint8_t)(i + 1));
 		sge.addr = (uintptr_t)p;
 		sge.length = sends[i].len;
 		wr.wr_id = i + 1;
@@ -413,7 +344,7 @@ static void client(void)
 
 	/* 2. RDMA through the target, in the PD of the SRQ each names. */
 	xfer(&step, 0);
-	pattern(buf, 4096, 10);
+	vm_pattern(buf, 4096, 10);
 	sge.addr = (uintptr_t)buf;
 	sge.length = 4096;
 	wr.wr_id = 20;
@@ -430,7 +361,7 @@ static void client(void)
 	EXPECT(ibv_wr_complete(qpx) == 0);
 	EXPECT(poll_wc(cq, NULL, &wc, 10) == 1 && wc.wr_id == 21 &&
 	       wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ);
-	EXPECT(is_pattern(buf + 4096, 4096, 9));
+	EXPECT(vm_is_pattern(buf + 4096, 4096, 9));
 
 	ibv_wr_start(qpx);
 	qpx->wr_id = 22;
@@ -471,34 +402,13 @@ static void client(void)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	int is_server = argc > 1 && !strcmp(argv[1], "-s"), one = 1;
+	int is_server = vm_meet("qhca-xrc", argc, argv, PORT, &sock);
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: qhca-xrc -s | qhca-xrc SERVER_IP\n");
-		return 2;
-	}
 	setup();
-	sock = socket(AF_INET, SOCK_STREAM, 0);
-	if (is_server) {
-		int l = sock;
-
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
-		    (sock = accept(l, NULL, NULL)) < 0) {
-			perror("qhca-xrc: listen");
-			return 2;
-		}
-		close(l);
+	if (is_server)
 		server();
-	} else {
-		if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1 ||
-		    connect(sock, (struct sockaddr *)&sa, sizeof(sa))) {
-			perror("qhca-xrc: connect");
-			return 2;
-		}
+	else
 		client();
-	}
 	EXPECT(ibv_dereg_mr(mr) == 0);
 	EXPECT(ibv_dealloc_pd(pd) == 0);
 	EXPECT(ibv_close_device(ctx) == 0);

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Helpers shared by the VM test programs: open a device by name, and take a connected
- * QP (RC or UC) from RESET to RTS over RoCE v2 with the peer's GID.
+ * Helpers shared by the VM test programs: open a device by name, meet the other side over
+ * TCP, and take a connected QP (RC, UC or XRC) from RESET to RTS over RoCE v2 with the
+ * peer's GID.
  */
 #ifndef QHCA_VM_VERBS_H
 #define QHCA_VM_VERBS_H
 
-#include <string.h>
-
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -37,11 +43,86 @@ static inline struct ibv_context *vm_open(const char *name)
 	return ctx;
 }
 
-/* RESET -> INIT -> RTR -> RTS; PSNs start at 0, MTU 1024, one outstanding READ/atomic. */
+/* Send (@out) or receive @len bytes at @m over the TCP connection @sock; exit 2 if it ends. */
+static inline void vm_xfer(int sock, void *m, size_t len, int out)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = out ? write(sock, (char *)m + done, len - done) :
+			  read(sock, (char *)m + done, len - done);
+		if (n <= 0) {
+			fprintf(stderr, "FAIL: the peer went away (%s)\n", strerror(errno));
+			exit(2);
+		}
+		done += (size_t)n;
+	}
+}
+
+/* Test data: byte i of a buffer of pattern @seed, and a check of it. */
+static inline void vm_pattern(uint8_t *p, size_t len, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 13 + (i >> 9));
+}
+
+static inline int vm_is_pattern(const uint8_t *p, size_t len, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(seed + i * 13 + (i >> 9)))
+			return 0;
+	return 1;
+}
+
+/*
+ * The two sides of a test program over TCP: "PROG -s" listens on @port, "PROG SERVER_IP"
+ * connects to it. Returns 1 on the server, 0 on the client, the connection in *sock; exits
+ * with 2 on a usage or connection error.
+ */
+static inline int vm_meet(const char *prog, int argc, char **argv, uint16_t port, int *sock)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int server = argc == 2 && !strcmp(argv[1], "-s"), one = 1, l;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s -s | %s SERVER_IP\n", prog, prog);
+		exit(2);
+	}
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	if (server) {
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
+		    (*sock = accept(l, NULL, NULL)) < 0) {
+			fprintf(stderr, "%s: listen: %s\n", prog, strerror(errno));
+			exit(2);
+		}
+		close(l);
+	} else {
+		if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1 ||
+		    connect(l, (struct sockaddr *)&sa, sizeof(sa))) {
+			fprintf(stderr, "%s: connect: %s\n", prog, strerror(errno));
+			exit(2);
+		}
+		*sock = l;
+	}
+	return server;
+}
+
+/*
+ * RESET -> INIT -> RTR -> RTS; PSNs start at 0, MTU 1024, one outstanding READ/atomic. Each
+ * type gets the attributes of its sides (IBA table 91, annex A14): a responder's for RC and
+ * XRC_RECV, a requester's for RC and XRC_SEND.
+ */
 static inline int vm_connect(struct ibv_qp *qp, unsigned access, uint32_t dest,
 			     int gid_index, const union ibv_gid *gid)
 {
-	int rc = qp->qp_type == IBV_QPT_RC;
+	int resp = qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_RECV;
+	int req = qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_SEND;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = access };
 
@@ -61,8 +142,8 @@ static inline int vm_connect(struct ibv_qp *qp, unsigned access, uint32_t dest,
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.port_num = 1;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | (rc ? IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER : 0)))
+			  IBV_QP_RQ_PSN | (resp ? IBV_QP_MAX_DEST_RD_ATOMIC |
+					     IBV_QP_MIN_RNR_TIMER : 0)))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -71,8 +152,9 @@ static inline int vm_connect(struct ibv_qp *qp, unsigned access, uint32_t dest,
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				   IBV_QP_MAX_QP_RD_ATOMIC : 0));
+			     (req ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				    IBV_QP_MAX_QP_RD_ATOMIC :
+			      qp->qp_type == IBV_QPT_XRC_RECV ? IBV_QP_TIMEOUT : 0));
 }
 
 #endif
