@@ -492,6 +492,7 @@ static inline bool qhca_tx_stopped(const struct qhca_engine *e)
 	return e->tx_blocked || e->loop_blocked;
 }
 /* Send @p built from the QP's address vector; loops back frames to our own MAC. */
+uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_t opcode);
 void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p);
 void qhca_timer_update(struct qhca_engine *e);
 void qhca_tx_wait(struct qhca_engine *e, struct qhca_qp *qp);

@@ -175,6 +175,7 @@ static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, ui
 static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw,
 			uint32_t k)
 {
+	bool ud = qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI;
 	struct roce_pkt p;
 	uint64_t off = (uint64_t)k * qp->mtu;
 	uint32_t len = 0;
@@ -205,13 +206,15 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 		p.atomic_compare = sw->hdr.compare_add;
 		p.ackreq = true;
 	} else {
+		uint8_t *buf = qhca_tx_payload(e, ud ? &sw->ud.av : &qp->av, p.opcode);
+
 		len = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
-		if (len && qhca_wqe_xfer(e, sw, off, e->payload, len, false)) {
+		if (len && qhca_wqe_xfer(e, sw, off, buf, len, false)) {
 			qhca_log_guest(e, "QP 0x%x: gather of PSN 0x%x failed", qp->qpn,
 				       (sw->first_psn + k) & 0xffffff);
 			return -1;
 		}
-		p.payload = e->payload;
+		p.payload = buf;
 		p.payload_len = len;
 		p.reth_va = sw->hdr.remote_addr;
 		p.reth_rkey = sw->hdr.rkey;

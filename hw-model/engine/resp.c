@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qhca responder: incoming requests on RC, UC, UD and XRC target QPs (IBA 9.7.5 for RC,
- * 9.8 for UC, 9.8.4 for UD, annex A14 for XRC). Checks the PSN, the opcode sequence, keys, access rights and bounds,
- * moves the data, consumes receive WQEs, answers with ACKs, NAKs, READ responses and
- * ATOMIC acknowledgements, and keeps executed READ/ATOMIC requests to answer duplicates.
+ * 9.8 for UC, 9.8.4 for UD, annex A14 for XRC). Checks the PSN, the opcode sequence, keys,
+ * access rights and bounds, moves the data, consumes receive WQEs, answers with ACKs,
+ * NAKs, READ responses and ATOMIC acknowledgements, and keeps executed READ/ATOMIC
+ * requests to answer duplicates.
  */
 #include <string.h>
 
@@ -149,8 +150,8 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
  */
 bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 {
-	uint8_t *data = e->payload;
 	struct qhca_mr *mr = qp->rr.mr;
+	uint8_t *data;
 	struct roce_pkt r;
 
 	if (!qp->rr.active)
@@ -174,6 +175,8 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 			qhca_tx_wait(e, qp);
 			return false;
 		}
+		/* gathered straight into the frame */
+		data = qhca_tx_payload(e, &qp->av, qhca_qp_ts(qp) | op);
 		if (chunk && qhca_mr_xfer(e, mr, qp->rr.va + off, data, chunk, false)) {
 			qhca_log_guest(e, "QP 0x%x: READ source unreadable", qp->qpn);
 			break;

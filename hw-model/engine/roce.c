@@ -394,7 +394,7 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 		put32(h, p->ieth_rkey);
 		h += IETH_LEN;
 	}
-	if (p->payload_len)
+	if (p->payload_len && p->payload != h)	/* else gathered in place */
 		memcpy(h, p->payload, p->payload_len);
 	h += p->payload_len;
 	memset(h, 0, pad);

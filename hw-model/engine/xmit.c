@@ -18,6 +18,16 @@ static const uint8_t *own_mac(struct qhca_engine *e)
 
 static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len);
 
+/*
+ * Where the payload of a packet of @opcode to @av goes in the frame being built: payload
+ * gathered there from guest memory is not copied again (roce_build leaves it in place).
+ */
+uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_t opcode)
+{
+	return e->pkt + ROCE_ETH_HLEN + (roce_gid_is_v4(av->dgid) ? ROCE_IPV4_HLEN : ROCE_IPV6_HLEN) +
+	       ROCE_UDP_HLEN + roce_opcode_info(opcode)->hdr_len;
+}
+
 void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p)
 {
 	const struct qhca_av *av = &qp->av;

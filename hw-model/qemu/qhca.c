@@ -52,6 +52,7 @@ struct QhcaState {
     uint8_t *tx_frame[QHCA_TX_BACKLOG];
     size_t tx_len[QHCA_TX_BACKLOG];
     unsigned tx_head, tx_count;
+    bool tx_batch;              /* property tx-batch: cork the netdev around bursts */
 
     struct qhca_engine_config cfg;
     struct qhca_engine *engine;
@@ -111,6 +112,21 @@ static void qhca_ops_notify(void *opaque, unsigned vector)
     }
 }
 
+/*
+ * The frames the engine sends in one go (a doorbell's WQEs, the READ responses to one
+ * request, a retransmission) leave in one write of the netdev where it can batch them
+ * (qemu-patches/0003: the stream netdev to the fabric), so a burst wakes the fabric once,
+ * not once a frame. Netdevs without it send each frame at once, as before.
+ */
+static void qhca_cork(QhcaState *s, bool on)
+{
+    NetClientState *peer = qemu_get_queue(s->nic)->peer;
+
+    if (s->tx_batch && peer && peer->info->cork) {
+        peer->info->cork(peer, on);
+    }
+}
+
 static void qhca_tx_sent(NetClientState *nc, ssize_t ret)
 {
     QhcaState *s = qemu_get_nic_opaque(nc);
@@ -136,6 +152,7 @@ static void qhca_tx_bh(void *opaque)
 {
     QhcaState *s = opaque;
 
+    qhca_cork(s, true);
     while (s->tx_count && !s->tx_inflight) {
         unsigned i = s->tx_head;
 
@@ -149,6 +166,7 @@ static void qhca_tx_bh(void *opaque)
         trace_qhca_tx_resume();
         qhca_engine_tx_resume(s->engine);
     }
+    qhca_cork(s, false);
 }
 
 static void qhca_tx_backlog_clear(QhcaState *s)
@@ -208,7 +226,9 @@ static void qhca_timer_cb(void *opaque)
 {
     QhcaState *s = opaque;
 
+    qhca_cork(s, true);
     qhca_engine_timer(s->engine);
+    qhca_cork(s, false);
 }
 
 /*
@@ -324,7 +344,9 @@ static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size
     QhcaState *s = opaque;
 
     trace_qhca_doorbell(addr / QHCA_DB_PAGE_SIZE, addr % QHCA_DB_PAGE_SIZE, val);
+    qhca_cork(s, true);
     qhca_engine_db_write(s->engine, addr, val, size);
+    qhca_cork(s, false);
 }
 
 static const MemoryRegionOps qhca_db_ops = {
@@ -349,7 +371,9 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 
     trace_qhca_rx(size);
     /* The engine takes every frame; what it cannot deliver it drops and counts. */
+    qhca_cork(s, true);
     qhca_engine_receive(s->engine, buf, size);
+    qhca_cork(s, false);
     return size;
 }
 
@@ -464,6 +488,7 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_UINT32("max-sge", QhcaState, cfg.max_sge, 30),
     DEFINE_PROP_UINT32("max-inline", QhcaState, cfg.max_inline, 256),
     DEFINE_PROP_UINT32("mtu", QhcaState, cfg.mtu, 4096),
+    DEFINE_PROP_BOOL("tx-batch", QhcaState, tx_batch, true),
 };
 
 static void qhca_class_init(ObjectClass *klass, void *data)

@@ -91,7 +91,11 @@ static inline void link_take(unsigned i, struct frame *out)
 {
 	unsigned k;
 
-	*out = *link_at(i);
+	struct frame *f = link_at(i);
+
+	out->to = f->to;
+	out->len = f->len;
+	memcpy(out->data, f->data, f->len);	/* not the whole buffer */
 	if (i == 0) {
 		link_head = (link_head + 1) % MAX_FRAMES;
 	} else {
@@ -118,12 +122,12 @@ static inline void op_xmit(void *o, const void *f, size_t len)
 	struct node *n = o;
 
 	frames_sent++;
-	if ((unsigned)rand() % 100 < drop_pct) {
+	if (drop_pct && (unsigned)rand() % 100 < drop_pct) {
 		frames_dropped++;
 		return;
 	}
 	enqueue(1 - n->id, f, len);
-	if ((unsigned)rand() % 100 < dup_pct)
+	if (dup_pct && (unsigned)rand() % 100 < dup_pct)
 		enqueue(1 - n->id, f, len);
 	if (link_cap && link_n >= link_cap && !n->e.tx_blocked) {
 		tx_blocks++;
@@ -152,6 +156,12 @@ static inline void op_log(void *o, enum qhca_log_level level, const char *func, 
 	}
 }
 
+/* Only host-side errors are looked at: the engine formats no other message. */
+static inline bool op_log_enabled(void *o, enum qhca_log_level level)
+{
+	return level == QHCA_LOG_ERR;
+}
+
 static const struct qhca_engine_ops ops = {
 	.dma_read = op_read,
 	.dma_write = op_write,
@@ -159,6 +169,7 @@ static const struct qhca_engine_ops ops = {
 	.xmit = op_xmit,
 	.now_ns = op_now,
 	.timer_arm = op_timer,
+	.log_enabled = op_log_enabled,
 	.log = op_log,
 };
 
@@ -172,7 +183,7 @@ static inline void pump(void)
 			unsigned i = 0;
 			struct frame f;
 
-			if (link_n > 1 && (unsigned)rand() % 100 < reorder_pct)
+			if (reorder_pct && link_n > 1 && (unsigned)rand() % 100 < reorder_pct)
 				i = 1 + (unsigned)rand() % (link_n - 1);
 			link_take(i, &f);
 			qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
