@@ -471,7 +471,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_cqe, 32);
  * Doorbells of a user context's page (or page 0 for the kernel's objects), one 64-bit
  * store each of QHCA_DB_NUM_MASK and QHCA_DB_INDEX_MASK: SQ, RQ: qpn, producer index (free
  * running); SRQ: srqn, producer index; CQ_ARM, CQ_ARM_SE: cqn, the consumer's index
- * (completions past it fire the event at once).
+ * (the next completion written fires the event; those already in the CQ do not).
  */
 
 /* Access rights: the values of enum ib_access_flags. */

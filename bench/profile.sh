@@ -15,14 +15,15 @@ profile_write_bw() {
     for i in 1 2; do
         pid=$(pgrep -f "$QHCA_RUN/vm$i.console" | head -n 1)
         [ -n "$pid" ] || die "no QEMU for vm$i"
-        perf record -q -g -p "$pid" -o "$QHCA_RUN/perf-vm$i.data" -- sleep "$secs" \
+        # (command: run.sh has a function of the same name)
+        command perf record -q -g -p "$pid" -o "$QHCA_RUN/perf-vm$i.data" -- sleep "$secs" \
             > /dev/null 2>&1 &
     done
     wait
     sleep 6
     for i in 1 2; do
-        perf report -q -i "$QHCA_RUN/perf-vm$i.data" --no-children --sort comm,symbol \
-            --percent-limit 1.5 --stdio 2> /dev/null | grep -v '^$' | grep -v '^ *[|-]' |
+        command perf report -q -i "$QHCA_RUN/perf-vm$i.data" --no-children -g none \
+            --sort comm,symbol --percent-limit 1.5 --stdio 2> /dev/null | grep '%' |
             head -n 25 > "$QHCA_RUN/profile-vm$i.txt"
         echo "# vm$i's QEMU ($( [ $i = 1 ] && echo sender || echo receiver)): share, thread, function"
         cat "$QHCA_RUN/profile-vm$i.txt"

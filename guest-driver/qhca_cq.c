@@ -443,6 +443,18 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	return n;
 }
 
+/* Is a completion waiting to be polled (a kernel CQ)? */
+static bool qhca_cq_pending(struct qhca_cq *cq)
+{
+	unsigned long flags;
+	bool valid;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	valid = qhca_cqe_valid(cq, qhca_cqe_at(cq, cq->ci), cq->ci);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return valid;
+}
+
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct qhca_dev *dev = to_qdev(ibcq->device);
@@ -451,5 +463,9 @@ int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 		  QHCA_DB_CQ_ARM;
 
 	qhca_ring_doorbell(dev, off, cq->cqn, READ_ONCE(cq->ci));
-	return 0;
+	/*
+	 * The device fires for completions written after the arm only: those written before
+	 * it (after the consumer's last poll) are reported here, so that they are polled.
+	 */
+	return (flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->buf && qhca_cq_pending(cq);
 }

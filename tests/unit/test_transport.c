@@ -2077,6 +2077,39 @@ static void test_solicited_events(void)
 	teardown();
 }
 
+/*
+ * Arming fires for the next completion written, once, not for those already in the CQ
+ * (IBA 11.4.2.2): perftest -e arms before it polls and counts one event a completion.
+ */
+static void test_arm_fires_for_next_completion(void)
+{
+	uint32_t lkey, rkey, ev, i;
+	uint64_t lbuf, rbuf;
+	struct qp a, b;
+
+	setup();
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_LOCAL_WRITE);
+	for (i = 0; i < 3; i++)
+		post_recv(&b, i, rbuf, 64, rkey);
+	sq_wqe(&a, QHCA_WR_SEND, 10, lbuf, 8, lkey);
+	post_send(&a);
+	pump();
+	ev = nodes[1].comp_events;
+	ring(&nodes[1], QHCA_DB_CQ_ARM, b.rcq.cqn, b.rcq.ci);	/* one CQE not yet polled */
+	CHECK_EQ(nodes[1].comp_events, ev);
+	sq_wqe(&a, QHCA_WR_SEND, 11, lbuf, 8, lkey);
+	post_send(&a);
+	pump();
+	CHECK_EQ(nodes[1].comp_events, ev + 1);
+	sq_wqe(&a, QHCA_WR_SEND, 12, lbuf, 8, lkey);
+	post_send(&a);
+	pump();
+	CHECK_EQ(nodes[1].comp_events, ev + 1);	/* one shot */
+	for (i = 0; i < 3; i++)
+		expect_cqe(&nodes[1], &b.rcq, i, QHCA_WC_SUCCESS, QHCA_WC_RECV, 8);
+	teardown();
+}
+
 /* ---------------------------------------------------------------- XRC */
 struct xsrq {
 	uint32_t srqn, num;	/* handle, XRC SRQ number */
@@ -2381,6 +2414,7 @@ static const struct unit_test tests[] = {
 	{ "atomic_write", test_atomic_write },
 	{ "resize_srq", test_resize_srq },
 	{ "solicited_events", test_solicited_events },
+	{ "arm_fires_for_next_completion", test_arm_fires_for_next_completion },
 	{ "xrc", test_xrc },
 	{ "xrc_checks", test_xrc_checks },
 	{ "xrc_srq_destroyed_in_message", test_xrc_srq_destroyed_in_message },

@@ -92,6 +92,7 @@ check "ib_read_bw RC 8 MiB (READ responses paced)" perf ib_read_bw -s 8388608 -n
 check "ib_atomic_bw RC" perf ib_atomic_bw -n 200
 check "ib_send_lat RC" perf ib_send_lat -s 8 -n 200
 check "ib_write_lat RC" perf ib_write_lat -s 8 -n 200
+check "ib_send_lat -e RC (completion events: one event a completion)" perf ib_send_lat -e -s 8 -n 200
 check "ib_send_bw UC" perf ib_send_bw -c UC -s 4096 -n 200
 check "ib_send_bw UD" perf ib_send_bw -c UD -s 2048 -n 200
 check "no system call on post, doorbell or poll (strace)" no_syscalls_on_datapath
