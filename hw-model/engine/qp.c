@@ -171,6 +171,10 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 	qhca_sgl_release(&rc->sgl);
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: receive wr_id 0x%llx status %u len %u", qp->qpn,
 		 (unsigned long long)rc->wr_id, status, byte_len);
+	if (!cq) {	/* cannot happen: an XRC_TGT QP receives only through an XRC SRQ */
+		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: a receive without a CQ", qp->qpn);
+		return;
+	}
 	if (qhca_cq_post(e, cq, &cqe, solicited) && status == QHCA_WC_SUCCESS)
 		qhca_qp_error(e, qp, QHCA_EVENT_QP_FATAL);
 }
