@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/un.h>
 
 #define FABRIC_MAX_PORTS	64
@@ -35,9 +36,43 @@
 #define FABRIC_STALL_DEFAULT_MS	10000		/* full and unread this long: disconnect */
 #define FABRIC_DROP_LOG_MS	5000		/* one drop report per port per interval */
 
+/* Impairments of one direction of a port (FABRIC_IN: frames the port's peer sends into the
+ * fabric; FABRIC_OUT: frames the fabric delivers to it). Probabilities in parts per million. */
+enum { FABRIC_IN, FABRIC_OUT };
+#define FABRIC_PPM		1000000u
+
+struct fabric_impair {
+	uint32_t loss, reorder, dup, corrupt;	/* ppm */
+	uint32_t delay_us, jitter_us;		/* delay, and +- jitter around it */
+	uint32_t rate_mbit;			/* serialisation rate; 0: unlimited */
+	uint32_t mtu;				/* largest Ethernet payload passed; 0: any */
+};
+
+struct fabric_dir_stats {
+	uint64_t frames;	/* frames that met this direction's impairments */
+	uint64_t dropped;	/* by loss */
+	uint64_t reordered, duplicated, corrupted;
+	uint64_t delayed;	/* held back by delay, jitter or rate */
+};
+
+/* A frame waiting in the delay line, or held back to be reordered. */
+struct fabric_delayed {
+	struct fabric_delayed *prev, *next;
+	uint64_t due_ns;
+	int out;
+	size_t len;
+	uint8_t frame[];
+};
+
+#define FABRIC_REORDER_HOLD_NS	2000000ull	/* a held frame goes alone after this */
+
 struct fabric_port {
 	char path[FABRIC_PATH_MAX];
 	int listen_fd;
+	int tcp_listen_fd;	/* the same port over TCP (--tcp), or -1 */
+	char trunk[FABRIC_PATH_MAX];	/* connect out to this address (--trunk), or "" */
+	uint64_t trunk_retry_ms;	/* next connect attempt of a trunk */
+	unsigned int trunk_fails;	/* attempts that failed in a row (logged now and then) */
 	int fd;			/* connected QEMU, or -1 */
 	uint8_t buf[FABRIC_READ_BATCH + 4 + FABRIC_MAX_FRAME];
 	size_t have;		/* bytes received and not yet forwarded */
@@ -53,12 +88,39 @@ struct fabric_port {
 	uint64_t rx_frames, tx_frames, rx_drops, tx_drops, tx_partial;
 	uint64_t tx_writes;	/* system calls that wrote to the socket: frames / batch */
 	uint64_t rx_paused;	/* times this port's input waited for a full destination */
+	/* The instrument: impairments and their counters per direction, the link state. */
+	struct fabric_impair imp[2];
+	struct fabric_dir_stats st[2];
+	uint64_t rng[2];		/* random stream per direction (seeded) */
+	uint64_t busy_until_ns[2];	/* rate: the direction serialises until then */
+	uint64_t last_due_ns;		/* latest delivery scheduled to this port (order) */
+	size_t delayed_bytes;		/* in the delay line for this port, held included */
+	struct fabric_delayed *held;	/* a frame held back to be reordered */
+	int link_down;
+	uint64_t link_drops, mtu_drops;
 };
 
 struct fabric_mac {
 	uint8_t mac[6];
 	int port;		/* -1: free */
 };
+
+struct fabric_timed {		/* a command to run later (at, script) */
+	struct fabric_timed *next;
+	uint64_t due_ns;
+	char cmd[];
+};
+
+#define FABRIC_CTL_CLIENTS	8
+#define FABRIC_CTL_LINE		4096
+
+struct fabric_ctl_client {
+	int fd;			/* -1: free */
+	size_t have;
+	char buf[FABRIC_CTL_LINE];
+};
+
+struct fabric_capture;
 
 struct fabric {
 	int nports;
@@ -67,6 +129,17 @@ struct fabric {
 	int corked;		/* forwarding a batch: frames are queued, written after it */
 	struct fabric_port port[FABRIC_MAX_PORTS];
 	struct fabric_mac macs[FABRIC_MAC_TABLE];
+	/* The instrument (impair.c, control.c, capture.c). */
+	int impaired;		/* some impairment or link down is set: take the slow path */
+	uint64_t seed;
+	uint64_t start_ns;
+	struct fabric_delayed *dl_head, *dl_tail;	/* delay line, by due time */
+	int nheld;					/* ports holding a frame back */
+	struct fabric_timed *timed;			/* by due time */
+	int ctl_fd;					/* control socket, or -1 */
+	char ctl_path[FABRIC_PATH_MAX];
+	struct fabric_ctl_client ctl[FABRIC_CTL_CLIENTS];
+	struct fabric_capture *cap;
 };
 
 void fabric_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -79,6 +152,11 @@ void fabric_close(struct fabric *sw);
  */
 int fabric_listen(struct fabric *sw, int port, const char *dir);
 void fabric_accept(struct fabric *sw, int port);
+void fabric_accept_fd(struct fabric *sw, int port, int listen_fd);
+/* Port @port also listens on TCP @host:@tcp_port (QEMU -netdev stream,addr.type=inet). */
+int fabric_listen_tcp(struct fabric *sw, int port, const char *host, unsigned int tcp_port);
+/* Port @port connects out to another switch's port: "unix:PATH" or "tcp:HOST:PORT". */
+int fabric_set_trunk(struct fabric *sw, int port, const char *addr);
 /* Attach an already connected socket to @port (tests use socketpairs); made non-blocking. */
 void fabric_attach(struct fabric *sw, int port, int fd);
 /* Read what is available on @port and forward every complete frame. */
@@ -91,5 +169,41 @@ void fabric_flush(struct fabric *sw, int port);
 void fabric_tick(struct fabric *sw);
 /* Wait up to @timeout_ms for events on every port and handle them. -1 on a poll error. */
 int fabric_poll(struct fabric *sw, int timeout_ms);
+/* Send one frame to @out now (queued if the socket does not take it). */
+void fabric_send(struct fabric *sw, int out, const uint8_t *frame, size_t len);
+uint64_t fabric_now_ns(void);
+
+/* impair.c: the impairments on the way of a frame from @in to @out (-1: flood), the delay
+ * line and reordering. */
+void fabric_seed(struct fabric *sw, uint64_t seed);
+void fabric_impair_update(struct fabric *sw);	/* after a change: set sw->impaired */
+void fabric_forward_impaired(struct fabric *sw, int in, int out, const uint8_t *frame,
+			     size_t len);
+/* Deliver what is due; returns ns until the next due frame or held frame, or UINT64_MAX. */
+uint64_t fabric_release_due(struct fabric *sw, uint64_t now);
+void fabric_port_drop_delayed(struct fabric *sw, int port);	/* the port went away */
+void fabric_impair_close(struct fabric *sw);
+/* Parse "KEY=VALUE" into @imp; 0, or -1 with a message in @err. */
+int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, size_t errlen);
+
+/* control.c: the control socket, commands and timed events. */
+int fabric_control_listen(struct fabric *sw, const char *path);
+void fabric_control_close(struct fabric *sw);
+/* Run one command line; the reply: one line of JSON without the newline, malloc'ed. */
+char *fabric_command(struct fabric *sw, const char *line);
+int fabric_schedule(struct fabric *sw, uint64_t delay_ns, const char *cmd);
+/* Run due timed commands; ns until the next, or UINT64_MAX. */
+uint64_t fabric_run_timed(struct fabric *sw, uint64_t now);
+/* Poll set of the control socket: add its fds at @pfd (at most 1 + FABRIC_CTL_CLIENTS). */
+int fabric_control_pollfds(struct fabric *sw, struct pollfd *pfd);
+void fabric_control_handle(struct fabric *sw, const struct pollfd *pfd, int n);
+
+/* capture.c: pcapng of every frame entering the fabric, one interface per port. */
+int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t errlen);
+void fabric_capture_stop(struct fabric *sw);
+const char *fabric_capture_path(const struct fabric *sw);
+void fabric_capture_flush(struct fabric *sw);
+void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const uint8_t *frame,
+			  size_t len, const char *comment);
 
 #endif /* QHCA_FABRIC_H */

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -23,12 +26,17 @@
 
 #define QUEUE_FIRST	(256u << 10)	/* an output queue starts this big and doubles */
 
-static uint64_t now_ms(void)
+uint64_t fabric_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+	return fabric_now_ns() / 1000000;
 }
 
 void fabric_init(struct fabric *sw, int nports)
@@ -42,10 +50,16 @@ void fabric_init(struct fabric *sw, int nports)
 	for (i = 0; i < FABRIC_MAX_PORTS; i++) {
 		sw->port[i].fd = -1;
 		sw->port[i].listen_fd = -1;
+		sw->port[i].tcp_listen_fd = -1;
 		sw->port[i].wait_out = -1;
 	}
 	for (i = 0; i < FABRIC_MAC_TABLE; i++)
 		sw->macs[i].port = -1;
+	sw->ctl_fd = -1;
+	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
+		sw->ctl[i].fd = -1;
+	sw->start_ns = fabric_now_ns();
+	fabric_seed(sw, 1);
 }
 
 static void forget_port(struct fabric *sw, int port)
@@ -75,6 +89,7 @@ static void disconnect(struct fabric *sw, int port, const char *why)
 	p->full_since_ms = 0;
 	p->drops_unlogged = 0;
 	forget_port(sw, port);
+	fabric_port_drop_delayed(sw, port);
 }
 
 void fabric_close(struct fabric *sw)
@@ -87,7 +102,13 @@ void fabric_close(struct fabric *sw)
 		if (sw->port[i].listen_fd >= 0)
 			close(sw->port[i].listen_fd);
 		sw->port[i].listen_fd = -1;
+		if (sw->port[i].tcp_listen_fd >= 0)
+			close(sw->port[i].tcp_listen_fd);
+		sw->port[i].tcp_listen_fd = -1;
 	}
+	fabric_impair_close(sw);
+	fabric_control_close(sw);
+	fabric_capture_stop(sw);
 }
 
 int fabric_listen(struct fabric *sw, int port, const char *dir)
@@ -143,13 +164,129 @@ void fabric_attach(struct fabric *sw, int port, int fd)
 
 void fabric_accept(struct fabric *sw, int port)
 {
-	int fd = accept4(sw->port[port].listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	fabric_accept_fd(sw, port, sw->port[port].listen_fd);
+}
+
+void fabric_accept_fd(struct fabric *sw, int port, int listen_fd)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1;
 
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			fabric_log("port %d: accept: %s", port + 1, strerror(errno));
 		return;
 	}
+	if (listen_fd == sw->port[port].tcp_listen_fd)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	fabric_attach(sw, port, fd);
+}
+
+/* "HOST:PORT" into a socket address; 0, or -1 with the reason logged. */
+static int inet_addr_of(const char *hostport, int passive, struct addrinfo **res)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	char host[256];
+	const char *colon = strrchr(hostport, ':');
+	size_t hl = colon ? (size_t)(colon - hostport) : 0;
+	int r;
+
+	if (!colon || !hl || hl >= sizeof(host) || !colon[1]) {
+		fabric_log("'%s': expected HOST:PORT", hostport);
+		return -1;
+	}
+	memcpy(host, hostport, hl);
+	host[hl] = 0;
+	if (host[0] == '[' && host[hl - 1] == ']') {	/* [v6 address] */
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	r = getaddrinfo(host, colon + 1, &hints, res);
+	if (r) {
+		fabric_log("'%s': %s", hostport, gai_strerror(r));
+		return -1;
+	}
+	return 0;
+}
+
+int fabric_listen_tcp(struct fabric *sw, int port, const char *host, unsigned int tcp_port)
+{
+	char hp[300];
+	struct addrinfo *ai;
+	int fd, one = 1;
+
+	snprintf(hp, sizeof(hp), "%s:%u", host, tcp_port);
+	if (inet_addr_of(hp, 1, &ai))
+		return -1;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1)) {
+		fabric_log("port %d: cannot listen on TCP %s: %s", port + 1, hp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	sw->port[port].tcp_listen_fd = fd;
+	return 0;
+}
+
+int fabric_set_trunk(struct fabric *sw, int port, const char *addr)
+{
+	struct fabric_port *p = &sw->port[port];
+	struct addrinfo *ai;
+
+	if (strlen(addr) >= sizeof(p->trunk)) {
+		fabric_log("trunk address %s is too long", addr);
+		return -1;
+	}
+	if (!strncmp(addr, "tcp:", 4)) {
+		if (inet_addr_of(addr + 4, 0, &ai))
+			return -1;
+		freeaddrinfo(ai);
+	} else if (strncmp(addr, "unix:", 5) || !addr[5] ||
+		   strlen(addr + 5) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		fabric_log("trunk address '%s': expected unix:PATH or tcp:HOST:PORT", addr);
+		return -1;
+	}
+	strcpy(p->trunk, addr);
+	return 0;
+}
+
+/* A trunk port connects out to the other switch, again a second after it went away. */
+static void trunk_connect(struct fabric *sw, int port)
+{
+	struct fabric_port *p = &sw->port[port];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct addrinfo *ai = NULL;
+	int fd, one = 1, ok;
+
+	p->trunk_retry_ms = now_ms() + 1000;
+	if (!strncmp(p->trunk, "tcp:", 4)) {
+		if (inet_addr_of(p->trunk + 4, 0, &ai))
+			return;
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ok = fd >= 0 && !connect(fd, ai->ai_addr, ai->ai_addrlen);
+		if (ok)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		freeaddrinfo(ai);
+	} else {
+		strcpy(sa.sun_path, p->trunk + 5);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ok = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (!ok) {
+		if (p->trunk_fails++ % 30 == 0)
+			fabric_log("port %d: trunk to %s: %s (retrying)", port + 1, p->trunk,
+				   strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	p->trunk_fails = 0;
+	fabric_log("port %d: trunk to %s", port + 1, p->trunk);
 	fabric_attach(sw, port, fd);
 }
 
@@ -252,7 +389,7 @@ static void drop_frame(struct fabric *sw, int out)
 
 /* Send one frame to @out: straight to the socket if its queue is empty and no batch is
  * being forwarded, else queued. */
-static void send_frame(struct fabric *sw, int out, const uint8_t *frame, size_t len)
+void fabric_send(struct fabric *sw, int out, const uint8_t *frame, size_t len)
 {
 	struct fabric_port *p = &sw->port[out];
 	uint8_t hdr[4] = { len >> 24, len >> 16, len >> 8, len };
@@ -330,6 +467,8 @@ void fabric_tick(struct fabric *sw)
 	for (i = 0; i < sw->nports; i++) {
 		struct fabric_port *p = &sw->port[i];
 
+		if (p->fd < 0 && p->trunk[0] && now >= p->trunk_retry_ms)
+			trunk_connect(sw, i);
 		if (p->fd < 0 || !p->full_since_ms || !sw->stall_ms ||
 		    now - p->full_since_ms < sw->stall_ms)
 			continue;
@@ -353,13 +492,17 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 		sw->port[in].rx_drops++;
 		return;
 	}
+	if (sw->impaired || sw->dl_head || sw->nheld || sw->cap) {
+		fabric_forward_impaired(sw, in, out, frame, len);
+		return;
+	}
 	if (out >= 0) {
-		send_frame(sw, out, frame, len);
+		fabric_send(sw, out, frame, len);
 		return;
 	}
 	for (i = 0; i < sw->nports; i++)
 		if (i != in)
-			send_frame(sw, i, frame, len);
+			fabric_send(sw, i, frame, len);
 }
 
 /*
@@ -375,10 +518,11 @@ static bool must_wait(struct fabric *sw, int in, const uint8_t *frame, size_t le
 	if (len < 14 || (frame[0] & 1))
 		return false;
 	out = lookup(sw, frame);
-	if (out < 0 || out == in || sw->port[out].fd < 0)
+	if (out < 0 || out == in || sw->port[out].fd < 0 || sw->port[out].link_down)
 		return false;
 	o = &sw->port[out];
-	if (!o->out_len || o->out_len + 4 + len <= max)
+	/* Frames in the delay line count: a slow or long link pauses its senders. */
+	if ((!o->out_len && !o->delayed_bytes) || o->out_len + o->delayed_bytes + 4 + len <= max)
 		return false;
 	if (sw->port[in].wait_out != out)
 		sw->port[in].rx_paused++;
@@ -477,10 +621,30 @@ static void resume_waiting(struct fabric *sw)
 	}
 }
 
+/* Deliver delayed frames and run timed commands that are due; ns until the next of them. */
+static uint64_t run_due(struct fabric *sw)
+{
+	uint64_t now, a = UINT64_MAX, b;
+
+	if (!sw->dl_head && !sw->nheld && !sw->timed)
+		return UINT64_MAX;
+	now = fabric_now_ns();
+	b = fabric_run_timed(sw, now);
+	if (sw->dl_head || sw->nheld) {
+		sw->corked++;
+		a = fabric_release_due(sw, now);
+		sw->corked--;
+		flush_all(sw);
+	}
+	return a < b ? a : b;
+}
+
 int fabric_poll(struct fabric *sw, int timeout_ms)
 {
-	struct pollfd pfd[FABRIC_MAX_PORTS];
-	int i;
+	struct pollfd pfd[2 * FABRIC_MAX_PORTS + 1 + FABRIC_CTL_CLIENTS];
+	uint64_t next = run_due(sw), wait_ns = (uint64_t)timeout_ms * 1000000;
+	struct timespec ts;
+	int i, n = sw->nports, nctl;
 
 	for (i = 0; i < sw->nports; i++) {
 		struct fabric_port *p = &sw->port[i];
@@ -489,8 +653,17 @@ int fabric_poll(struct fabric *sw, int timeout_ms)
 		pfd[i].events = (p->fd >= 0 && p->wait_out >= 0 ? 0 : POLLIN) |
 				(p->fd >= 0 && p->out_len ? POLLOUT : 0);
 		pfd[i].revents = 0;
+		/* The same port over TCP, while nobody is connected. */
+		pfd[n + i].fd = p->fd < 0 ? p->tcp_listen_fd : -1;
+		pfd[n + i].events = POLLIN;
+		pfd[n + i].revents = 0;
 	}
-	if (poll(pfd, sw->nports, timeout_ms) < 0) {
+	nctl = fabric_control_pollfds(sw, pfd + 2 * n);
+	if (timeout_ms < 0 || next < wait_ns)
+		wait_ns = next;
+	ts.tv_sec = (time_t)(wait_ns / 1000000000);
+	ts.tv_nsec = (long)(wait_ns % 1000000000);
+	if (ppoll(pfd, 2 * n + nctl, wait_ns == UINT64_MAX ? NULL : &ts, NULL) < 0) {
 		if (errno == EINTR)
 			return 0;
 		fabric_log("poll: %s", strerror(errno));
@@ -499,6 +672,8 @@ int fabric_poll(struct fabric *sw, int timeout_ms)
 	for (i = 0; i < sw->nports; i++) {
 		short ev = pfd[i].revents;
 
+		if (pfd[n + i].revents && sw->port[i].fd < 0)
+			fabric_accept_fd(sw, i, pfd[n + i].fd);
 		if (!ev)
 			continue;
 		if (sw->port[i].fd < 0) {
@@ -519,7 +694,10 @@ int fabric_poll(struct fabric *sw, int timeout_ms)
 		if (sw->port[i].fd >= 0 && (ev & (POLLIN | POLLHUP | POLLERR)))
 			fabric_read(sw, i);
 	}
+	fabric_control_handle(sw, pfd + 2 * n, nctl);
 	fabric_tick(sw);
 	resume_waiting(sw);
+	run_due(sw);
+	fabric_capture_flush(sw);
 	return 0;
 }

@@ -6,6 +6,7 @@
  * disconnected after stall_ms),
  * framing across partial writes, and socket paths longer than sun_path.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -621,6 +624,442 @@ static void test_long_socket_path_refused(void)
 	rmdir(base);
 }
 
+/* ---- the instrument: impairments, control commands, capture, TCP ports and trunks ---- */
+
+/* Run a control command; its reply must start as @want ("{\"ok\":true" or false). */
+static char *ctl(const char *line, bool ok)
+{
+	char *r = fabric_command(&sw, line);
+
+	CHECK(r != NULL);
+	if (r && strncmp(r, ok ? "{\"ok\":true" : "{\"ok\":false", ok ? 10 : 11)) {
+		fprintf(stderr, "  '%s' -> %s\n", line, r);
+		CHECK(!"unexpected reply");
+	}
+	return r;
+}
+
+static void ctl_ok(const char *line)
+{
+	free(ctl(line, true));
+}
+
+/* Port 1 has learned mac_a and port 2 mac_b; their peers' sockets are drained. */
+static void setup_learned(int nports)
+{
+	uint8_t f[128], r[4096];
+	size_t n;
+	int i;
+
+	setup(nports);
+	n = make_frame(f, bcast, mac_a, 60);
+	CHECK_EQ(write(peer[0], f, n), n);
+	fabric_read(&sw, 0);
+	n = make_frame(f, bcast, mac_b, 60);
+	CHECK_EQ(write(peer[1], f, n), n);
+	fabric_read(&sw, 1);
+	for (i = 0; i < nports; i++)
+		while (drain(i, r, sizeof(r)) > 0)
+			;
+	ctl_ok("zero");
+}
+
+/* Send frames @first..@first+@count-1 from a (port 1) to b, each numbered in bytes 14..17. */
+static void send_numbered(uint32_t first, int count, size_t len)
+{
+	uint8_t f[FABRIC_MAX_FRAME + 4];
+	int k;
+
+	for (k = 0; k < count; k++) {
+		size_t n = make_frame(f, mac_b, mac_a, len);
+		uint32_t seq = first + (uint32_t)k;
+
+		memcpy(f + 4 + 14, &seq, 4);
+		CHECK_EQ(write(peer[0], f, n), n);
+		fabric_read(&sw, 0);
+	}
+}
+
+/* Let the switch run for @ms (delay line, timed events). */
+static void pump(int ms)
+{
+	uint64_t end = fabric_now_ns() + (uint64_t)ms * 1000000;
+
+	while (fabric_now_ns() < end)
+		fabric_poll(&sw, 1);
+}
+
+/* The numbers of the frames waiting at port @i's peer, in order; also counts frames whose
+ * bytes past the number differ from make_frame's (corrupted) in *@bad. */
+static int received(int i, uint32_t *seqs, int max, int *bad)
+{
+	static uint8_t r[1 << 20];
+	size_t have = 0, off = 0;
+	ssize_t n;
+	int k = 0;
+
+	while ((n = drain(i, r + have, sizeof(r) - have)) > 0)
+		have += (size_t)n;
+	if (bad)
+		*bad = 0;
+	while (have - off >= 4 && k < max) {
+		size_t len = (size_t)r[off] << 24 | r[off + 1] << 16 | r[off + 2] << 8 | r[off + 3];
+		size_t j;
+
+		CHECK(off + 4 + len <= have);
+		memcpy(&seqs[k++], r + off + 4 + 14, 4);
+		for (j = 18; bad && j < len; j++)
+			if (r[off + 4 + j] != (uint8_t)j) {
+				(*bad)++;
+				break;
+			}
+		if (bad && memcmp(r + off + 4, mac_b, 6))
+			(*bad)++;
+		off += 4 + len;
+	}
+	return k;
+}
+
+static void test_loss_counted_and_seeded(void)
+{
+	static uint32_t got[2][400];
+	int n[2], run, k;
+
+	for (run = 0; run < 2; run++) {
+		setup_learned(3);
+		ctl_ok("seed 42");
+		ctl_ok("set 2 out loss=30%");
+		for (k = 0, n[run] = 0; k < 4; k++) {	/* in parts: a socket holds ~270 */
+			send_numbered(100 * k, 100, 100);
+			n[run] += received(1, got[run] + n[run], 400 - n[run], NULL);
+		}
+		/* About 30 % lost, every loss counted where it happened, order kept. */
+		CHECK(n[run] > 220 && n[run] < 340);
+		CHECK_EQ(sw.port[1].st[FABRIC_OUT].frames, 400);
+		CHECK_EQ(sw.port[1].st[FABRIC_OUT].dropped, 400 - n[run]);
+		CHECK_EQ(sw.port[0].st[FABRIC_IN].dropped, 0);
+		for (k = 1; k < n[run]; k++)
+			CHECK(got[run][k] > got[run][k - 1]);
+		CHECK_EQ(received(2, got[run], 400, NULL), 0);	/* unicast: not flooded */
+		teardown();
+	}
+	/* The same seed loses the same frames. */
+	CHECK_EQ(n[0], n[1]);
+	CHECK(!memcmp(got[0], got[1], sizeof(got[0][0]) * (size_t)n[0]));
+	/* Another seed loses others. */
+	setup_learned(2);
+	ctl_ok("seed 43");
+	ctl_ok("set 2 out loss=30%");
+	for (k = 0, n[1] = 0; k < 4; k++) {
+		send_numbered(100 * k, 100, 100);
+		n[1] += received(1, got[1] + n[1], 400 - n[1], NULL);
+	}
+	CHECK(n[1] != n[0] || memcmp(got[0], got[1], sizeof(got[0][0]) * (size_t)n[0]));
+	/* In the other direction (in): the sender's port counts. Clear: everything passes. */
+	ctl_ok("clear");
+	ctl_ok("set 1 in loss=100");
+	send_numbered(0, 10, 100);
+	CHECK_EQ(received(1, got[1], 400, NULL), 0);
+	CHECK_EQ(sw.port[0].st[FABRIC_IN].dropped, 10);
+	ctl_ok("clear 1");
+	CHECK_EQ(sw.impaired, 0);
+	send_numbered(0, 10, 100);
+	CHECK_EQ(received(1, got[1], 400, NULL), 10);
+	teardown();
+}
+
+static void test_dup_corrupt_reorder(void)
+{
+	uint32_t got[64];
+	int bad, k;
+
+	setup_learned(2);
+	ctl_ok("set 2 out dup=100%");
+	send_numbered(0, 5, 200);
+	CHECK_EQ(received(1, got, 64, &bad), 10);
+	CHECK_EQ(bad, 0);
+	for (k = 0; k < 10; k++)
+		CHECK_EQ(got[k], k / 2);
+	CHECK_EQ(sw.port[1].st[FABRIC_OUT].duplicated, 5);
+	/* Corruption flips one bit past the Ethernet header: every frame arrives, damaged. */
+	ctl_ok("clear");
+	ctl_ok("set 1 in corrupt=100%");
+	send_numbered(100, 20, 200);
+	CHECK_EQ(received(1, got, 64, &bad), 20);
+	/* A flipped bit in the number itself shows as a wrong number, else as a bad byte. */
+	for (k = 0; k < 20; k++)
+		if (got[k] != 100u + (uint32_t)k)
+			bad++;
+	CHECK_EQ(bad, 20);
+	CHECK_EQ(sw.port[0].st[FABRIC_IN].corrupted, 20);
+	/* Reorder: each frame held back swaps with the next one to the same port. */
+	ctl_ok("clear");
+	ctl_ok("set 2 out reorder=100%");
+	send_numbered(0, 6, 200);
+	CHECK_EQ(received(1, got, 64, NULL), 6);
+	for (k = 0; k < 6; k++)
+		CHECK_EQ(got[k], k ^ 1);
+	CHECK_EQ(sw.port[1].st[FABRIC_OUT].reordered, 3);
+	/* A held frame that nothing follows goes alone, a little later. */
+	send_numbered(50, 1, 200);
+	CHECK_EQ(received(1, got, 64, NULL), 0);
+	CHECK_EQ(sw.nheld, 1);
+	pump(5);
+	CHECK_EQ(received(1, got, 64, NULL), 1);
+	CHECK_EQ(got[0], 50);
+	CHECK_EQ(sw.nheld, 0);
+	teardown();
+}
+
+static void test_delay_rate_mtu_link(void)
+{
+	uint32_t got[64];
+	uint64_t t0;
+	char *r;
+	int k;
+
+	setup_learned(2);
+	ctl_ok("set 2 delay=20ms");
+	send_numbered(0, 5, 200);
+	CHECK_EQ(received(1, got, 64, NULL), 0);	/* still on the way */
+	CHECK_EQ(sw.port[1].delayed_bytes, 5 * 200);
+	pump(40);
+	CHECK_EQ(received(1, got, 64, NULL), 5);
+	for (k = 0; k < 5; k++)
+		CHECK_EQ(got[k], k);
+	CHECK_EQ(sw.port[1].st[FABRIC_OUT].delayed, 5);
+	/* Taking the delay away keeps the order: later frames wait behind earlier ones. */
+	send_numbered(10, 2, 200);
+	ctl_ok("clear");
+	send_numbered(12, 2, 200);
+	CHECK_EQ(received(1, got, 64, NULL), 0);
+	pump(40);
+	CHECK_EQ(received(1, got, 64, NULL), 4);
+	for (k = 0; k < 4; k++)
+		CHECK_EQ(got[k], 10 + k);
+	/* Rate: 10 frames of 1000 B at 8 Mbit/s take 9 ms or more after the first. */
+	ctl_ok("set 2 out rate=8");
+	t0 = fabric_now_ns();
+	send_numbered(20, 10, 1000);
+	k = 0;
+	while (k < 10 && fabric_now_ns() - t0 < 1000000000ull) {
+		fabric_poll(&sw, 1);
+		k += received(1, got + k, 64 - k, NULL);
+	}
+	CHECK_EQ(k, 10);
+	CHECK(fabric_now_ns() - t0 >= 9000000);
+	/* MTU: a frame whose payload is longer is dropped and counted. */
+	ctl_ok("clear");
+	ctl_ok("set 2 mtu=1000");
+	send_numbered(30, 1, 1014);	/* payload 1000: passes */
+	send_numbered(31, 1, 1015);
+	CHECK_EQ(received(1, got, 64, NULL), 1);
+	CHECK_EQ(sw.port[1].mtu_drops, 1);
+	/* A link that is down drops both ways; up again, frames pass. */
+	ctl_ok("clear");
+	ctl_ok("link 2 down");
+	send_numbered(40, 3, 100);
+	CHECK_EQ(received(1, got, 64, NULL), 0);
+	CHECK_EQ(sw.port[1].link_drops, 3);
+	r = ctl("show", true);
+	CHECK(strstr(r, "\"port\":2,\"connected\":true,\"link\":\"down\"") != NULL);
+	CHECK(strstr(r, "\"link_drops\":3") != NULL);
+	free(r);
+	ctl_ok("link 2 up");
+	send_numbered(43, 3, 100);
+	CHECK_EQ(received(1, got, 64, NULL), 3);
+	teardown();
+}
+
+static void test_control_commands_and_timed_events(void)
+{
+	char path[] = "/tmp/qhca-fabric-script-XXXXXX", line[128];
+	uint32_t got[16];
+	char *r;
+	FILE *f;
+	int fd;
+
+	setup_learned(3);
+	/* Bad commands change nothing and say why. */
+	free(ctl("set 4 loss=1", false));
+	free(ctl("set 1 loss=101", false));
+	free(ctl("set 1 loss=5 speed=3", false));
+	free(ctl("set 1 in", false));
+	free(ctl("link 1 sideways", false));
+	free(ctl("at soon link 1 down", false));
+	free(ctl("at 1s frobnicate", false));
+	free(ctl("nonsense", false));
+	CHECK_EQ(sw.impaired, 0);
+	CHECK(sw.timed == NULL);
+	ctl_ok("set 1,3 in loss=2.5% delay=1.5ms jitter=100us rate=1gbit mtu=1500");
+	CHECK_EQ(sw.port[0].imp[FABRIC_IN].loss, 25000);
+	CHECK_EQ(sw.port[0].imp[FABRIC_IN].delay_us, 1500);
+	CHECK_EQ(sw.port[0].imp[FABRIC_IN].rate_mbit, 1000);
+	CHECK_EQ(sw.port[2].imp[FABRIC_IN].mtu, 1500);
+	CHECK_EQ(sw.port[1].imp[FABRIC_IN].loss, 0);
+	CHECK_EQ(sw.port[0].imp[FABRIC_OUT].loss, 0);
+	r = ctl("show", true);
+	CHECK(strstr(r, "\"loss\":2.5,") != NULL);
+	free(r);
+	ctl_ok("clear");
+	/* A script: checked whole first (a bad line schedules nothing), then timed. */
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "# outage\nat 10ms port 2 down; at 30ms port 2 up\nat 20ms bogus\n");
+	fclose(f);
+	snprintf(line, sizeof(line), "script %s", path);
+	r = ctl(line, false);
+	CHECK(strstr(r, "line 3") != NULL);
+	free(r);
+	CHECK(sw.timed == NULL);
+	f = fopen(path, "w");
+	fprintf(f, "# outage\nat 10ms port 2 down; at 30ms port 2 up\nat 5ms port 2 out dup=100\n");
+	fclose(f);
+	r = ctl(line, true);
+	CHECK(strstr(r, "\"events\":3") != NULL);
+	free(r);
+	unlink(path);
+	pump(20);
+	CHECK_EQ(sw.port[1].link_down, 1);
+	CHECK_EQ(sw.port[1].imp[FABRIC_OUT].dup, FABRIC_PPM);
+	send_numbered(0, 2, 100);
+	pump(20);
+	CHECK_EQ(sw.port[1].link_down, 0);
+	send_numbered(2, 1, 100);
+	CHECK_EQ(received(1, got, 16, NULL), 2);	/* two lost while down, one doubled */
+	CHECK_EQ(got[0], 2);
+	ctl_ok("at 1ms clear");
+	pump(5);
+	CHECK_EQ(sw.impaired, 0);
+	teardown();
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static void test_capture_pcapng(void)
+{
+	char path[] = "/tmp/qhca-fabric-cap-XXXXXX", line[128];
+	static uint8_t buf[1 << 16];
+	int fd, blocks[8] = { 0 }, epb = 0, comments = 0, on_port1 = 0;
+	size_t len, off = 0;
+	char *r;
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	setup_learned(2);
+	snprintf(line, sizeof(line), "capture start %s", path);
+	ctl_ok(line);
+	r = ctl("show", true);
+	CHECK(strstr(r, path) != NULL);
+	free(r);
+	send_numbered(0, 3, 200);	/* three frames in by port 1 */
+	ctl_ok("set 2 out loss=100");
+	send_numbered(3, 1, 200);	/* one more, lost: in the capture with a comment */
+	ctl_ok("capture stop");
+	fd = open(path, O_RDONLY);
+	len = (size_t)read(fd, buf, sizeof(buf));
+	close(fd);
+	unlink(path);
+	/* A section header, one interface per port, one packet block per frame that entered. */
+	while (off + 12 <= len) {
+		uint32_t type = rd32(buf + off), blen = rd32(buf + off + 4);
+
+		CHECK(blen >= 12 && blen % 4 == 0 && off + blen <= len);
+		CHECK_EQ(rd32(buf + off + blen - 4), blen);
+		if (blen < 12 || off + blen > len)
+			break;
+		if (type == 0x0a0d0d0a)
+			blocks[0]++;
+		else if (type == 1)
+			blocks[1]++;
+		if (type == 6) {
+			epb++;
+			on_port1 += rd32(buf + off + 8) == 0;
+			CHECK_EQ(rd32(buf + off + 20), 200);	/* captured length */
+			if (memmem(buf + off, blen, "lost on the way out to port 2", 29))
+				comments++;
+		}
+		off += blen;
+	}
+	CHECK_EQ(off, len);
+	CHECK_EQ(blocks[0], 1);
+	CHECK_EQ(blocks[1], 2);
+	CHECK_EQ(epb, 4);
+	CHECK_EQ(on_port1, 4);
+	CHECK_EQ(comments, 1);
+	teardown();
+}
+
+/* A port reached over TCP, and two switches joined by a trunk (unix and TCP). */
+static void test_tcp_port_and_trunk(void)
+{
+	static struct fabric sw2;
+	char dir[] = "/tmp/qhca-fabric-trunk-XXXXXX", addr[160];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	uint8_t f[256], r[1024];
+	int cfd, p2, sv[2], k;
+	ssize_t n = 0;
+	size_t len;
+
+	CHECK(mkdtemp(dir) != NULL);
+	/* Switch 1 (sw): port 1 a socketpair, port 2 a trunk to switch 2's port 1. */
+	setup(2);
+	close(peer[1]);
+	fabric_init(&sw2, 2);
+	CHECK_EQ(fabric_listen(&sw2, 0, dir), 0);
+	close(sw.port[1].fd);
+	sw.port[1].fd = -1;
+	snprintf(addr, sizeof(addr), "unix:%s/port1.sock", dir);
+	CHECK_EQ(fabric_set_trunk(&sw, 1, addr), 0);
+	/* Switch 2's port 2 over TCP on loopback, an ephemeral port. */
+	CHECK_EQ(fabric_listen_tcp(&sw2, 1, "127.0.0.1", 0), 0);
+	CHECK_EQ(getsockname(sw2.port[1].tcp_listen_fd, (struct sockaddr *)&sa, &sl), 0);
+	cfd = socket(AF_INET, SOCK_STREAM, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_EQ(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (k = 0; k < 20 && (sw.port[1].fd < 0 || sw2.port[0].fd < 0 || sw2.port[1].fd < 0); k++) {
+		fabric_poll(&sw, 1);
+		fabric_poll(&sw2, 1);
+	}
+	CHECK(sw.port[1].fd >= 0 && sw2.port[0].fd >= 0 && sw2.port[1].fd >= 0);
+	/* A broadcast from switch 1's port 1 reaches the TCP peer on switch 2. */
+	len = make_frame(f, bcast, mac_a, 100);
+	CHECK_EQ(write(peer[0], f, len), len);
+	for (k = 0; k < 50 && n <= 0; k++) {
+		fabric_poll(&sw, 1);
+		fabric_poll(&sw2, 1);
+		n = recv(cfd, r, sizeof(r), MSG_DONTWAIT);
+	}
+	CHECK_EQ(n, len);
+	CHECK(!memcmp(r, f, len));
+	/* And the answer comes back by the learned way. */
+	len = make_frame(f, mac_a, mac_b, 100);
+	CHECK_EQ(write(cfd, f, len), len);
+	for (k = 0, n = 0; k < 50 && n <= 0; k++) {
+		fabric_poll(&sw2, 1);
+		fabric_poll(&sw, 1);
+		n = drain(0, r, sizeof(r));
+	}
+	CHECK_EQ(n, len);
+	close(cfd);
+	(void)sv;
+	(void)p2;
+	fabric_close(&sw2);
+	unlink(sw2.port[0].path);
+	rmdir(dir);
+	peer[1] = open("/dev/null", O_RDONLY);	/* teardown closes it */
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "broadcast_floods", test_broadcast_floods },
 	{ "learned_unicast", test_learned_unicast },
@@ -634,6 +1073,12 @@ static const struct unit_test tests[] = {
 	{ "paused_sender_released_by_stall", test_paused_sender_released_by_stall },
 	{ "partial_writes_keep_framing", test_partial_writes_keep_framing },
 	{ "long_socket_path_refused", test_long_socket_path_refused },
+	{ "loss_counted_and_seeded", test_loss_counted_and_seeded },
+	{ "dup_corrupt_reorder", test_dup_corrupt_reorder },
+	{ "delay_rate_mtu_link", test_delay_rate_mtu_link },
+	{ "control_commands_and_timed_events", test_control_commands_and_timed_events },
+	{ "capture_pcapng", test_capture_pcapng },
+	{ "tcp_port_and_trunk", test_tcp_port_and_trunk },
 	{}
 };
 

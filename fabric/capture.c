@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca-fabric capture: every frame that enters the fabric, once, in pcapng (the format of
+ * Wireshark and tshark). Each port is an interface of its own ("port1", "port2", ...), so a
+ * frame is recorded with the port it entered by (frame.interface_name); timestamps are the
+ * host's wall clock in nanoseconds; what the fabric did to a frame (lost, corrupted, held
+ * back, duplicated, delayed, dropped at a link that is down) is the frame's comment
+ * (frame.comment, and tshark's expert info shows it). A frame lost on its way is in the
+ * capture once, with that comment, and never reaches the receiving port.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fabric.h"
+
+struct fabric_capture {
+	FILE *f;
+	char path[4096];
+	int64_t wall_minus_mono;	/* ns: wall clock = monotonic + this */
+	uint64_t frames;
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);	/* pcapng is written in the host's byte order (the SHB says) */
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+/* An option: code, length, value padded to 4 bytes; returns bytes written at @p. */
+static size_t opt(uint8_t *p, uint16_t code, const void *val, size_t len)
+{
+	size_t pad = (4 - len % 4) % 4;
+
+	put16(p, code);
+	put16(p + 2, (uint16_t)len);
+	if (len)
+		memcpy(p + 4, val, len);
+	memset(p + 4 + len, 0, pad);
+	return 4 + len + pad;
+}
+
+static int write_block(struct fabric_capture *c, uint32_t type, const uint8_t *body,
+		       size_t len)
+{
+	uint8_t hdr[8], tail[4];
+	uint32_t total = (uint32_t)(12 + len);
+
+	put32(hdr, type);
+	put32(hdr + 4, total);
+	put32(tail, total);
+	return fwrite(hdr, 1, 8, c->f) == 8 && fwrite(body, 1, len, c->f) == len &&
+	       fwrite(tail, 1, 4, c->f) == 4 ? 0 : -1;
+}
+
+int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t errlen)
+{
+	static const char app[] = "qhca-fabric";
+	struct fabric_capture *c;
+	struct timespec wall, mono;
+	uint8_t b[256];
+	size_t n;
+	int i;
+
+	if (strlen(path) >= sizeof(c->path)) {
+		snprintf(err, errlen, "capture path too long");
+		return -1;
+	}
+	fabric_capture_stop(sw);
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	c->f = fopen(path, "w");
+	if (!c->f) {
+		snprintf(err, errlen, "capture %s: %s", path, strerror(errno));
+		free(c);
+		return -1;
+	}
+	setvbuf(c->f, NULL, _IOFBF, 256 << 10);
+	strcpy(c->path, path);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	c->wall_minus_mono = ((int64_t)wall.tv_sec - mono.tv_sec) * 1000000000 +
+			     (wall.tv_nsec - mono.tv_nsec);
+
+	/* Section header: byte-order magic, version 1.0, section length unknown. */
+	put32(b, 0x1a2b3c4d);
+	put16(b + 4, 1);
+	put16(b + 6, 0);
+	memset(b + 8, 0xff, 8);
+	n = 16 + opt(b + 16, 4, app, sizeof(app) - 1);	/* shb_userappl */
+	n += opt(b + n, 0, NULL, 0);
+	if (write_block(c, 0x0a0d0d0a, b, n))
+		goto fail;
+	/* One interface per port: Ethernet, no snap length, nanosecond timestamps. */
+	for (i = 0; i < sw->nports; i++) {
+		char name[16];
+		uint8_t tsresol = 9;
+
+		put16(b, 1);		/* LINKTYPE_ETHERNET */
+		put16(b + 2, 0);
+		put32(b + 4, 0);
+		n = 8 + opt(b + 8, 2, name, (size_t)snprintf(name, sizeof(name), "port%d", i + 1));
+		n += opt(b + n, 9, &tsresol, 1);	/* if_tsresol */
+		n += opt(b + n, 0, NULL, 0);
+		if (write_block(c, 1, b, n))
+			goto fail;
+	}
+	sw->cap = c;
+	fabric_log("capture: started %s", path);
+	return 0;
+fail:
+	snprintf(err, errlen, "capture %s: %s", path, strerror(errno));
+	fclose(c->f);
+	free(c);
+	return -1;
+}
+
+void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const uint8_t *frame,
+			  size_t len, const char *comment)
+{
+	static uint8_t b[28 + FABRIC_MAX_FRAME + 4 + 8 + 4 + 520 + 4];
+	struct fabric_capture *c = sw->cap;
+	uint64_t ts = now_ns + (uint64_t)c->wall_minus_mono;
+	uint32_t flags = 1;	/* direction: inbound (the frame entered the fabric) */
+	size_t n, clen;
+
+	put32(b, (uint32_t)port);
+	put32(b + 4, (uint32_t)(ts >> 32));
+	put32(b + 8, (uint32_t)ts);
+	put32(b + 12, (uint32_t)len);
+	put32(b + 16, (uint32_t)len);
+	memcpy(b + 20, frame, len);
+	n = 20 + len;
+	memset(b + n, 0, (4 - len % 4) % 4);
+	n += (4 - len % 4) % 4;
+	if (comment) {
+		clen = strnlen(comment, 512);
+		n += opt(b + n, 1, comment, clen);	/* opt_comment */
+	}
+	n += opt(b + n, 2, &flags, 4);	/* epb_flags */
+	n += opt(b + n, 0, NULL, 0);
+	if (write_block(c, 6, b, n)) {
+		char err[64];
+
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+		fabric_log("capture: cannot write %s: %s; stopped", c->path, err);
+		fabric_capture_stop(sw);
+		return;
+	}
+	c->frames++;
+}
+
+void fabric_capture_flush(struct fabric *sw)
+{
+	if (sw->cap)
+		fflush(sw->cap->f);
+}
+
+const char *fabric_capture_path(const struct fabric *sw)
+{
+	return sw->cap ? sw->cap->path : NULL;
+}
+
+void fabric_capture_stop(struct fabric *sw)
+{
+	struct fabric_capture *c = sw->cap;
+
+	if (!c)
+		return;
+	sw->cap = NULL;
+	if (fclose(c->f))
+		fabric_log("capture: closing %s: %s", c->path, strerror(errno));
+	fabric_log("capture: stopped %s (%llu frames)", c->path, (unsigned long long)c->frames);
+	free(c);
+}
