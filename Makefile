@@ -10,7 +10,7 @@ export QHCA_CACHE
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check demo bench down clean \
+.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check demo bench bench-qp soak down clean \
 	cache-rule print-cache
 
 help:
@@ -19,6 +19,9 @@ help:
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs, the device and the"
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
+	@echo "make bench-qp  16384 QPs on one device (QHCA_QPS=N, 0: until refused): time per"
+	@echo "               create, modify, message and destroy, memory per QP in guest and host"
+	@echo "make soak      RC through a lossy fabric, 1 GiB with every byte checked (figures)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
 	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
 	@echo "               cache-rule (make, scripts, launcher and VM tests agree on the cache)"
@@ -90,6 +93,15 @@ demo: all
 # qhca against Linux rxe in the same two VMs, and the host memcpy baseline (not a test).
 bench: all
 	@bash bench/run.sh
+
+# QPs on one device until QHCA_QPS (16384) or the device's limit, each connected and used
+# once: time per create and memory per QP, guest and host (one VM; make bench runs it too).
+bench-qp: all
+	@bash bench/qp-scale.sh
+
+# RC through a lossy fabric for a long time (1 GiB, every byte checked); QHCA_SOAK_BYTES.
+soak: all
+	@bash bench/soak.sh
 
 down:
 	@tools/qhca down

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # make bench: qhca against Linux rxe between the same two VMs in one run, the device alone
-# (bench-engine) and the fabric switch alone (bench-fabric), and the host's memcpy as the
-# throughput baseline. Prints a table and writes results.txt (JSON lines) in the run
-# directory. A benchmark, not a test: it reports, it does not judge.
+# (bench-engine) and the fabric switch alone (bench-fabric), the host's memcpy as the
+# throughput baseline, and 16384 QPs on one device in a VM of its own (bench/qp-scale.sh).
+# Prints a table and writes results.txt (JSON lines) in the run directory. A benchmark,
+# not a test: it reports, it does not judge.
 #   make bench PROFILE=1   also a profile of each guest's QEMU (linux-perf) during a 1 MiB
 #                          ib_write_bw, top functions per thread, in the run directory
 set -uo pipefail
@@ -104,6 +105,12 @@ awk '$1 ~ /^(WRITE|READ|SEND)$/ { printf "{\"test\":\"engine %s\",\"size\":%s,\"
     <<<"$engine_out" >> "$out"
 awk '$2 == "B" { printf "{\"test\":\"fabric\",\"frame\":%s,\"frames/s\":%s,\"MB/s\":%s,\"switch ns/frame\":%s,\"writes/frame\":%s}\n", $1, $3, $4, $5, $6 }' \
     <<<"$fabric_out" >> "$out"
+# QPs: one device with 16384 connected QPs, in a VM of its own (the two above go down).
+"$qhca" down > /dev/null 2>&1
+step "bench: 16384 QPs on one device (bench/qp-scale.sh)"
+qps_out=$(QHCA_RUN="$QHCA_CACHE/run-qps" QHCA_BENCH_OUT="$out" bash "$QHCA_ROOT/bench/qp-scale.sh" 2>&1) ||
+    qps_out="QPs: failed (make bench-qp shows why)"
 echo "$engine_out" | sed -n '1,2p;/^WRITE/p' | head -n 6
 echo "$fabric_out"
+grep -E '^(created|create:|modify|first message|destroy:|guest memory|host memory|QPs: failed)' <<<"$qps_out"
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"

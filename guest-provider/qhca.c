@@ -226,6 +226,7 @@ static void qhca_free_context(struct ibv_context *ibctx)
 	if (ctx->db_page)
 		munmap(ctx->db_page, QHCA_DB_PAGE_SIZE);
 	pthread_mutex_destroy(&ctx->qp_lock);
+	free(ctx->qp_hash);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
@@ -339,6 +340,12 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cm
 		verbs_err(&ctx->ibv_ctx, "qhca: query_device failed: %s\n", strerror(ret));
 		goto err_unmap;
 	}
+	ctx->qp_hash = calloc(QHCA_QP_HASH, sizeof(*ctx->qp_hash));	/* it grows from there */
+	if (!ctx->qp_hash) {
+		ret = ENOMEM;
+		goto err_unmap;
+	}
+	ctx->qp_hash_mask = QHCA_QP_HASH - 1;
 	pthread_mutex_init(&ctx->qp_lock, NULL);
 	verbs_set_ops(&ctx->ibv_ctx, &qhca_ctx_ops);
 	return &ctx->ibv_ctx;

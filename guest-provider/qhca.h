@@ -35,9 +35,12 @@ struct qhca_context {
 	uint32_t max_cqe;
 	uint32_t max_srq_wr, max_srq_sge;
 	/* QPs by number and XRC SRQs by XRC SRQ number, for the poller to free ring slots
-	 * (see cqe_retire); qp_lock guards both */
+	 * (see cqe_retire); qp_lock guards both. The QPs' table doubles as they come (from
+	 * QHCA_QP_HASH buckets), so a poll stays O(1) with the device's 262144 QPs. */
 	pthread_mutex_t qp_lock;
-	struct qhca_qp *qp_hash[QHCA_QP_HASH];
+	struct qhca_qp **qp_hash;	/* qp_hash_mask + 1 buckets */
+	uint32_t qp_hash_mask;
+	uint32_t nqps;
 	struct qhca_srq *srq_hash[QHCA_QP_HASH];
 };
 

@@ -17,15 +17,79 @@
 
 #include "qhca.h"
 
+/*
+ * Rings of one page (the queues of a QP or CQ with few entries) come from chunks of
+ * PAGE_CHUNK pages: posix_memalign() of one page costs glibc about a second one (the
+ * alignment slack before it), which doubled the memory of a QP with small queues. Freed
+ * pages wait on a free list for the next ring; the chunks stay for the process's life.
+ */
+#define PAGE_CHUNK	64
+
+static pthread_mutex_t page_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *page_free_list;	/* linked through each free page's first word */
+
+static void *page_get(void)
+{
+	void *p;
+	int i;
+
+	pthread_mutex_lock(&page_lock);
+	p = page_free_list;
+	if (p) {
+		page_free_list = *(void **)p;
+	} else if (!posix_memalign(&p, QHCA_PAGE_SIZE, (size_t)PAGE_CHUNK * QHCA_PAGE_SIZE)) {
+		for (i = PAGE_CHUNK - 1; i > 0; i--) {
+			void *q = (uint8_t *)p + (size_t)i * QHCA_PAGE_SIZE;
+
+			*(void **)q = page_free_list;
+			page_free_list = q;
+		}
+	} else {
+		p = NULL;
+	}
+	pthread_mutex_unlock(&page_lock);
+	return p;
+}
+
+static void page_put(void *p)
+{
+	pthread_mutex_lock(&page_lock);
+	*(void **)p = page_free_list;
+	page_free_list = p;
+	pthread_mutex_unlock(&page_lock);
+}
+
+static size_t page_round(size_t size)
+{
+	return (size + QHCA_PAGE_SIZE - 1) & ~(size_t)(QHCA_PAGE_SIZE - 1);
+}
+
 static void *ring_alloc(size_t size)
 {
 	void *p;
 
-	size = (size + QHCA_PAGE_SIZE - 1) & ~(size_t)(QHCA_PAGE_SIZE - 1);
-	if (posix_memalign(&p, QHCA_PAGE_SIZE, size))
+	size = page_round(size);
+	if (size == QHCA_PAGE_SIZE)
+		p = page_get();
+	else if (posix_memalign(&p, QHCA_PAGE_SIZE, size))
+		p = NULL;
+	if (!p) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	memset(p, 0, size);
 	return p;
+}
+
+/* Free what ring_alloc(@size) gave. */
+static void ring_free(void *p, size_t size)
+{
+	if (!p)
+		return;
+	if (page_round(size) == QHCA_PAGE_SIZE)
+		page_put(p);
+	else
+		free(p);
 }
 
 /* ---------------------------------------------------------------- parent domains */
@@ -67,12 +131,13 @@ static void *buf_alloc(struct qhca_pd *parent, size_t size, uint64_t type, bool 
 	return ring_alloc(size);
 }
 
-static void buf_free(struct qhca_pd *parent, bool custom, void *p, uint64_t type)
+/* Free what buf_alloc(@parent, @size, @type, @custom) gave. */
+static void buf_free(struct qhca_pd *parent, bool custom, void *p, size_t size, uint64_t type)
 {
 	if (p && custom)
 		parent->free(&parent->ibv_pd, parent->pd_context, p, type);
 	else
-		free(p);
+		ring_free(p, size);
 }
 
 static void *wq_buf_alloc(struct qhca_ring *r, struct qhca_pd *parent, uint64_t type)
@@ -86,7 +151,8 @@ static void *wq_buf_alloc(struct qhca_ring *r, struct qhca_pd *parent, uint64_t 
 
 static void wq_buf_free(struct qhca_ring *r, uint64_t type)
 {
-	buf_free(r->parent, r->parent != NULL, r->buf, type);
+	buf_free(r->parent, r->parent != NULL, r->buf, (size_t)1 << (r->log2 + r->stride_log2),
+		 type);
 	r->buf = NULL;
 }
 
@@ -173,6 +239,60 @@ static bool cqe_xrc(const struct qhca_cqe *cqe)
 		QHCA_CQE_FLAG_XRC);
 }
 
+/* ---------------------------------------------------------------- QPs by number */
+/* The QP numbered @qpn, or NULL; ctx->qp_lock is held. */
+static struct qhca_qp *qp_find(struct qhca_context *ctx, uint32_t qpn)
+{
+	struct qhca_qp *qp;
+
+	for (qp = ctx->qp_hash[qpn & ctx->qp_hash_mask]; qp && qp->qpn != qpn; qp = qp->hash_next)
+		;
+	return qp;
+}
+
+/*
+ * Add @qp; ctx->qp_lock is held. The table (QHCA_QP_HASH buckets from the context's
+ * start) doubles when it holds a QP a bucket, up to 2^20 buckets: QPNs differ in their low
+ * bits (the device's slot). Should the larger table not be allocated the chains just grow
+ * longer: adding never fails.
+ */
+static void qp_hash_add(struct qhca_context *ctx, struct qhca_qp *qp)
+{
+	uint32_t size = ctx->qp_hash_mask + 1, i;
+	struct qhca_qp **t, *q, *next;
+
+	if (ctx->nqps >= size && size < (1u << 20)) {
+		t = calloc(2 * (size_t)size, sizeof(*t));
+		if (t) {
+			for (i = 0; i < size; i++)
+				for (q = ctx->qp_hash[i]; q; q = next) {
+					next = q->hash_next;
+					q->hash_next = t[q->qpn & (2 * size - 1)];
+					t[q->qpn & (2 * size - 1)] = q;
+				}
+			free(ctx->qp_hash);
+			ctx->qp_hash = t;
+			ctx->qp_hash_mask = 2 * size - 1;
+		}
+	}
+	qp->hash_next = ctx->qp_hash[qp->qpn & ctx->qp_hash_mask];
+	ctx->qp_hash[qp->qpn & ctx->qp_hash_mask] = qp;
+	ctx->nqps++;
+}
+
+/* Remove @qp if it is there; ctx->qp_lock is held. */
+static void qp_hash_del(struct qhca_context *ctx, struct qhca_qp *qp)
+{
+	struct qhca_qp **pp;
+
+	for (pp = &ctx->qp_hash[qp->qpn & ctx->qp_hash_mask]; *pp; pp = &(*pp)->hash_next)
+		if (*pp == qp) {
+			*pp = qp->hash_next;
+			ctx->nqps--;
+			return;
+		}
+}
+
 /* The ring a receive CQE of an XRC SRQ took its WQE from; ctx->qp_lock is held. */
 static struct qhca_ring *xrc_srq_ring(struct qhca_context *ctx, uint32_t xrc_srqn)
 {
@@ -204,9 +324,7 @@ static void cqe_retire(struct qhca_context *ctx, const struct qhca_cqe *cqe)
 		r = xrc_srq_ring(ctx, QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK,
 						     le32toh(cqe->src_qp_flags)));
 	} else {
-		for (qp = ctx->qp_hash[qpn % QHCA_QP_HASH]; qp && qp->qpn != qpn;
-		     qp = qp->hash_next)
-			;
+		qp = qp_find(ctx, qpn);
 		if (qp && cqe->opcode < QHCA_WC_RECV) {
 			r = &qp->sq;
 			ci = __atomic_load_n(&r->ci, __ATOMIC_RELAXED);
@@ -290,10 +408,10 @@ int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd), &resp, sizeof(resp));
 	if (ret) {
 		pthread_spin_unlock(&cq->lock);
-		buf_free(cq->parent, custom, ring, QHCA_RES_TYPE_CQ);
+		buf_free(cq->parent, custom, ring, size, QHCA_RES_TYPE_CQ);
 		return ret;
 	}
-	buf_free(cq->parent, cq->custom, cq->ring, QHCA_RES_TYPE_CQ);
+	buf_free(cq->parent, cq->custom, cq->ring, cq->size, QHCA_RES_TYPE_CQ);
 	cq->custom = custom;
 	cq->ring = ring;
 	cq->size = size;
@@ -307,7 +425,7 @@ int qhca_resize_cq(struct ibv_cq *ibcq, int cqe)
 static void cq_free(struct qhca_cq *cq)
 {
 	pthread_spin_destroy(&cq->lock);
-	buf_free(cq->parent, cq->custom, cq->ring, QHCA_RES_TYPE_CQ);
+	buf_free(cq->parent, cq->custom, cq->ring, cq->size, QHCA_RES_TYPE_CQ);
 	free(cq);
 }
 
@@ -747,8 +865,7 @@ static void qp_created(struct qhca_context *ctx, struct qhca_qp *qp,
 	cap->max_send_wr = 1u << qp->sq.log2;
 	cap->max_recv_wr = qp->rq.buf ? 1u << qp->rq.log2 : 0;	/* none with an SRQ or XRC */
 	pthread_mutex_lock(&ctx->qp_lock);
-	qp->hash_next = ctx->qp_hash[qp->qpn % QHCA_QP_HASH];
-	ctx->qp_hash[qp->qpn % QHCA_QP_HASH] = qp;
+	qp_hash_add(ctx, qp);
 	pthread_mutex_unlock(&ctx->qp_lock);
 }
 
@@ -819,7 +936,7 @@ int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 int qhca_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct qhca_context *ctx = to_qctx(ibqp->context);
-	struct qhca_qp *qp = to_qqp(ibqp), **pp;
+	struct qhca_qp *qp = to_qqp(ibqp);
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(ibqp);
@@ -827,11 +944,7 @@ int qhca_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 	qp_clean_cqs(qp);
 	pthread_mutex_lock(&ctx->qp_lock);
-	for (pp = &ctx->qp_hash[qp->qpn % QHCA_QP_HASH]; *pp; pp = &(*pp)->hash_next)
-		if (*pp == qp) {
-			*pp = qp->hash_next;
-			break;
-		}
+	qp_hash_del(ctx, qp);
 	pthread_mutex_unlock(&ctx->qp_lock);
 	qp_free(qp);
 	return 0;

@@ -131,6 +131,9 @@ for src in "$QHCA_ROOT"/tests/vm/qhca_*.c; do
     gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/${prog//_/-}" "$src" -libverbs ||
         die "test program $src does not build"
 done
+# Guest benchmarks: bench/qp_scale.c becomes qhca-qp-scale (bench/qp-scale.sh runs it).
+gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-qp-scale" "$QHCA_ROOT/bench/qp_scale.c" \
+    -libverbs || die "bench/qp_scale.c does not build"
 install -m 755 "$QHCA_ROOT/tests/vm/qhca_tcp.py" "$layer/usr/local/bin/qhca-tcp"
 install -m 600 "$keydir/id_ed25519.pub" "$layer/root/.ssh/authorized_keys"
 chmod 700 "$layer/root" "$layer/root/.ssh"
