@@ -103,27 +103,250 @@ static struct qhca_send_wqe *oldest(struct qhca_qp *qp)
 	return NULL;
 }
 
-/* Everything before @psn arrived: SENDs and WRITEs up to it are done. A READ or ATOMIC
- * in that range without its response means the response was lost: returns its first PSN
- * to resend from, or -1. */
-static int64_t ack_until(struct qhca_qp *qp, uint32_t psn, bool inclusive)
+/* ---------------------------------------------------------------- the window */
+/*
+ * An RC requester keeps at most cwnd packets in flight: PSNs from una, the oldest one not
+ * yet acknowledged (a READ's: not yet answered), to the next it sends (tx_wqe in req.c).
+ * A responder drops everything after a lost packet until that one comes again (one
+ * PSN-sequence NAK, then silence: IBA 9.7.5.1), so with go back N every loss costs about
+ * the packets in flight after it, sent twice; the window bounds that cost. The losses of
+ * an emulated fabric are mostly impairments, not congestion, so the rules aim at go back
+ * N's waste, not at sharing a bottleneck:
+ * - start at QHCA_CWND_MAX packets, more than the bandwidth-delay product of any path the
+ *   device runs on, so that a lossless link runs exactly as without a window;
+ * - a loss (a PSN-sequence NAK acted on, a READ response found missing) halves it, down to
+ *   QHCA_CWND_MIN; a timeout sets ssthresh to half of it and the window to one packet,
+ *   which asks for an ACK (the timer cannot tell a lost ACK from lost data: one packet
+ *   answers that), and it grows back from there;
+ * - acknowledged progress grows it: below ssthresh by the packets acknowledged (doubling
+ *   per round trip, TCP's slow start), above it by one packet per window (additive, so
+ *   that under steady loss it stays small where go back N is dear: near QHCA_CWND_MIN at
+ *   10% loss, where a loss costs about a window of packets sent twice; a floor of 8
+ *   rather than 4 makes fewer losses, hence fewer lost NAKs and timeouts, for ~3% more
+ *   packets);
+ * - 4 windows (and at least 64 packets) without a loss mean the impairment has stopped or
+ *   become rare: ssthresh goes back to QHCA_CWND_MAX and the window doubles per round trip
+ *   (8 to 1024 packets within 2 MiB at path MTU 1024), instead of growing by one packet
+ *   per round trip for a thousand round trips.
+ * AckReq goes on the packet that fills the window (else only the timer would open it) and
+ * every half window (req.c ack_interval); the responder's ACKs are cumulative, so a lost
+ * one is covered by the next. Duplicate and late NAKs do not rewind twice (comp_seq_nak).
+ * The first packet sent again after a NAK or a timeout goes twice: if it were lost, the
+ * responder would stay silent until the timeout. Only the timer finds a lost NAK or a
+ * lost last packet or ACK (IBA: nothing else follows them).
+ */
+static uint32_t una_of(struct qhca_qp *qp)
+{
+	struct qhca_send_wqe *sw = oldest(qp);
+
+	if (!sw)
+		return qp->psn;
+	if (qhca_wr_is_rd_atomic(sw->hdr.opcode))
+		return sw->read_next;
+	return qhca_psn_diff(qp->ack_psn, sw->first_psn) > 0 ? qp->ack_psn : sw->first_psn;
+}
+
+static void cwnd_grow(struct qhca_qp *qp, uint32_t n)
+{
+	if (qp->cwnd >= QHCA_CWND_MAX)
+		return;		/* the lossless fast path */
+	qp->clean += n;
+	if (qp->clean >= 4 * qp->cwnd && qp->clean >= 64)
+		qp->ssthresh = QHCA_CWND_MAX;
+	if (qp->cwnd < qp->ssthresh) {
+		qp->cwnd += n;
+	} else {
+		qp->cwnd_acc += n;
+		qp->cwnd += qp->cwnd_acc / qp->cwnd;
+		qp->cwnd_acc %= qp->cwnd;
+	}
+	if (qp->cwnd > QHCA_CWND_MAX)
+		qp->cwnd = QHCA_CWND_MAX;
+}
+
+static void cwnd_loss(struct qhca_qp *qp, bool timeout)
+{
+	uint32_t half = qp->cwnd / 2 > QHCA_CWND_MIN ? qp->cwnd / 2 : QHCA_CWND_MIN;
+
+	qp->ssthresh = half;
+	qp->cwnd = timeout ? 1 : half;
+	qp->cwnd_acc = qp->clean = 0;
+}
+
+/* Every request before @psn reached the responder (an ACK of @psn - 1, a NAK of @psn, an
+ * answer at @psn). */
+static void acked_to(struct qhca_qp *qp, uint32_t psn)
+{
+	if (qhca_psn_diff(psn, qp->ack_psn) > 0 && qhca_psn_diff(psn, qp->snd_max) <= 0)
+		qp->ack_psn = psn;
+}
+
+/* SENDs and WRITEs all of whose packets reached the responder are done, also behind a READ
+ * or ATOMIC that still waits for its answer (they complete in order behind it). */
+static void complete_acked(struct qhca_qp *qp)
 {
 	uint32_t i;
 
 	for (i = qp->sq.ci; i != qp->sq_next; i++) {
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, i);
-		int32_t d = qhca_psn_diff(sw->last_psn, psn);
 
+		if (qhca_psn_diff(sw->first_psn, qp->ack_psn) >= 0)
+			break;
 		if (sw->done)
 			continue;
-		if (d > 0 || (d == 0 && !inclusive))
-			break;
-		if (qhca_wr_is_rd_atomic(sw->hdr.opcode))
-			return sw->first_psn;
-		sw->done = true;
-		sw->status = QHCA_WC_SUCCESS;
+		if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
+			sw->rd.seen = true;
+		} else if (qhca_psn_diff(sw->last_psn, qp->ack_psn) < 0) {
+			sw->done = true;
+			sw->status = QHCA_WC_SUCCESS;
+		}
 	}
-	return -1;
+}
+
+/* ---------------------------------------------------------------- READ responses */
+/*
+ * A READ's responses are placed as they come, also out of order up to QHCA_READ_HORIZON
+ * past the first one missing (reordering then costs nothing), and only the ones lost are
+ * asked for again (tx_read in req.c: a duplicate READ may ask for any part of the
+ * original, IBA 9.7.5.1.2; rxe and our responder answer it from its RETH). The responder
+ * answers requests in order, each from its first PSN up, so the requester knows which
+ * responses can still come: those of the requests in flight (rd.piece) from the last one
+ * seen of each on, less a margin for reordering (three, as TCP's duplicate ACK
+ * threshold). A response of a later request shows the earlier ones answered in full, and
+ * an ACK or an answer past the READ shows its first request answered. What can no longer
+ * come is asked for again at once; only a lost last request, or the last responses of
+ * it, leave a READ to the timer. An ATOMIC has one answer: an ACK or answer past it
+ * without it means it was lost, and it goes again once (rd.retry) until answered.
+ */
+/* The @n oldest requests of READ @sw were answered: what they did not bring is lost. */
+static void read_drop(struct qhca_send_wqe *sw, unsigned n)
+{
+	unsigned j;
+
+	if (!n)
+		return;
+	for (j = 0; j < n; j++)
+		if (qhca_psn_diff(sw->rd.piece[j].hi + 1, sw->rd.lost_to) > 0)
+			sw->rd.lost_to = (sw->rd.piece[j].hi + 1) & 0xffffff;
+	memmove(sw->rd.piece, sw->rd.piece + n, (sw->rd.npieces - n) * sizeof(sw->rd.piece[0]));
+	sw->rd.npieces -= n;
+	sw->rd.first = false;
+}
+
+/*
+ * Response @psn of READ @sw came: what it shows of its requests in flight. Within one
+ * request, a response that three later ones came after is lost (the third highest PSN
+ * come so far is where the ones still to come start): a response that overtook many
+ * others does not make them lost. The last response of a request ends it.
+ */
+static void read_seen(struct qhca_send_wqe *sw, uint32_t psn)
+{
+	uint32_t third;
+	int j;
+
+	for (j = sw->rd.npieces - 1; j >= 0; j--)
+		if (qhca_psn_diff(psn, sw->rd.piece[j].lo) >= 0 &&
+		    qhca_psn_diff(psn, sw->rd.piece[j].hi) <= 0)
+			break;
+	if (j < 0)
+		return;		/* of a request answered already */
+	read_drop(sw, (unsigned)j);
+	if (psn == sw->rd.piece[0].hi) {
+		read_drop(sw, 1);
+		return;
+	}
+	if (qhca_psn_diff(psn, sw->rd.piece[0].h1) > 0) {
+		third = sw->rd.piece[0].h2;
+		sw->rd.piece[0].h2 = sw->rd.piece[0].h1;
+		sw->rd.piece[0].h1 = psn;
+	} else if (qhca_psn_diff(psn, sw->rd.piece[0].h2) > 0) {
+		third = sw->rd.piece[0].h2;
+		sw->rd.piece[0].h2 = psn;
+	} else {
+		third = psn;
+	}
+	if (qhca_psn_diff(third, sw->rd.piece[0].lo) > 0) {
+		sw->rd.piece[0].lo = third;
+		if (qhca_psn_diff(third, sw->rd.lost_to) > 0)
+			sw->rd.lost_to = third;
+	}
+}
+
+/* Does READ @sw have responses to ask for again? */
+static bool read_lost(const struct qhca_send_wqe *sw)
+{
+	uint32_t psn, end = sw->rd.lost_to;
+
+	if (qhca_psn_diff(end, sw->read_next) > QHCA_READ_HORIZON + 1)
+		end = (sw->read_next + QHCA_READ_HORIZON + 1) & 0xffffff;
+	for (psn = sw->read_next; qhca_psn_diff(psn, end) < 0; psn = (psn + 1) & 0xffffff)
+		if (qhca_read_want(sw, psn))
+			return true;
+	return false;
+}
+
+/* The requester goes back to SQ slot @idx to ask for what it lost. */
+static void rd_wake(struct qhca_qp *qp, uint32_t idx)
+{
+	if ((int32_t)(idx - qp->tx_idx) < 0)
+		qp->tx_idx = idx;
+}
+
+/*
+ * An answer that shows the responder has answered everything before @x (an ACK of @x - 1,
+ * a NAK of @x, a READ response or an ATOMIC acknowledgement at @x): the READs before @x
+ * had their first request answered in full, an ATOMIC before @x without its answer lost it.
+ */
+static void rd_check(struct qhca_qp *qp, uint32_t x)
+{
+	bool lost = false;
+	uint32_t i;
+
+	if (!qp->rd_atomic_out)
+		return;
+	for (i = qp->sq.ci; i != qp->sq_next; i++) {
+		struct qhca_send_wqe *sw = qhca_sq_slot(qp, i);
+
+		if (qhca_psn_diff(sw->first_psn, x) >= 0)
+			break;
+		if (sw->done || !qhca_wr_is_rd_atomic(sw->hdr.opcode))
+			continue;
+		sw->rd.seen = true;
+		if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
+			if (!sw->rd.first || qhca_psn_diff(x, sw->last_psn) <= 0)
+				continue;
+			read_drop(sw, 1);
+			if (!read_lost(sw))
+				continue;
+		} else {
+			if (sw->rd.retry || qhca_psn_diff(x, sw->read_next) <= 0)
+				continue;
+			qhca_req_rewind_rd(qp, i, false);
+		}
+		lost = true;
+		rd_wake(qp, i);
+	}
+	if (lost)
+		cwnd_loss(qp, false);
+}
+
+/* The READ or ATOMIC not yet done whose PSNs hold @psn, or NULL; its SQ index in *@idx. */
+static struct qhca_send_wqe *rd_at(struct qhca_qp *qp, uint32_t psn, uint32_t *idx)
+{
+	uint32_t i;
+
+	for (i = qp->sq.ci; i != qp->sq_next; i++) {
+		struct qhca_send_wqe *sw = qhca_sq_slot(qp, i);
+
+		if (qhca_psn_diff(psn, sw->first_psn) < 0)
+			break;
+		if (!sw->done && qhca_wr_is_rd_atomic(sw->hdr.opcode) &&
+		    qhca_psn_diff(psn, sw->last_psn) <= 0) {
+			*idx = i;
+			return sw;
+		}
+	}
+	return NULL;
 }
 
 static void fail_at(struct qhca_qp *qp, uint32_t psn, uint8_t status)
@@ -187,19 +410,23 @@ static enum comp_event comp_classify(struct qhca_qp *qp, const struct roce_pkt *
 	}
 }
 
+/* Requests up to its PSN arrived: SENDs and WRITEs are done; a READ or ATOMIC before it
+ * without its answer lost that answer. A duplicate or reordered ACK changes nothing. */
 static void comp_ack(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
-	int64_t again = ack_until(qp, p->psn, true);
-
-	qp->retries = qp->rnr_retries = 0;
-	if (again >= 0)
-		qhca_req_retransmit(e, qp, (uint32_t)again);
+	acked_to(qp, (p->psn + 1) & 0xffffff);
+	complete_acked(qp);
+	rd_check(qp, (p->psn + 1) & 0xffffff);
 }
 
 static void comp_rnr_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	e->cnt.rnr_naks_received++;
-	ack_until(qp, p->psn, false);
+	acked_to(qp, p->psn);
+	complete_acked(qp);
+	rd_check(qp, p->psn);
+	if (qp->rnr_wait)
+		return;		/* a duplicate: already waiting */
 	if (qp->rnr_retry != 7 && qp->rnr_retries++ >= qp->rnr_retry) {
 		fail_at(qp, p->psn, QHCA_WC_RNR_RETRY_EXC_ERR);
 		return;
@@ -210,11 +437,31 @@ static void comp_rnr_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 	qhca_timer_update(e);
 }
 
+/*
+ * Everything before the NAK's PSN arrived, that one did not: go back to it at once, and
+ * halve the window. The responder sends one such NAK per gap, so a second NAK of the PSN
+ * last gone back to is a duplicate (the fabric duplicates frames) or a late copy: the
+ * resend from there is under way and it changes nothing. A NAK older than what is
+ * acknowledged is stale. Only a responder busy with READ responses NAKs the same PSN again
+ * (it dropped the resent request, resp.c qhca_resp_pump): its READ responses come first,
+ * and a READ response makes the next NAK count again.
+ */
 static void comp_seq_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	e->cnt.naks_received++;
-	ack_until(qp, p->psn, false);
-	qhca_req_retransmit(e, qp, p->psn);
+	if (qhca_psn_diff(p->psn, qp->ack_psn) < 0)
+		return;
+	acked_to(qp, p->psn);
+	complete_acked(qp);
+	rd_check(qp, p->psn);
+	if (qp->rnr_wait || (qp->rewound && p->psn == qp->rewind_psn))
+		return;
+	cwnd_loss(qp, false);
+	qhca_req_retransmit(e, qp, p->psn, true);
+	qp->dup = true;
+	qp->dup_psn = p->psn;
+	qp->rewind_psn = p->psn;
+	qp->rewound = true;
 }
 
 static void comp_err_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
@@ -222,73 +469,123 @@ static void comp_err_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 	uint8_t syn = p->aeth_syndrome;
 
 	e->cnt.naks_received++;
-	ack_until(qp, p->psn, false);
+	acked_to(qp, p->psn);
+	complete_acked(qp);
 	fail_at(qp, p->psn, syn == ROCE_AETH_NAK_INV_REQ ? QHCA_WC_REM_INV_REQ_ERR :
 			    syn == ROCE_AETH_NAK_REM_ACCESS ? QHCA_WC_REM_ACCESS_ERR :
 			    QHCA_WC_REM_OP_ERR);
 }
 
-/* READ response data lands in the WQE's buffers, in PSN order; false for a gap, which
- * waits for the timer (nothing else may happen then: no completion, no new timer). */
-static bool comp_read_response(struct qhca_engine *e, struct qhca_qp *qp,
+/* READ response data lands in the WQE's buffers where it belongs, also out of order (see
+ * "READ responses"); the READs complete in order. */
+static void comp_read_response(struct qhca_engine *e, struct qhca_qp *qp,
 			       const struct roce_pkt *p)
 {
 	struct qhca_send_wqe *sw;
-	uint32_t k, want;
+	uint32_t k, want, idx;
+	bool lost;
+	int32_t d;
 	uint64_t off;
 
-	ack_until(qp, p->psn, false);
-	sw = oldest(qp);
-	if (sw && sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE && p->psn == sw->first_psn) {
+	qp->rewound = false;	/* see comp_seq_nak */
+	acked_to(qp, p->psn);
+	complete_acked(qp);
+	rd_check(qp, p->psn);
+	sw = rd_at(qp, p->psn, &idx);
+	if (sw && sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE) {
 		/* Its answer: a READ RESPONSE ONLY without payload. */
 		sw->done = true;
 		sw->status = (p->opcode & 0x1f) == ROCE_OP_READ_RESPONSE_ONLY && !p->payload_len ?
 			     QHCA_WC_SUCCESS : QHCA_WC_BAD_RESP_ERR;
-		qp->retries = 0;
-		return true;
+		return;
 	}
-	if (!sw || sw->hdr.opcode != QHCA_WR_RDMA_READ || p->psn != sw->read_next) {
+	if (!sw || sw->hdr.opcode != QHCA_WR_RDMA_READ) {
 		e->cnt.roce_rx_out_of_seq++;
-		return false;
+		return;
 	}
-	k = (uint32_t)qhca_psn_diff(p->psn, sw->first_psn);
-	off = (uint64_t)k * qp->mtu;
-	want = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
-	if (p->payload_len != want) {
-		fail_at(qp, sw->first_psn, QHCA_WC_BAD_RESP_ERR);
-	} else if (p->payload_len && qhca_wqe_xfer(e, sw, off, (uint8_t *)p->payload,
-						   p->payload_len, true)) {
-		fail_at(qp, sw->first_psn, QHCA_WC_LOC_PROT_ERR);
+	lost = read_lost(sw);
+	sw->rd.seen = true;
+	read_seen(sw, p->psn);
+	d = qhca_psn_diff(p->psn, sw->read_next);
+	if (d < 0 || qhca_read_have(sw, p->psn)) {
+		e->cnt.roce_rx_dup++;
+	} else if (d > QHCA_READ_HORIZON) {
+		e->cnt.roce_rx_out_of_seq++;	/* too far ahead to keep: asked for again */
 	} else {
-		sw->read_next = (sw->read_next + 1) & 0xffffff;
-		if (k == sw->npkts - 1) {
+		k = (uint32_t)qhca_psn_diff(p->psn, sw->first_psn);
+		off = (uint64_t)k * qp->mtu;
+		want = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
+		if (p->payload_len != want) {
+			fail_at(qp, sw->first_psn, QHCA_WC_BAD_RESP_ERR);
+			return;
+		}
+		if (p->payload_len && qhca_wqe_xfer(e, sw, off, (uint8_t *)p->payload,
+						    p->payload_len, true)) {
+			fail_at(qp, sw->first_psn, QHCA_WC_LOC_PROT_ERR);
+			return;
+		}
+		if (d) {
+			e->cnt.roce_rx_out_of_seq++;
+			sw->rd.map |= 1ull << (d - 1);
+		} else {
+			/* It and the ones after it that came before it. */
+			sw->read_next = (sw->read_next + 1) & 0xffffff;
+			while (sw->rd.map & 1) {
+				sw->rd.map >>= 1;
+				sw->read_next = (sw->read_next + 1) & 0xffffff;
+			}
+			sw->rd.map >>= 1;
+		}
+		if (qhca_psn_diff(sw->read_next, sw->last_psn) > 0) {
 			sw->done = true;
 			sw->status = QHCA_WC_SUCCESS;
+			return;
 		}
 	}
-	qp->retries = 0;
-	return true;
+	if (read_lost(sw)) {
+		if (!lost)
+			cwnd_loss(qp, false);
+		rd_wake(qp, idx);
+	}
 }
 
 static void comp_atomic_ack(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	struct qhca_send_wqe *sw;
+	uint32_t idx;
 
-	ack_until(qp, p->psn, false);
-	sw = oldest(qp);
+	acked_to(qp, p->psn);
+	complete_acked(qp);
+	sw = rd_at(qp, p->psn, &idx);
 	if (sw && (sw->hdr.opcode == QHCA_WR_ATOMIC_CMP_AND_SWP ||
-		   sw->hdr.opcode == QHCA_WR_ATOMIC_FETCH_AND_ADD) && sw->first_psn == p->psn) {
+		   sw->hdr.opcode == QHCA_WR_ATOMIC_FETCH_AND_ADD)) {
 		uint64_t orig = p->atomic_orig;
 
 		sw->done = true;
 		sw->status = qhca_wqe_xfer(e, sw, 0, (uint8_t *)&orig, 8, true) ?
 			     QHCA_WC_LOC_PROT_ERR : QHCA_WC_SUCCESS;
 	}
+	rd_check(qp, p->psn);
+}
+
+/* The window follows what the response acknowledged (see "the window"). */
+static void comp_progress(struct qhca_qp *qp, enum comp_event ev)
+{
+	uint32_t una = una_of(qp);
+	int32_t n = qhca_psn_diff(una, qp->una);
+
+	if (n <= 0)
+		return;
+	qp->una = una;
+	cwnd_grow(qp, (uint32_t)n);
 	qp->retries = 0;
+	if (ev != COMP_RNR_NAK)
+		qp->rnr_retries = 0;
 }
 
 void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
+	uint32_t una = qp->una;
 	enum comp_event ev;
 
 	/* Responses of this QP's service from its peer, to a QP that sends requests. */
@@ -319,8 +616,7 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		comp_err_nak(e, qp, p);
 		break;
 	case COMP_READ_RESPONSE:
-		if (!comp_read_response(e, qp, p))
-			return;
+		comp_read_response(e, qp, p);
 		break;
 	case COMP_ATOMIC_ACK:
 		comp_atomic_ack(e, qp, p);
@@ -330,16 +626,27 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		break;
 	}
 	qhca_comp_ready(e, qp);
-	if (qp->state == QHCA_QPS_RTS) {
-		if (!qp->rnr_wait)
+	comp_progress(qp, ev);
+	/* In SQD too: a started message goes on as the window opens. */
+	if (qp->state == QHCA_QPS_RTS || qp->state == QHCA_QPS_SQD) {
+		/* The timer restarts on progress only: answers that move nothing (duplicates,
+		 * responses after a loss) must not put off the recovery they may need. */
+		if (!qp->rnr_wait && (qp->una != una || qp->deadline == UINT64_MAX))
 			qhca_comp_arm_timer(e, qp);
 		qhca_req_run(e, qp);
 	}
 }
 
+/*
+ * The timer: nothing moved for the QP's timeout. Send again from the oldest PSN not
+ * acknowledged (a READ: the responses missing), a window of one packet that asks for an
+ * ACK (sent twice): if only the ACK was lost, that packet's ACK moves everything on, and
+ * if data was lost the window grows back from there.
+ */
 void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 {
 	struct qhca_send_wqe *sw;
+	bool rnr = false;
 
 	if (now < qp->deadline)
 		return;
@@ -351,6 +658,7 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 		return;
 	if (qp->rnr_wait) {
 		qp->rnr_wait = false;
+		rnr = true;	/* the head was not lost: the receiver was not ready */
 	} else if (qhca_tx_stopped(e) && qp->tx_idx != qp->sq_next) {
 		qhca_comp_arm_timer(e, qp);	/* waiting for the platform to send, nothing lost */
 		return;
@@ -363,11 +671,15 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 			qhca_comp_ready(e, qp);
 			return;
 		}
+		cwnd_loss(qp, true);
+		qp->probe = true;
 	}
-	qhca_req_retransmit(e, qp, sw->hdr.opcode == QHCA_WR_RDMA_READ ? sw->read_next :
-				      sw->first_psn);
+	qp->una = una_of(qp);
+	qhca_req_retransmit(e, qp, qp->una, false);
+	qp->dup = !rnr;		/* an RNR retry once: two copies would draw two RNR NAKs */
+	qp->dup_psn = qp->una;
 	qhca_comp_arm_timer(e, qp);
-	qhca_loopback_drain(e);
+	qhca_req_run(e, qp);
 }
 
 void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)

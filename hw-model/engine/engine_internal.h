@@ -25,8 +25,16 @@ struct qhca_obj_table {
 };
 
 #define QHCA_MAX_EQ		64
-#define QHCA_SQ_WINDOW		64	/* send WQEs in flight per QP at most */
+#define QHCA_SQ_WINDOW		64	/* send WQEs in flight per QP at most (fewer with a
+					 * smaller SQ: qhca_qp.win_size) */
+/* Default of qhca_engine_config.qp_window_budget: 8000 QPs or so with full windows. */
+#define QHCA_QP_WINDOW_BUDGET	(512ull << 20)
 #define QHCA_MAX_RD_ATOMIC	16	/* READ/ATOMIC requests in flight per QP */
+/* RC window of packets in flight (unacknowledged PSN span), see comp.c: "the window" */
+#define QHCA_CWND_MIN		8
+#define QHCA_CWND_MAX		1024
+#define QHCA_READ_HORIZON	64	/* READ responses placed this far past a missing one */
+#define QHCA_READ_PIECES	3	/* requests for the lost responses of a READ in flight */
 #define QHCA_MAX_FAST_REG_PAGES	512	/* max_fast_reg_page_list_len */
 
 struct qhca_mr {
@@ -142,6 +150,25 @@ struct qhca_send_wqe {
 		struct qhca_ud_seg ud;		/* UD and GSI QPs */
 		struct qhca_reg_mr_seg reg;	/* REG_MR */
 		struct qhca_bind_mw_seg bind;	/* BIND_MW */
+		/*
+		 * READ and ATOMIC, which have no segment: their recovery (comp.c, "READ
+		 * responses"). The responder has the request (seen); an ATOMIC was sent
+		 * again, its answer not come yet (retry). A READ: the responses after
+		 * read_next that arrived (map, bit i: read_next + 1 + i); every response
+		 * before lost_to that did not arrive and is not asked for again is lost; the
+		 * requests whose responses may still come, oldest first (first: the first is
+		 * the one for the whole READ that went out first).
+		 */
+		struct {
+			uint64_t map;
+			uint32_t lost_to;
+			bool seen, retry, first;
+			uint8_t npieces;
+			struct {
+				uint32_t lo, hi;	/* responses still to come */
+				uint32_t h1, h2;	/* the two highest that came */
+			} piece[QHCA_READ_PIECES];
+		} rd;
 	};
 	struct qhca_sgl sgl;	/* held from start to completion */
 	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
@@ -149,8 +176,9 @@ struct qhca_send_wqe {
 	uint32_t first_psn;	/* 24-bit PSNs of its first and last packet */
 	uint32_t last_psn;
 	uint32_t npkts;
-	uint32_t read_next;	/* READ: next response PSN expected */
-	uint32_t tx_next;	/* next packet to send (a READ: response to ask from) */
+	uint32_t read_next;	/* READ: first response PSN not arrived; ATOMIC: its PSN */
+	uint32_t tx_next;	/* next packet to send (READ, ATOMIC: 0 until the request
+				 * went out) */
 	bool done;		/* acknowledged or answered; completes in order */
 	uint8_t status;		/* enum qhca_wc_status when done */
 };
@@ -198,12 +226,27 @@ struct qhca_qp {
 	uint32_t qkey, dest_qpn, access;
 	struct qhca_av av;
 	/* requester */
-	struct qhca_send_wqe *win;	/* QHCA_SQ_WINDOW snapshots, by SQ index */
+	struct qhca_send_wqe *win;	/* win_size snapshots, by SQ index */
 	uint8_t *inline_mem;		/* their inline data, max_inline bytes each */
+	uint32_t win_size;	/* QHCA_SQ_WINDOW or the SQ's entries if fewer (or fewer still
+				 * past the device's budget): a power of two */
+	uint64_t win_bytes;	/* what win and inline_mem take, in e->qp_window_bytes */
 	uint32_t sq_next;	/* next SQ index to start */
 	uint32_t tx_idx;	/* first started WQE that may still owe packets */
 	uint32_t psn;		/* next PSN to send */
 	uint32_t retries, rnr_retries;
+	/* RC window (comp.c, "the window"); PSNs are 24 bits, compared by qhca_psn_diff */
+	uint32_t una;		/* oldest PSN not acknowledged or answered: the window's start */
+	uint32_t ack_psn;	/* every request before it reached the responder */
+	uint32_t snd_max;	/* one past the highest PSN sent (a READ: responses asked) */
+	uint32_t rewind_psn;	/* where the last go-back started (rewound: it is valid) */
+	uint32_t cwnd, ssthresh;	/* packets; cwnd 0: not set up yet */
+	uint32_t cwnd_acc;	/* packets acknowledged toward the next additive step */
+	uint32_t clean;		/* packets acknowledged since the last loss */
+	bool rewound;
+	bool probe;		/* after a timeout: ask for an ACK on the next packet */
+	bool dup;		/* send the packet at dup_psn twice (the head of a resend) */
+	uint32_t dup_psn;
 	uint64_t deadline;	/* retransmission or RNR timer; UINT64_MAX: none */
 	struct qhca_list timer_link;	/* on e->timed_qps while a deadline is set */
 	struct qhca_list tx_link;	/* on e->tx_waiters while blocked by the platform */
@@ -337,6 +380,8 @@ struct qhca_engine {
 	bool in_loop;
 	bool tx_blocked;	/* the platform's transmit queue is full */
 	bool loop_blocked;	/* the loopback queue is half full */
+	bool loop_deferred;	/* the drain stopped at its budget: the timer goes on with it */
+	uint64_t qp_window_bytes;	/* the QPs' win_bytes together */
 	/* Work that is proportional to the QPs that need attention, never to max_qp: */
 	struct qhca_list timed_qps;	/* QPs with a deadline */
 	struct qhca_list tx_waiters;	/* QPs with packets to send when tx resumes, FIFO */
@@ -456,7 +501,7 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 /* The send WQE snapshot of SQ index @idx. */
 static inline struct qhca_send_wqe *qhca_sq_slot(struct qhca_qp *qp, uint32_t idx)
 {
-	return &qp->win[idx % QHCA_SQ_WINDOW];
+	return &qp->win[idx & (qp->win_size - 1)];
 }
 
 static inline bool qhca_wr_is_rd_atomic(uint8_t op)
@@ -473,7 +518,33 @@ static inline bool qhca_wr_is_local(uint8_t op)
 
 /* req.c: requester */
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
-void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn);
+/* Go back to @psn (@nak: a PSN-sequence NAK of it, else the timer). */
+void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, bool nak);
+/* The READ or ATOMIC in SQ slot @idx asks again for what it still waits for (@nak: the
+ * responder does not have its request). */
+void qhca_req_rewind_rd(struct qhca_qp *qp, uint32_t idx, bool nak);
+/* Has READ @sw received its response @psn? */
+static inline bool qhca_read_have(const struct qhca_send_wqe *sw, uint32_t psn)
+{
+	int32_t d = (int32_t)((psn - sw->read_next) << 8) >> 8;
+
+	return d < 0 || (d > 0 && d <= QHCA_READ_HORIZON && ((sw->rd.map >> (d - 1)) & 1));
+}
+
+/* Is response @psn of READ @sw to be asked for again: not arrived, lost, and not in a
+ * request still being answered (comp.c, "READ responses")? */
+static inline bool qhca_read_want(const struct qhca_send_wqe *sw, uint32_t psn)
+{
+	unsigned j;
+
+	if (qhca_read_have(sw, psn) || (int32_t)((psn - sw->rd.lost_to) << 8) >> 8 >= 0)
+		return false;
+	for (j = 0; j < sw->rd.npieces; j++)
+		if ((int32_t)((psn - sw->rd.piece[j].lo) << 8) >> 8 >= 0 &&
+		    (int32_t)((psn - sw->rd.piece[j].hi) << 8) >> 8 <= 0)
+			return false;
+	return true;
+}
 void qhca_req_release(struct qhca_qp *qp);
 /* Move message bytes [off, off + len) of @sw between its buffers and @buf. */
 int qhca_wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off, uint8_t *buf,

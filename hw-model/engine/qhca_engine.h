@@ -60,6 +60,9 @@ struct qhca_engine_config {
 	uint32_t mtu;		/* largest path MTU in bytes: 256, 512, 1024, 2048 or 4096 */
 	uint8_t mac[6];
 	uint64_t key_secret;	/* mixed into MR keys (see mem.c); 0 in tests */
+	/* Host bytes for the snapshots of send WQEs in flight, all QPs together; past it new
+	 * QPs get smaller windows (qp.c). 0: QHCA_QP_WINDOW_BUDGET. Not a property. */
+	uint64_t qp_window_budget;
 };
 
 /* Bounds for the configuration; qhca_engine_config_check() enforces them. */

@@ -225,6 +225,26 @@ static void qp_mem_free(struct qhca_qp *qp)
 	free(qp);
 }
 
+/*
+ * The window of send WQE snapshots of a new QP (a snapshot is about 1 KiB, plus its inline
+ * data). No more WQEs can be in flight than the SQ holds, so a small SQ gets a small window:
+ * tens of thousands of idle QPs stay cheap. And the host memory a guest can make the device
+ * take stays bounded whatever max_qp: once the QPs' windows fill the device's budget, new
+ * QPs get smaller ones (fewer WQEs in flight, down to one; nothing fails). An XRC_TGT QP
+ * has no SQ (log2 0): one slot.
+ */
+static void win_alloc_size(struct qhca_engine *e, struct qhca_qp *qp, uint32_t max_inline)
+{
+	uint64_t budget = e->cfg.qp_window_budget ? e->cfg.qp_window_budget :
+			  QHCA_QP_WINDOW_BUDGET;
+	uint64_t slot = sizeof(*qp->win) + max_inline;
+
+	qp->win_size = (1u << qp->sq.log2) < QHCA_SQ_WINDOW ? 1u << qp->sq.log2 : QHCA_SQ_WINDOW;
+	while (qp->win_size > 1 && e->qp_window_bytes + qp->win_size * slot > budget)
+		qp->win_size /= 2;
+	qp->win_bytes = qp->win_size * slot;
+}
+
 /* An XRC_TGT QP: a domain, the kernel as owner, and nothing else (no queues, no CQs). */
 static uint16_t xrc_tgt_check(struct qhca_engine *e, const struct qhca_qp_create *c)
 {
@@ -284,21 +304,22 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return QHCA_ST_NO_RESOURCES;
-	qp->win = calloc(QHCA_SQ_WINDOW, sizeof(*qp->win));
-	if (!qp->win)
-		goto err;
-	if (c->max_inline) {
-		qp->inline_mem = malloc((size_t)QHCA_SQ_WINDOW * c->max_inline);
-		if (!qp->inline_mem)
-			goto err;
-		for (i = 0; i < QHCA_SQ_WINDOW; i++)
-			qp->win[i].inline_data = qp->inline_mem + (size_t)i * c->max_inline;
-	}
 	/* The SQ holds the header, a UD segment and the SGEs or inline data of a WQE. */
 	if ((!tgt && wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6)) ||
 	    (!srq && !tgt && c->type != QHCA_QPT_XRC_INI &&
 	     wq_load(e, &qp->rq, &c->rq_pbl, c->rq_log2, c->rq_stride_log2, 4)))
 		goto err_bad;
+	win_alloc_size(e, qp, c->max_inline);
+	qp->win = calloc(qp->win_size, sizeof(*qp->win));
+	if (!qp->win)
+		goto err;
+	if (c->max_inline) {
+		qp->inline_mem = malloc((size_t)qp->win_size * c->max_inline);
+		if (!qp->inline_mem)
+			goto err;
+		for (i = 0; i < qp->win_size; i++)
+			qp->win[i].inline_data = qp->inline_mem + (size_t)i * c->max_inline;
+	}
 	h = qhca_obj_alloc(&e->qp_table, c->uctx);
 	if (!h)
 		goto err;
@@ -331,6 +352,7 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qhca_obj_hold(&e->pd, qp->pd);
 	qhca_obj_hold(&e->uctx, qp->uctx);
 	e->qp[qpn_slot(qp->qpn)] = qp;
+	e->qp_window_bytes += qp->win_bytes;
 	*qpn = qp->qpn;
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x type %u created", qp->qpn, qp->type);
 	return QHCA_ST_OK;
@@ -357,6 +379,7 @@ static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
 	qhca_obj_unhold(&e->uctx, qp->uctx);
 	qhca_qp_unlink(e, qp);
 	e->qp[qpn_slot(qp->qpn)] = NULL;
+	e->qp_window_bytes -= qp->win_bytes;
 	qhca_obj_free(&e->qp_table, qp->handle);
 	qp_mem_free(qp);
 }
@@ -416,7 +439,7 @@ static void qp_to_reset(struct qhca_engine *e, struct qhca_qp *qp)
 	qhca_qp_unlink(e, qp);
 	qp->rd_atomic_out = 0;
 	qhca_req_release(qp);
-	for (i = 0; i < QHCA_SQ_WINDOW; i++)
+	for (i = 0; i < qp->win_size; i++)
 		qp->win[i].done = false;
 	qhca_resp_reset(e, qp);
 }

@@ -3,7 +3,8 @@
  * qhca requester (IBA 9.7.4 for RC, 9.8 for UC and UD): send WQEs are read and checked
  * into snapshots the guest cannot change, split into packets of the path MTU with their
  * PSNs and sent in order, from a cursor per WQE so that the platform can push back between
- * any two packets; go-back-N retransmission moves those cursors back.
+ * any two packets; on RC, within a window of packets in flight (comp.c, "the window"), and
+ * go-back-N retransmission moves those cursors back. READs ask for lost responses only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -170,10 +171,11 @@ static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, ui
 	return ts | op;
 }
 
-/* Send packet @k of @sw (a READ request restarts at response packet @k); -1 if its data
- * cannot be gathered (a region went away under the message). */
+/* Send packet @k of @sw with AckReq if @ackreq (a READ request restarts at response packet
+ * @k and asks for @m responses); -1 if its data cannot be gathered (a region went away
+ * under the message). */
 static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw,
-			uint32_t k)
+		       uint32_t k, uint32_t m, bool ackreq)
 {
 	bool ud = qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI;
 	struct roce_pkt p;
@@ -188,7 +190,8 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 	if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
 		p.reth_va = sw->hdr.remote_addr + off;
 		p.reth_rkey = sw->hdr.rkey;
-		p.reth_len = (uint32_t)(sw->length - off);
+		p.reth_len = sw->length - off < (uint64_t)m * qp->mtu ?
+			     (uint32_t)(sw->length - off) : m * qp->mtu;
 		p.ackreq = true;
 	} else if (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE) {
 		memcpy(e->payload, &sw->hdr.compare_add, 8);
@@ -221,8 +224,7 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 		p.reth_len = (uint32_t)sw->length;
 		p.imm = sw->hdr.imm_inv;
 		p.ieth_rkey = sw->hdr.imm_inv;
-		/* Ask for an ACK at the end of a message and every 16 packets within one. */
-		p.ackreq = k == sw->npkts - 1 || (k & 15) == 15;
+		p.ackreq = k == sw->npkts - 1 || ackreq;
 		p.se = k == sw->npkts - 1 && (sw->hdr.flags & QHCA_WQE_SOLICITED);
 	}
 	p.xrc_srqn = sw->hdr.xrc_srqn & QHCA_XRC_SRQN_MASK;	/* sent by XRC only */
@@ -248,46 +250,173 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 }
 
 /* ---------------------------------------------------------------- requester */
-/* Send what @sw still owes from its cursor; false when the platform pushed back. */
-static bool tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+enum tx_result {
+	TX_DONE,	/* the WQE owes nothing (a READ: nothing it may ask for yet) */
+	TX_BLOCKED,	/* the platform pushed back */
+	TX_WINDOW,	/* the RC window is full: ACKs or responses open it again */
+};
+
+/* Packets between two AckReqs within a message: 16, fewer in a small window so that ACKs
+ * come back while it still has room (comp.c, "the window"). */
+static uint32_t ack_interval(const struct qhca_qp *qp)
 {
-	while (sw->tx_next < sw->npkts) {
+	return qp->cwnd >= 32 ? 16 : qp->cwnd >= 2 ? qp->cwnd / 2 : 1;
+}
+
+static inline uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Count a reliable packet at @psn that asked for @m PSNs: sent again if below snd_max. */
+static void tx_account(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, uint32_t m)
+{
+	qp->probe = false;
+	if (qhca_psn_diff(psn, qp->snd_max) < 0)
+		e->cnt.retransmits++;
+	if (qhca_psn_diff((psn + m) & 0xffffff, qp->snd_max) > 0)
+		qp->snd_max = (psn + m) & 0xffffff;
+}
+
+/*
+ * A READ asks for its responses: the first time for all of them in one request (its PSNs
+ * are the responder's, so that request covers the whole range; it goes out when its PSN
+ * is in the window), later for the ones lost (comp.c, "READ responses"), each run of them
+ * in a request of its own (a duplicate READ may ask for a subset of the original), as far
+ * as the horizon of responses placed out of order allows and with at most a window of
+ * responses asked for again in flight: lost responses are what the window paces here.
+ */
+static enum tx_result tx_read(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+{
+	for (;;) {
+		uint32_t s, n, end, j, room = qp->cwnd;
+
 		if (qhca_tx_stopped(e))
-			return false;
-		if (send_packet(e, qp, sw, sw->tx_next)) {
+			return TX_BLOCKED;
+		if (!sw->tx_next) {
+			if (qhca_psn_diff(sw->first_psn, qp->una) >= (int32_t)qp->cwnd ||
+			    qp->rnr_wait)
+				return TX_WINDOW;
+			s = sw->first_psn;
+			n = sw->npkts;
+		} else {
+			/* responses asked for again and still to come (not the first request's) */
+			for (j = sw->rd.first; j < sw->rd.npieces; j++)
+				room -= min_u32(room, (uint32_t)qhca_psn_diff(sw->rd.piece[j].hi,
+									sw->rd.piece[j].lo) + 1);
+			if (!room || sw->rd.npieces == QHCA_READ_PIECES || qp->rnr_wait)
+				return TX_DONE;		/* asks again when answers come */
+			/* the first lost response not asked for again, and the ones after it */
+			end = (sw->read_next + QHCA_READ_HORIZON + 1) & 0xffffff;
+			if (qhca_psn_diff(sw->rd.lost_to, end) < 0)
+				end = sw->rd.lost_to;
+			if (qhca_psn_diff(end, sw->read_next) < 0)
+				end = sw->read_next;
+			for (s = sw->read_next; s != end && !qhca_read_want(sw, s);
+			     s = (s + 1) & 0xffffff)
+				;
+			if (s == end)
+				return TX_DONE;
+			for (n = 1; n < room && ((s + n) & 0xffffff) != end &&
+				    qhca_read_want(sw, (s + n) & 0xffffff); n++)
+				;
+		}
+		if (send_packet(e, qp, sw, (uint32_t)qhca_psn_diff(s, sw->first_psn), n, true)) {
+			sw->tx_next = sw->npkts;
+			sw->done = true;
+			sw->status = QHCA_WC_LOC_PROT_ERR;
+			return TX_DONE;
+		}
+		tx_account(e, qp, s, n);
+		if (!sw->tx_next) {
+			sw->tx_next = sw->npkts;
+			sw->rd.npieces = 0;
+			sw->rd.first = true;
+		}
+		sw->rd.piece[sw->rd.npieces].lo = s;
+		sw->rd.piece[sw->rd.npieces].hi = (s + n - 1) & 0xffffff;
+		sw->rd.piece[sw->rd.npieces].h1 = (s - 1) & 0xffffff;
+		sw->rd.piece[sw->rd.npieces].h2 = (s - 1) & 0xffffff;
+		sw->rd.npieces++;
+	}
+}
+
+/* Send what @sw still owes from its cursor, within the RC window. */
+static enum tx_result tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+{
+	bool rel = qhca_qp_reliable(qp), rd = qhca_wr_is_rd_atomic(sw->hdr.opcode);
+
+	if (rel && sw->hdr.opcode == QHCA_WR_RDMA_READ)
+		return tx_read(e, qp, sw);
+	while (sw->tx_next < sw->npkts) {
+		uint32_t k = sw->tx_next, psn = (sw->first_psn + k) & 0xffffff;
+		bool ackreq = false;
+
+		if (qhca_tx_stopped(e))
+			return TX_BLOCKED;
+		if (rel) {
+			/* Acknowledged already (a NAK or ACK past a go-back point): skip it. */
+			if (!rd && qhca_psn_diff(psn, qp->ack_psn) < 0) {
+				sw->tx_next++;
+				continue;
+			}
+			if (qhca_psn_diff(psn, qp->una) >= (int32_t)qp->cwnd || qp->rnr_wait)
+				return TX_WINDOW;
+			/* AckReq every ack_interval packets, on the packet that fills the window
+			 * (else nothing would open it but the timer), and after a timeout. */
+			ackreq = (qp->cwnd >= 32 ? (k & 15) == 15 :
+				  (k + 1) % ack_interval(qp) == 0) ||
+				 qp->probe || qhca_psn_diff(psn, qp->una) + 1 >= (int32_t)qp->cwnd;
+		}
+		if (send_packet(e, qp, sw, k, 1, ackreq)) {
 			/* The WQE fails here; the QP goes to the error state when it completes. */
 			sw->tx_next = sw->npkts;
 			sw->done = true;
 			sw->status = QHCA_WC_LOC_PROT_ERR;
-			return true;
+			return TX_DONE;
 		}
-		/* A READ request asks for all responses from its cursor at once. */
-		sw->tx_next = qhca_wr_is_rd_atomic(sw->hdr.opcode) ? sw->npkts : sw->tx_next + 1;
+		if (rel && !rd && qp->dup && psn == qp->dup_psn) {
+			/* The head of a resend, twice: if it were lost, the responder would stay
+			 * silent until the timeout (it NAKs a gap once). */
+			qp->dup = false;
+			e->cnt.retransmits++;
+			send_packet(e, qp, sw, k, 1, ackreq);
+		}
+		if (rel)
+			tx_account(e, qp, psn, 1);
+		sw->tx_next = rd ? sw->npkts : k + 1;
 	}
 	/* UC and UD complete once sent; RC and XRC when acknowledged. */
-	if (!qhca_qp_reliable(qp))
+	if (!rel)
 		sw->done = true;
-	return true;
+	return TX_DONE;
 }
 
-/* Send, in PSN order, every packet that started WQEs still owe; false if pushed back. */
+/* Send, in PSN order, every packet that started WQEs still owe; false if pushed back by the
+ * platform or stopped by the window. */
 static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	if ((int32_t)(qp->tx_idx - qp->sq.ci) < 0)
 		qp->tx_idx = qp->sq.ci;
 	for (; qp->tx_idx != qp->sq_next; qp->tx_idx++) {
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, qp->tx_idx);
+		enum tx_result r;
 
-		if (!sw->done && !tx_wqe(e, qp, sw)) {
+		if (sw->done)
+			continue;
+		r = tx_wqe(e, qp, sw);
+		if (r == TX_BLOCKED)
 			qhca_tx_wait(e, qp);
+		if (r != TX_DONE)
 			return false;
-		}
 	}
 	return true;
 }
 
 _Static_assert(sizeof(struct qhca_bind_mw_seg) == sizeof(struct qhca_reg_mr_seg),
 	       "wqe_load reads either segment as sw->reg");
+_Static_assert(sizeof(((struct qhca_send_wqe *)0)->rd) <= sizeof(struct qhca_ud_seg),
+	       "READ recovery fits where READs have no segment: the snapshot does not grow");
 
 /* REG_MR, BIND_MW and LOCAL_INV, executed when the requester reaches them in SQ order. */
 static uint8_t local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
@@ -318,9 +447,19 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	bool sent = false;
 
+	if (qp->sq_next == qp->sq.ci) {
+		/* Nothing outstanding: the window starts at the next PSN (which a modify may
+		 * have set); what it learned of the path stays. */
+		qp->una = qp->ack_psn = qp->snd_max = qp->psn;
+		qp->rewound = qp->probe = qp->dup = false;
+		if (!qp->cwnd) {
+			qp->cwnd = qp->ssthresh = QHCA_CWND_MAX;
+			qp->cwnd_acc = qp->clean = 0;
+		}
+	}
 	/* Started messages go out whole before the next one starts, also in SQD. */
 	while (tx_pump(e, qp) && qp->sq_next != qp->sq.pi &&
-	       qp->sq_next - qp->sq.ci < QHCA_SQ_WINDOW && qp->state == QHCA_QPS_RTS &&
+	       qp->sq_next - qp->sq.ci < qp->win_size && qp->state == QHCA_QPS_RTS &&
 	       !sq_failed(qp)) {
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, qp->sq_next);
 		uint8_t status;
@@ -356,6 +495,10 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 		sw->last_psn = (qp->psn + sw->npkts - 1) & 0xffffff;
 		sw->read_next = sw->first_psn;
 		sw->tx_next = 0;
+		if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
+			memset(&sw->rd, 0, sizeof(sw->rd));
+			sw->rd.lost_to = sw->first_psn;
+		}
 		qp->psn = (qp->psn + sw->npkts) & 0xffffff;
 		if (qhca_wr_is_rd_atomic(sw->hdr.opcode))
 			qp->rd_atomic_out++;
@@ -378,20 +521,47 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 		qhca_comp_ready(e, qp);
 	} while (qp->sq.ci != ci && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS &&
 		 !qhca_tx_stopped(e));
-	if (sent && qp->deadline == UINT64_MAX)
+	/* The timer runs while anything is outstanding; it restarts on progress (comp.c). */
+	if ((sent || qp->sq.ci != qp->sq_next) && qp->deadline == UINT64_MAX)
 		qhca_comp_arm_timer(e, qp);
 	if (qhca_tx_stopped(e) && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS)
 		qhca_tx_wait(e, qp);	/* WQEs posted that did not start */
 	qhca_loopback_drain(e);
 }
 
+/* Ask again for what the READ or ATOMIC in SQ slot @idx still waits for: after a timeout
+ * every response missing (all of them, and the request, if none came), after a NAK of
+ * its PSN or one before it the whole request (the responder does not have it). */
+void qhca_req_rewind_rd(struct qhca_qp *qp, uint32_t idx, bool nak)
+{
+	struct qhca_send_wqe *sw = qhca_sq_slot(qp, idx);
+
+	if (nak)
+		sw->rd.seen = false;
+	sw->rd.npieces = 0;
+	sw->rd.first = false;
+	if (sw->hdr.opcode != QHCA_WR_RDMA_READ) {
+		sw->tx_next = 0;
+		sw->rd.retry = true;
+	} else if (!sw->rd.seen) {
+		sw->tx_next = 0;
+		sw->rd.lost_to = sw->first_psn;
+	} else {
+		sw->rd.lost_to = (sw->last_psn + 1) & 0xffffff;
+	}
+	if ((int32_t)(idx - qp->tx_idx) < 0)
+		qp->tx_idx = idx;
+}
+
 /*
  * Send again everything not acknowledged from @psn on (go back N): move the cursors of the
- * WQEs concerned back, then send. READs ask again for the responses not yet received.
+ * WQEs concerned back, then send as the window allows. A READ or ATOMIC before @psn that
+ * still waits for its answer is rd_check's (comp.c); from @psn on, it asks again for what
+ * it has not received. The caller sends (qhca_req_run); packets are counted as
+ * retransmitted when they go out (tx_wqe).
  */
-void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn)
+void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, bool nak)
 {
-	bool first = true;
 	uint32_t i, k;
 
 	for (i = qp->sq.ci; i != qp->sq_next; i++) {
@@ -399,23 +569,21 @@ void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn
 
 		if (sw->done)
 			continue;
-		if (sw->hdr.opcode == QHCA_WR_RDMA_READ)
-			k = (uint32_t)qhca_psn_diff(sw->read_next, sw->first_psn);
-		else if (qhca_psn_diff(sw->last_psn, psn) < 0)
+		if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
+			if (qhca_psn_diff(sw->read_next, psn) >= 0)
+				qhca_req_rewind_rd(qp, i, nak);
 			continue;
-		else if (qhca_psn_diff(psn, sw->first_psn) <= 0 || qhca_wr_is_rd_atomic(sw->hdr.opcode))
-			k = 0;
-		else
-			k = (uint32_t)qhca_psn_diff(psn, sw->first_psn);
+		}
+		if (qhca_psn_diff(sw->last_psn, psn) < 0)
+			continue;
+		k = qhca_psn_diff(psn, sw->first_psn) <= 0 ? 0 :
+		    (uint32_t)qhca_psn_diff(psn, sw->first_psn);
 		if (k >= sw->tx_next)
 			continue;	/* not sent yet anyway */
-		e->cnt.retransmits += qhca_wr_is_rd_atomic(sw->hdr.opcode) ? 1 : sw->tx_next - k;
 		sw->tx_next = k;
-		if (first && (int32_t)(i - qp->tx_idx) < 0)
+		if ((int32_t)(i - qp->tx_idx) < 0)
 			qp->tx_idx = i;
-		first = false;
 	}
-	tx_pump(e, qp);
 }
 
 /* Drop the region references of every WQE in the window (the QP is reset or destroyed). */
@@ -423,7 +591,9 @@ void qhca_req_release(struct qhca_qp *qp)
 {
 	uint32_t i;
 
-	for (i = 0; i < QHCA_SQ_WINDOW; i++)
+	for (i = 0; i < qp->win_size; i++)
 		qhca_sgl_release(&qp->win[i].sgl);
+	qp->cwnd = 0;	/* a new connection learns its path anew */
+	qp->rnr_wait = false;
 }
 

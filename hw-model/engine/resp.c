@@ -396,10 +396,13 @@ static bool recv_ready(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		return true;
 	r = qhca_recv_take(e, qp, &qp->recv);
 	if (r == -1) {
-		/* Receiver not ready: RNR NAK with the QP's timer, the PSN is not consumed. */
-		if (qhca_qp_reliable(qp))
+		/* Receiver not ready: RNR NAK with the QP's timer, the PSN is not consumed.
+		 * The requests behind it are dropped without a word, as after any NAK: the
+		 * requester sends them again after the timer (IBA 9.7.5.2.8). */
+		if (qhca_qp_reliable(qp)) {
 			send_aeth(e, qp, p->psn, ROCE_AETH_RNR_NAK(qp->min_rnr_timer));
-		else
+			qp->nak_sent = true;
+		} else
 			qp->drop_msg = true;
 		return false;
 	}

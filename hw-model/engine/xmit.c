@@ -80,14 +80,28 @@ static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t
 
 static void run_requesters(struct qhca_engine *e);
 
+/* Frames one drain delivers at most: two QPs of one device that answer each other for
+ * ever (a guest can make them) must not keep the device's thread here; the rest goes on
+ * from the timer, after the platform has had its turn. */
+#define LOOP_BUDGET	(4 * LOOP_QUEUE)
+
 /* Deliver looped-back frames; called when the outermost piece of work is done. */
 void qhca_loopback_drain(struct qhca_engine *e)
 {
+	unsigned budget = LOOP_BUDGET;
+
 	if (e->in_loop)
 		return;
 	e->in_loop = true;
+	e->loop_deferred = false;
 	do {
 		while (e->loop_count) {
+			if (!budget--) {
+				e->loop_deferred = true;
+				e->in_loop = false;
+				qhca_timer_update(e);	/* fires at once: see there */
+				return;
+			}
 			unsigned i = e->loop_head;
 
 			e->loop_head = (e->loop_head + 1) % LOOP_QUEUE;
@@ -148,7 +162,7 @@ void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp)
 /* Arm the platform's timer for the earliest deadline of the QPs that have one. */
 void qhca_timer_update(struct qhca_engine *e)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = e->loop_deferred ? 0 : UINT64_MAX;	/* a deferred loopback drain */
 	struct qhca_list *l;
 
 	for (l = e->timed_qps.next; l != &e->timed_qps; l = l->next) {

@@ -478,7 +478,7 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_UINT32("db-pages", QhcaState, cfg.db_pages, 256),
     DEFINE_PROP_UINT32("msix-vectors", QhcaState, cfg.msix_vectors, 5),
     DEFINE_PROP_UINT32("max-pd", QhcaState, cfg.max_pd, 1024),
-    DEFINE_PROP_UINT32("max-qp", QhcaState, cfg.max_qp, 1024),
+    DEFINE_PROP_UINT32("max-qp", QhcaState, cfg.max_qp, 262144),
     DEFINE_PROP_UINT32("max-qp-wr", QhcaState, cfg.max_qp_wr, 32768),
     DEFINE_PROP_UINT32("max-cq", QhcaState, cfg.max_cq, 1024),
     DEFINE_PROP_UINT32("max-cqe", QhcaState, cfg.max_cqe, 4194303),
