@@ -80,19 +80,16 @@ static inline int vm_is_pattern(const uint8_t *p, size_t len, uint8_t seed)
 }
 
 /*
- * The two sides of a test program over TCP: "PROG -s" listens on @port, "PROG SERVER_IP"
- * connects to it. Returns 1 on the server, 0 on the client, the connection in *sock; exits
- * with 2 on a usage or connection error.
+ * The two sides of a test program over TCP: the server (@server) listens on @port, the
+ * client connects to @host, trying again for up to @retry_secs seconds while nobody listens
+ * there yet. The connection in *sock; exits with 2 on a connection error.
  */
-static inline int vm_meet(const char *prog, int argc, char **argv, uint16_t port, int *sock)
+static inline void vm_meet_host(const char *prog, int server, const char *host, uint16_t port,
+				int retry_secs, int *sock)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int server = argc == 2 && !strcmp(argv[1], "-s"), one = 1, l;
+	int one = 1, l, tries = retry_secs * 10;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s -s | %s SERVER_IP\n", prog, prog);
-		exit(2);
-	}
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (server) {
 		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -102,40 +99,95 @@ static inline int vm_meet(const char *prog, int argc, char **argv, uint16_t port
 			exit(2);
 		}
 		close(l);
-	} else {
-		if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1 ||
-		    connect(l, (struct sockaddr *)&sa, sizeof(sa))) {
+		return;
+	}
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "%s: connect: %s is no IPv4 address\n", prog, host);
+		exit(2);
+	}
+	while (connect(l, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (errno != ECONNREFUSED || tries-- <= 0) {
 			fprintf(stderr, "%s: connect: %s\n", prog, strerror(errno));
 			exit(2);
 		}
-		*sock = l;
+		close(l);
+		usleep(100000);
+		l = socket(AF_INET, SOCK_STREAM, 0);
 	}
-	return server;
+	*sock = l;
 }
 
 /*
- * RESET -> INIT -> RTR -> RTS; PSNs start at 0, MTU 1024, one outstanding READ/atomic. Each
- * type gets the attributes of its sides (IBA table 91, annex A14): a responder's for RC and
+ * The two sides of a test program over TCP: "PROG -s" listens on @port, "PROG SERVER_IP"
+ * connects to it. Returns 1 on the server, 0 on the client, the connection in *sock; exits
+ * with 2 on a usage or connection error.
+ */
+static inline int vm_meet(const char *prog, int argc, char **argv, uint16_t port, int *sock)
+{
+	int server = argc == 2 && !strcmp(argv[1], "-s");
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s -s | %s SERVER_IP\n", prog, prog);
+		exit(2);
+	}
+	vm_meet_host(prog, server, argv[1], port, 0, sock);
+	return server;
+}
+
+/* The connection attributes vm_connect_attr sets; vm_conn_defaults gives vm_connect's. */
+struct vm_conn_attr {
+	enum ibv_mtu path_mtu;
+	uint32_t psn;			/* the first PSN of both directions */
+	uint8_t timeout;		/* local ACK timeout: 4.096 us * 2^timeout, 0 none */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;		/* 7: without end */
+	uint8_t min_rnr_timer;		/* the RNR NAK timer this responder asks for */
+	uint8_t max_rd_atomic;		/* READs/atomics this requester has in flight */
+	uint8_t max_dest_rd_atomic;	/* ... that this responder takes */
+};
+
+static inline void vm_conn_defaults(struct vm_conn_attr *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->path_mtu = IBV_MTU_1024;
+	c->psn = 0;
+	c->timeout = 14;
+	c->retry_cnt = 7;
+	c->rnr_retry = 7;
+	c->min_rnr_timer = 12;
+	c->max_rd_atomic = 1;
+	c->max_dest_rd_atomic = 1;
+}
+
+/*
+ * RESET -> INIT -> RTR -> RTS with the attributes of @c (NULL: vm_conn_defaults). Each type
+ * gets the attributes of its sides (IBA table 91, annex A14): a responder's for RC and
  * XRC_RECV, a requester's for RC and XRC_SEND.
  */
-static inline int vm_connect(struct ibv_qp *qp, unsigned access, uint32_t dest,
-			     int gid_index, const union ibv_gid *gid)
+static inline int vm_connect_attr(struct ibv_qp *qp, unsigned access, uint32_t dest,
+				  int gid_index, const union ibv_gid *gid,
+				  const struct vm_conn_attr *c)
 {
 	int resp = qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_RECV;
 	int req = qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_SEND;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = access };
+	struct vm_conn_attr defaults;
 
+	if (!c) {
+		vm_conn_defaults(&defaults);
+		c = &defaults;
+	}
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			  IBV_QP_ACCESS_FLAGS))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
+	a.path_mtu = c->path_mtu;
 	a.dest_qp_num = dest;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
+	a.rq_psn = c->psn;
+	a.max_dest_rd_atomic = c->max_dest_rd_atomic;
+	a.min_rnr_timer = c->min_rnr_timer;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = *gid;
 	a.ah_attr.grh.sgid_index = gid_index;
@@ -147,14 +199,22 @@ static inline int vm_connect(struct ibv_qp *qp, unsigned access, uint32_t dest,
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
+	a.sq_psn = c->psn;
+	a.timeout = c->timeout;
+	a.retry_cnt = c->retry_cnt;
+	a.rnr_retry = c->rnr_retry;
+	a.max_rd_atomic = c->max_rd_atomic;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			     (req ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				    IBV_QP_MAX_QP_RD_ATOMIC :
 			      qp->qp_type == IBV_QPT_XRC_RECV ? IBV_QP_TIMEOUT : 0));
+}
+
+/* RESET -> INIT -> RTR -> RTS; PSNs start at 0, MTU 1024, one outstanding READ/atomic. */
+static inline int vm_connect(struct ibv_qp *qp, unsigned access, uint32_t dest,
+			     int gid_index, const union ibv_gid *gid)
+{
+	return vm_connect_attr(qp, access, dest, gid_index, gid, NULL);
 }
 
 #endif
