@@ -30,6 +30,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "../tests/vm/vm_verbs.h"
+
 #define CQ_ENTRIES	16
 #define OP_TIMEOUT_S	10.0
 #define TAIL		1000	/* the first and last creates compared */
@@ -81,20 +83,6 @@ static struct mem mem_now(void)
 	};
 
 	return m;
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
 }
 
 /* The RoCE v2 GID of an IPv4 address on port 1, or -1. */
@@ -286,7 +274,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	ctx = open_dev(dev);
+	ctx = vm_open(dev);
 	if (!ctx)
 		die(dev);
 	if (ibv_query_device(ctx, &attr) || ibv_query_port(ctx, 1, &port))

@@ -105,24 +105,14 @@ static int parse_ports(struct fabric *sw, const char *spec, uint64_t *set, char 
 	}
 }
 
-/* "2s", "500ms", "100us", "1.5s", plain number: milliseconds. */
+/* "2s", "500ms", "100us", "1.5s", plain number: milliseconds; at most a day. */
 static int parse_time_ns(const char *v, uint64_t *ns)
 {
-	char *end;
-	double d, mul = 1e6;
+	static const struct fabric_unit t[] = { { "", 1e6 }, { "ms", 1e6 }, { "us", 1e3 },
+						{ "s", 1e9 }, {} };
+	double d;
 
-	errno = 0;
-	d = strtod(v, &end);
-	if (end == v || errno || !(d >= 0))
-		return -1;
-	if (!strcmp(end, "s"))
-		mul = 1e9;
-	else if (!strcmp(end, "us"))
-		mul = 1e3;
-	else if (*end && strcmp(end, "ms"))
-		return -1;
-	d *= mul;
-	if (d > 86400e9)
+	if (fabric_parse_scaled(v, t, 86400e9, &d))
 		return -1;
 	*ns = (uint64_t)d;
 	return 0;

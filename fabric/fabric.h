@@ -183,6 +183,14 @@ void fabric_forward_impaired(struct fabric *sw, int in, int out, const uint8_t *
 uint64_t fabric_release_due(struct fabric *sw, uint64_t now);
 void fabric_port_drop_delayed(struct fabric *sw, int port);	/* the port went away */
 void fabric_impair_close(struct fabric *sw);
+/* A number with a unit: "1.5ms" with { "ms", 1e3 } is 1500; the suffix "" is the default
+ * unit. 0 and the scaled value in @out, or -1 if no unit fits or it is above @max. */
+struct fabric_unit {
+	const char *suffix;	/* NULL ends the list; compared without case */
+	double scale;
+};
+int fabric_parse_scaled(const char *v, const struct fabric_unit *units, double max,
+			double *out);
 /* Parse "KEY=VALUE" into @imp; 0, or -1 with a message in @err. */
 int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, size_t errlen);
 

@@ -432,15 +432,35 @@ void fabric_impair_close(struct fabric *sw)
 		fabric_port_drop_delayed(sw, i);
 }
 
-/* "5", "5%", "0.5%": parts per million. */
-static int parse_percent(const char *v, uint32_t *ppm)
+int fabric_parse_scaled(const char *v, const struct fabric_unit *units, double max,
+			double *out)
 {
 	char *end;
 	double d;
 
 	errno = 0;
 	d = strtod(v, &end);
-	if (end == v || errno || (*end && strcmp(end, "%")) || !(d >= 0 && d <= 100))
+	if (end == v || errno || !(d >= 0))
+		return -1;
+	for (; units->suffix; units++)
+		if (!strcasecmp(end, units->suffix))
+			break;
+	if (!units->suffix)
+		return -1;
+	d *= units->scale;
+	if (d > max)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+/* "5", "5%", "0.5%": parts per million. */
+static int parse_percent(const char *v, uint32_t *ppm)
+{
+	static const struct fabric_unit pct[] = { { "", 1 }, { "%", 1 }, {} };
+	double d;
+
+	if (fabric_parse_scaled(v, pct, 100, &d))
 		return -1;
 	*ppm = (uint32_t)llround(d * (FABRIC_PPM / 100));
 	return 0;
@@ -449,21 +469,11 @@ static int parse_percent(const char *v, uint32_t *ppm)
 /* "100" (us), "100us", "2ms", "1s", "1.5ms": microseconds, at most 10 s. */
 static int parse_us(const char *v, uint32_t *us)
 {
-	char *end;
-	double d, mul = 1;
+	static const struct fabric_unit t[] = { { "", 1 }, { "us", 1 }, { "ms", 1e3 },
+						{ "s", 1e6 }, {} };
+	double d;
 
-	errno = 0;
-	d = strtod(v, &end);
-	if (end == v || errno || !(d >= 0))
-		return -1;
-	if (!strcmp(end, "ms"))
-		mul = 1000;
-	else if (!strcmp(end, "s"))
-		mul = 1000000;
-	else if (*end && strcmp(end, "us"))
-		return -1;
-	d *= mul;
-	if (d > 10e6)
+	if (fabric_parse_scaled(v, t, 10e6, &d))
 		return -1;
 	*us = (uint32_t)llround(d);
 	return 0;
@@ -472,19 +482,10 @@ static int parse_us(const char *v, uint32_t *us)
 /* "100" (Mbit/s), "100mbit", "1gbit": Mbit/s, at most 1 Tbit/s; 0 is unlimited. */
 static int parse_rate(const char *v, uint32_t *mbit)
 {
-	char *end;
-	double d, mul = 1;
+	static const struct fabric_unit r[] = { { "", 1 }, { "mbit", 1 }, { "gbit", 1e3 }, {} };
+	double d;
 
-	errno = 0;
-	d = strtod(v, &end);
-	if (end == v || errno || !(d >= 0))
-		return -1;
-	if (!strcasecmp(end, "gbit"))
-		mul = 1000;
-	else if (*end && strcasecmp(end, "mbit"))
-		return -1;
-	d *= mul;
-	if (d > 1e6 || (d > 0 && d < 1))
+	if (fabric_parse_scaled(v, r, 1e6, &d) || (d > 0 && d < 1))
 		return -1;
 	*mbit = (uint32_t)llround(d);
 	return 0;

@@ -889,15 +889,18 @@ static void bulk_print(const char *what, const struct bulk *b)
  * responses are asked for again), 31-42 timeouts. Before the window, with every WQE's
  * packets in flight at once: WRITE 75x, SEND 79x, READ 27x with 1118 timeouts.
  */
-static void test_lossy_bulk(void)
+static const uint8_t bulk_ops[] = { QHCA_WR_RDMA_WRITE, QHCA_WR_RDMA_READ, QHCA_WR_SEND };
+static const char *const bulk_names[] = { "8 MiB WRITE", "8 MiB READ", "8 MiB SEND" };
+
+/* 8 MiB of each of WRITE, READ and SEND in 64 KiB messages, 16 in flight, over a link that
+ * loses, reorders and duplicates (@lossy) or not; the figures printed, then @check'ed. */
+static void bulk_each(bool lossy, void (*check)(unsigned i, const struct bulk *st, uint32_t qpn))
 {
-	static const uint8_t bulk_ops[] = { QHCA_WR_RDMA_WRITE, QHCA_WR_RDMA_READ, QHCA_WR_SEND };
-	static const char *const names[] = { "lossy 8 MiB WRITE", "lossy 8 MiB READ",
-					     "lossy 8 MiB SEND" };
 	uint64_t lbuf, rbuf;
 	uint32_t lkey, rkey;
 	struct qp a, b;
 	unsigned i;
+	char name[64];
 
 	for (i = 0; i < 3; i++) {
 		struct bulk st = { .op = bulk_ops[i], .msg = 65536, .depth = 16 };
@@ -905,47 +908,48 @@ static void test_lossy_bulk(void)
 		setup();
 		srand(4242 + i);	/* the same figures whichever tests ran before */
 		rc_pair(&a, &b, 1 << 20, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
-		drop_pct = 10;
-		reorder_pct = 5;
-		dup_pct = 2;
+		if (lossy) {
+			drop_pct = 10;
+			reorder_pct = 5;
+			dup_pct = 2;
+		}
 		bulk_run(&st, &a, &b, lkey, lbuf, rkey, rbuf, 8);
-		bulk_print(names[i], &st);
+		snprintf(name, sizeof(name), "%s %s", lossy ? "lossy" : "lossless", bulk_names[i]);
+		bulk_print(name, &st);
 		CHECK_EQ(st.needed, 8192);
-		CHECK(bulk_amp(&st) < (bulk_ops[i] == QHCA_WR_RDMA_READ ? 2.5 : 4.0));
-		if (bulk_ops[i] == QHCA_WR_RDMA_READ)
-			CHECK(st.timeouts < 150);
-		CHECK_EQ(qhca_qp_find(&nodes[0].e, a.qpn)->state, QHCA_QPS_RTS);
+		check(i, &st, a.qpn);
 		teardown();
 	}
+}
+
+static void lossy_check(unsigned i, const struct bulk *st, uint32_t qpn)
+{
+	CHECK(bulk_amp(st) < (bulk_ops[i] == QHCA_WR_RDMA_READ ? 2.5 : 4.0));
+	if (bulk_ops[i] == QHCA_WR_RDMA_READ)
+		CHECK(st->timeouts < 150);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, qpn)->state, QHCA_QPS_RTS);
+}
+
+static void test_lossy_bulk(void)
+{
+	bulk_each(true, lossy_check);
 }
 
 /*
  * The same without loss: nothing sent twice, no timer, one ACK every 16 packets (a READ:
  * one request a message), the window at its largest from start to end.
  */
+static void lossless_check(unsigned i, const struct bulk *st, uint32_t qpn)
+{
+	CHECK_EQ(st->frames, bulk_ops[i] == QHCA_WR_RDMA_READ ? 8192 + 128 : 8192 + 512);
+	CHECK_EQ(st->retransmits, 0);
+	CHECK_EQ(st->timeouts, 0);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, qpn)->cwnd, QHCA_CWND_MAX);
+}
+
 static void test_lossless_bulk(void)
 {
-	static const uint8_t bulk_ops[] = { QHCA_WR_RDMA_WRITE, QHCA_WR_RDMA_READ, QHCA_WR_SEND };
-	static const char *const names[] = { "lossless 8 MiB WRITE", "lossless 8 MiB READ",
-					     "lossless 8 MiB SEND" };
-	uint64_t lbuf, rbuf;
-	uint32_t lkey, rkey;
-	struct qp a, b;
-	unsigned i;
-
-	for (i = 0; i < 3; i++) {
-		struct bulk st = { .op = bulk_ops[i], .msg = 65536, .depth = 16 };
-
-		setup();
-		rc_pair(&a, &b, 1 << 20, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
-		bulk_run(&st, &a, &b, lkey, lbuf, rkey, rbuf, 8);
-		bulk_print(names[i], &st);
-		CHECK_EQ(st.frames, bulk_ops[i] == QHCA_WR_RDMA_READ ? 8192 + 128 : 8192 + 512);
-		CHECK_EQ(st.retransmits, 0);
-		CHECK_EQ(st.timeouts, 0);
-		CHECK_EQ(qhca_qp_find(&nodes[0].e, a.qpn)->cwnd, QHCA_CWND_MAX);
-		teardown();
-	}
+	bulk_each(false, lossless_check);
 }
 
 /*

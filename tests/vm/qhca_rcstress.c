@@ -1225,15 +1225,11 @@ static void print_totals(const struct totals *t, double secs, const char *who)
 	printf("; answers %" PRIu64 " (%" PRIu64 " bytes)\n", t->replies, t->reply_bytes);
 }
 
-static int client_all(void)
+
+/* The client's bookkeeping, the QP connected, every receive posted, both sides ready. */
+static void client_start(void)
 {
-	struct counters c1;
-	struct sched s;
-	struct op o;
-	struct tmsg m = {};
-	uint64_t n, fadd, cas;
-	bool have;
-	double secs;
+	uint64_t n;
 
 	pend = calloc(sqd, sizeof(*pend));
 	cons = calloc(nrecv, sizeof(*cons));
@@ -1244,6 +1240,19 @@ static int client_all(void)
 	for (n = 0; n < nrecv; n++)
 		post_crecv(n);
 	sync_peers();
+}
+
+static int client_all(void)
+{
+	struct counters c1;
+	struct sched s;
+	struct op o;
+	struct tmsg m = {};
+	uint64_t fadd, cas;
+	bool have;
+	double secs;
+
+	client_start();
 	counters_read(&cnt0);
 	t_start = now();
 	sched_init(&s, 0);
@@ -1374,15 +1383,7 @@ static int client_retry_exceeded(void)
 	double t0, t_fail, tmo = timeout_secs();
 	uint32_t i;
 
-	pend = calloc(sqd, sizeof(*pend));
-	cons = calloc(nrecv, sizeof(*cons));
-	wbusy = calloc(nw, 1);
-	if (!pend || !cons || !wbusy)
-		fatal("out of memory");
-	connect_qp(&server_info);
-	for (i = 0; i < nrecv; i++)
-		post_crecv(i);
-	sync_peers();
+	client_start();
 	printf("%s client: ready%s%s\n", prog, wait_file ? ": waiting for " : "",
 	       wait_file ? wait_file : "");
 	fflush(stdout);
