@@ -6,7 +6,9 @@
  * host's wall clock in nanoseconds; what the fabric did to a frame (lost, corrupted, held
  * back, duplicated, delayed, dropped at a link that is down) is the frame's comment
  * (frame.comment, and tshark's expert info shows it). A frame lost on its way is in the
- * capture once, with that comment, and never reaches the receiving port.
+ * capture once, with that comment, and never reaches the receiving port; a RoCE request or
+ * response that comes again (same port, destination QP, opcode and PSN) is commented as a
+ * retransmission with the frame it repeats.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,12 +19,49 @@
 
 #include "fabric.h"
 
+/* RoCE requests and responses recently captured, by port, destination QP, opcode and PSN:
+ * one seen again is a retransmission (a slot is overwritten by another key, so only recent
+ * ones are recognised, which is what a capture reader wants). */
+#define SEEN_SLOTS	(1u << 16)
+
+struct seen {
+	uint64_t key;		/* 0: free */
+	uint64_t frame;		/* its frame number in the capture (tshark's, from 1) */
+};
+
 struct fabric_capture {
 	FILE *f;
 	char path[4096];
 	int64_t wall_minus_mono;	/* ns: wall clock = monotonic + this */
 	uint64_t frames;
+	struct seen *seen;
 };
+
+#define ROCE_UDP_PORT	4791
+#define BTH_OP_ACK	0x11	/* an RC ACK repeats its PSN by design: never a resend */
+
+/* The key of a RoCEv2 frame (IPv4 or IPv6, UDP 4791) other than an ACK, or 0. */
+static uint64_t roce_key(int port, const uint8_t *f, size_t len)
+{
+	size_t udp;
+	const uint8_t *bth;
+
+	if (len < 14)
+		return 0;
+	if (f[12] == 0x08 && f[13] == 0x00 && len >= 34 && (f[14] >> 4) == 4 && f[23] == 17)
+		udp = 14 + (size_t)(f[14] & 0xf) * 4;
+	else if (f[12] == 0x86 && f[13] == 0xdd && len >= 54 && f[20] == 17)
+		udp = 54;
+	else
+		return 0;
+	if (len < udp + 8 + 12 || (f[udp + 2] << 8 | f[udp + 3]) != ROCE_UDP_PORT)
+		return 0;
+	bth = f + udp + 8;
+	if (bth[0] == BTH_OP_ACK)
+		return 0;
+	return (uint64_t)(port + 1) << 56 | (uint64_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) << 32 |
+	       (uint64_t)bth[0] << 24 | (uint64_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
+}
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -85,6 +124,13 @@ int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t 
 		free(c);
 		return -1;
 	}
+	c->seen = calloc(SEEN_SLOTS, sizeof(*c->seen));
+	if (!c->seen) {
+		snprintf(err, errlen, "out of memory");
+		fclose(c->f);
+		free(c);
+		return -1;
+	}
 	setvbuf(c->f, NULL, _IOFBF, 256 << 10);
 	strcpy(c->path, path);
 	clock_gettime(CLOCK_REALTIME, &wall);
@@ -121,6 +167,7 @@ int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t 
 fail:
 	snprintf(err, errlen, "capture %s: %s", path, strerror(errno));
 	fclose(c->f);
+	free(c->seen);
 	free(c);
 	return -1;
 }
@@ -131,8 +178,24 @@ void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const ui
 	static uint8_t b[28 + FABRIC_MAX_FRAME + 4 + 8 + 4 + 520 + 4];
 	struct fabric_capture *c = sw->cap;
 	uint64_t ts = now_ns + (uint64_t)c->wall_minus_mono;
+	uint64_t key = roce_key(port, frame, len);
 	uint32_t flags = 1;	/* direction: inbound (the frame entered the fabric) */
+	char text[640];
 	size_t n, clen;
+
+	if (key) {
+		struct seen *e = &c->seen[(key * 0x9e3779b97f4a7c15ull) >> 48];
+
+		if (e->key == key) {
+			snprintf(text, sizeof(text), "retransmission: PSN %u to QP 0x%06x as in "
+				 "frame %llu%s%s", (unsigned)(key & 0xffffff),
+				 (unsigned)(key >> 32 & 0xffffff), (unsigned long long)e->frame,
+				 comment ? "; " : "", comment ? comment : "");
+			comment = text;
+		}
+		e->key = key;
+		e->frame = c->frames + 1;
+	}
 
 	put32(b, (uint32_t)port);
 	put32(b + 4, (uint32_t)(ts >> 32));
@@ -181,5 +244,6 @@ void fabric_capture_stop(struct fabric *sw)
 	if (fclose(c->f))
 		fabric_log("capture: closing %s: %s", c->path, strerror(errno));
 	fabric_log("capture: stopped %s (%llu frames)", c->path, (unsigned long long)c->frames);
+	free(c->seen);
 	free(c);
 }

@@ -947,7 +947,7 @@ static void test_capture_pcapng(void)
 {
 	char path[] = "/tmp/qhca-fabric-cap-XXXXXX", line[128];
 	static uint8_t buf[1 << 16];
-	int fd, blocks[8] = { 0 }, epb = 0, comments = 0, on_port1 = 0;
+	int fd, blocks[8] = { 0 }, epb = 0, comments = 0, on_port1 = 0, resent = 0, k;
 	size_t len, off = 0;
 	char *r;
 
@@ -963,6 +963,26 @@ static void test_capture_pcapng(void)
 	send_numbered(0, 3, 200);	/* three frames in by port 1 */
 	ctl_ok("set 2 out loss=100");
 	send_numbered(3, 1, 200);	/* one more, lost: in the capture with a comment */
+	ctl_ok("clear");
+	/* A RoCE v2 request (IPv4, UDP 4791, BTH: SEND_ONLY to QP 0x11, PSN 1234) twice, and an
+	 * ACK of the same PSN twice: the second request is a retransmission, an ACK never. */
+	for (k = 0; k < 4; k++) {
+		uint8_t q[4 + 14 + 20 + 8 + 12 + 4];
+		size_t l = make_frame(q, mac_b, mac_a, sizeof(q) - 4);
+
+		memset(q + 4 + 12, 0, sizeof(q) - 16);
+		q[4 + 12] = 0x08;			/* IPv4 */
+		q[4 + 14] = 0x45;
+		q[4 + 14 + 9] = 17;			/* UDP */
+		q[4 + 34 + 2] = 4791 >> 8;
+		q[4 + 34 + 3] = 4791 & 0xff;
+		q[4 + 42] = k < 2 ? 0x04 : 0x11;	/* SEND_ONLY, then ACK */
+		q[4 + 42 + 7] = 0x11;			/* destination QP */
+		q[4 + 42 + 10] = 1234 >> 8;
+		q[4 + 42 + 11] = 1234 & 0xff;
+		CHECK_EQ(write(peer[0], q, l), l);
+		fabric_read(&sw, 0);
+	}
 	ctl_ok("capture stop");
 	fd = open(path, O_RDONLY);
 	len = (size_t)read(fd, buf, sizeof(buf));
@@ -983,18 +1003,25 @@ static void test_capture_pcapng(void)
 		if (type == 6) {
 			epb++;
 			on_port1 += rd32(buf + off + 8) == 0;
-			CHECK_EQ(rd32(buf + off + 20), 200);	/* captured length */
+			if (epb <= 4)
+				CHECK_EQ(rd32(buf + off + 20), 200);	/* captured length */
 			if (memmem(buf + off, blen, "lost on the way out to port 2", 29))
 				comments++;
+			if (memmem(buf + off, blen, "retransmission: PSN 1234 to QP 0x000011 as in "
+				   "frame 5", 52)) {
+				CHECK_EQ(epb, 6);
+				resent++;
+			}
 		}
 		off += blen;
 	}
 	CHECK_EQ(off, len);
 	CHECK_EQ(blocks[0], 1);
 	CHECK_EQ(blocks[1], 2);
-	CHECK_EQ(epb, 4);
-	CHECK_EQ(on_port1, 4);
+	CHECK_EQ(epb, 8);
+	CHECK_EQ(on_port1, 8);
 	CHECK_EQ(comments, 1);
+	CHECK_EQ(resent, 1);
 	teardown();
 }
 

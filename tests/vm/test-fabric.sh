@@ -70,7 +70,7 @@ for p in d["ports"]:
 }
 
 capture_decodes() {
-    local cap=$QHCA_RUN/fabric-test.pcapng n lost frames
+    local cap=$QHCA_RUN/fabric-test.pcapng n lost frames resent
     rm -f "$cap"
     fab set 2 out loss=10% || return 1
     fab capture "$cap" || return 1
@@ -85,8 +85,10 @@ capture_decodes() {
             -e frame.number 2> /dev/null | wc -l)
     lost=$(tshark -r "$cap" -Y 'frame.comment contains "lost on the way out to port 2"' \
                -T fields -e frame.number 2> /dev/null | wc -l)
-    echo "capture: $frames frames, $n RoCE frames entered by port 2, $lost lost on the way to port 2"
-    [ "$frames" -gt 100 ] && [ "$n" -gt 40 ] && [ "$lost" -gt 0 ] || return 1
+    resent=$(tshark -r "$cap" -Y 'frame.comment contains "retransmission: PSN"' \
+                 -T fields -e frame.number 2> /dev/null | wc -l)
+    echo "capture: $frames frames, $n RoCE frames entered by port 2, $lost lost on the way to port 2, $resent retransmissions"
+    [ "$frames" -gt 100 ] && [ "$n" -gt 40 ] && [ "$lost" -gt 0 ] && [ "$resent" -gt 0 ] || return 1
     ! tshark -r "$cap" -Y '_ws.malformed' -T fields -e frame.number 2> /dev/null | grep -q . ||
         { echo "malformed frames in the capture"; return 1; }
     tshark -r "$cap" -q -z expert 2> /dev/null | grep -q "lost on the way out to port 2"
@@ -201,7 +203,7 @@ back_and_traffic() {	# the reset guest boots again by itself
 vm_up 2 --seed 20261123
 check "fabric show: the seed, both ports connected and up" show_lists_ports
 check "bad settings refused with a reason, nothing changed" bad_settings_refused
-check "one pcapng capture of the fabric: both ports' frames, decoded, lost ones commented" capture_decodes
+check "one pcapng capture of the fabric: both ports' frames, decoded, lost ones and retransmissions commented" capture_decodes
 check "RC loses nothing: $bytes at MTU 4096 through 5% loss, 5% reorder, 2% dup, 1% corrupt" \
     lossy "$bytes" 4096 18830
 check "the devices' counters agree with the fabric's (drops, retransmits, ICRC)" counters_agree
