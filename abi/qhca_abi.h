@@ -53,9 +53,10 @@
 
 /* Interface version: major changes are incompatible, minor ones add features. */
 #define QHCA_ABI_VERSION_MAJOR		1
-#define QHCA_ABI_VERSION_MINOR		4	/* 1: send CQEs carry their WQE index;
+#define QHCA_ABI_VERSION_MINOR		5	/* 1: send CQEs carry their WQE index;
 						 * 2: SET_MAC; 3: fast-register regions,
-						 * memory windows; 4: XRC */
+						 * memory windows; 4: XRC; 5: the
+						 * InfiniBand link layer (link=ib) */
 #define QHCA_VERSION_MAJOR_MASK		0xffff0000u	/* QHCA_REG_VERSION: bits 16-31 */
 #define QHCA_VERSION_MINOR_MASK		0x0000ffffu	/* bits 0-15 */
 #define QHCA_ABI_VERSION		(QHCA_FIELD_PREP(QHCA_VERSION_MAJOR_MASK,		\
@@ -139,6 +140,12 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_ETH_START = 0x30,	/* start the Ethernet function's rings */
 	QHCA_CMD_ETH_STOP = 0x31,
 	QHCA_CMD_SET_MAC = 0x32,	/* in: qhca_cmd_set_mac; the port's MAC from now on */
+	/* InfiniBand link layer (link=ib); BAD_STATE on a RoCE port. */
+	QHCA_CMD_MAD_IFC = 0x33,	/* body qhca_cmd_obj, handle: port; in, out: 256-byte
+					 * MADs; result0: 1 if out holds the SMA's or PMA's
+					 * response, 0 if the MAD is not for them */
+	QHCA_CMD_MODIFY_PORT = 0x34,	/* in: qhca_cmd_modify_port */
+	QHCA_CMD_SET_NODE_DESC = 0x35,	/* body qhca_cmd_obj: in: 64 bytes of NodeDescription */
 	/* Verbs objects: body struct qhca_cmd_obj, arguments in guest memory at in_addr. */
 	QHCA_CMD_CREATE_CQ = 0x40,	/* in: qhca_cq_create; result0: cqn */
 	QHCA_CMD_DESTROY_CQ = 0x41,	/* handle: cqn */
@@ -155,6 +162,8 @@ enum qhca_cmd_opcode {
 					 * new translation, PD and access, same key */
 	QHCA_CMD_RESIZE_CQ = 0x4c,	/* handle: cqn; in: qhca_cq_resize */
 	QHCA_CMD_RESIZE_SRQ = 0x4d,	/* handle: srqn; in: qhca_srq_resize */
+	QHCA_CMD_ATTACH_MCAST = 0x4e,	/* handle: qpn (UD); in: qhca_mcast */
+	QHCA_CMD_DETACH_MCAST = 0x4f,	/* handle: qpn; in: qhca_mcast */
 	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_MAX
 };
@@ -245,6 +254,21 @@ struct qhca_cmd_set_mac {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_set_mac, 8);
 
+/*
+ * MODIFY_PORT: PortInfo.CapabilityMask bits (IBA 14.2.5.6) to set and to clear, as
+ * ib_modify_port() asks (IsSM while a subnet manager runs on the port). Only the bits of
+ * QHCA_PORT_CAP_MODIFIABLE; a reset clears them.
+ */
+#define QHCA_PORT_CAP_MODIFIABLE	((1u << 1) | (1u << 19) | (1u << 16) | (1u << 10))
+struct qhca_cmd_modify_port {
+	uint32_t set_cap;
+	uint32_t clr_cap;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_modify_port, 8);
+
+#define QHCA_MAD_SIZE			256
+#define QHCA_NODE_DESC_SIZE		64
+
 /* Commands on verbs objects take their arguments from guest memory. in_len and out_len
  * must equal the size of the opcode's structure (0 where it has none). */
 struct qhca_cmd_obj {
@@ -268,6 +292,7 @@ struct qhca_cmd {
 		struct qhca_cmd_create_eq create_eq;
 		struct qhca_cmd_eth_start eth_start;
 		struct qhca_cmd_set_mac set_mac;
+		struct qhca_cmd_modify_port modify_port;
 		struct qhca_cmd_obj obj;
 		uint8_t raw[QHCA_CMD_BODY_SIZE];
 	};
@@ -301,6 +326,12 @@ enum qhca_event_type {
 	QHCA_EVENT_CQ_ERR = 8,		/* handle: cqn; the CQ overflowed */
 	QHCA_EVENT_SRQ_LIMIT = 9,	/* handle: srqn; fewer WQEs than the armed limit */
 	QHCA_EVENT_SQ_DRAINED = 10,	/* handle: qpn */
+	/* InfiniBand ports, when the subnet manager changes what PortInfo says (handle: port) */
+	QHCA_EVENT_LID_CHANGE = 11,
+	QHCA_EVENT_PKEY_CHANGE = 12,
+	QHCA_EVENT_SM_CHANGE = 13,
+	QHCA_EVENT_CLIENT_REREG = 14,
+	QHCA_EVENT_GID_CHANGE = 15,
 };
 
 #define QHCA_EQE_PHASE			(1u << 0)
@@ -425,6 +456,8 @@ enum qhca_wc_opcode {
 #define QHCA_CQE_FLAG_IPV4		(1u << 3)	/* UD: the packet was RoCEv2 over IPv4 */
 #define QHCA_CQE_FLAG_XRC		(1u << 4)	/* a receive from an XRC SRQ: the source
 							 * QP field holds its XRC SRQ number */
+#define QHCA_CQE_FLAG_IB		(1u << 5)	/* UD on an InfiniBand port: ib holds
+							 * what the LRH said, not smac */
 
 /*
  * The service level a UD receive over RoCE reports, as ConnectX does (its PRM; RoCE annex
@@ -461,7 +494,15 @@ struct qhca_cqe {
 	uint32_t src_qp_flags;		/* source QP (UD receives) or, in send completions,
 					 * the WQE's SQ index (free running, mod 2^24); and
 					 * QHCA_CQE_FLAG_* */
-	uint8_t smac[6];		/* UD */
+	union {
+		uint8_t smac[6];	/* UD over RoCE */
+		struct {		/* UD on an InfiniBand port (QHCA_CQE_FLAG_IB) */
+			uint16_t slid;
+			uint8_t sl;
+			uint8_t dlid_path_bits;
+			uint16_t rsvd;
+		} ib;
+	};
 	uint8_t opcode;			/* enum qhca_wc_opcode */
 	uint8_t owner;			/* bit 0: phase, written last */
 };
@@ -513,6 +554,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_mr_create, 48);
 
 /* QP types: the values of enum ib_qp_type. */
 enum qhca_qp_type {
+	QHCA_QPT_SMI = 0,		/* QP0 of an InfiniBand port: subnet management, VL15 */
 	QHCA_QPT_GSI = 1,
 	QHCA_QPT_RC = 2,
 	QHCA_QPT_UC = 3,
@@ -565,7 +607,13 @@ struct qhca_qp_create {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_qp_create, 64);
 
-/* Address vector: where a QP's (or a UD WQE's) packets go. */
+/*
+ * Address vector: where a QP's (or a UD WQE's) packets go. RoCE uses the GIDs, dmac and
+ * the IP fields; an InfiniBand port uses dlid, sl and the path bits of ib_flags, and the
+ * GIDs and IP fields (as GRH fields) only with QHCA_AV_GRH.
+ */
+#define QHCA_AV_GRH			0x80u	/* ib_flags: the packets carry a GRH */
+#define QHCA_AV_PATH_BITS_MASK		0x7fu	/* ib_flags: source path bits (LMC) */
 struct qhca_av {
 	uint8_t dgid[16];
 	uint8_t sgid[16];		/* the source GID, IPv4-mapped for RoCEv2 over IPv4 */
@@ -573,7 +621,9 @@ struct qhca_av {
 	uint8_t hop_limit;
 	uint8_t tclass;
 	uint32_t flow_label;
-	uint32_t rsvd;
+	uint16_t dlid;			/* InfiniBand */
+	uint8_t sl;
+	uint8_t ib_flags;		/* QHCA_AV_* */
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_av, 48);
 
@@ -753,6 +803,18 @@ struct qhca_srq_create {
 QHCA_ABI_ASSERT_SIZE(struct qhca_srq_create, 48);
 #define QHCA_SRQ_CREATE_V3_SIZE		32
 
+/* ATTACH_MCAST, DETACH_MCAST: a UD QP joins or leaves the multicast group @gid (MLID
+ * @mlid on an InfiniBand port; RoCE finds groups by the GID alone). */
+#define QHCA_MCAST_GROUPS		1024	/* groups per device */
+#define QHCA_MCAST_QPS			64	/* QPs per group */
+struct qhca_mcast {
+	uint8_t gid[16];
+	uint16_t mlid;
+	uint16_t rsvd0;
+	uint32_t rsvd1;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_mcast, 24);
+
 struct qhca_srq_modify {
 	uint32_t limit;			/* arm: event when fewer WQEs remain */
 	uint32_t rsvd;
@@ -804,6 +866,10 @@ enum qhca_counter {
 	QHCA_CNT_DROP_NO_WQE,		/* UD datagrams without a posted receive */
 	QHCA_CNT_REMOTE_ACCESS_ERRORS,	/* requests refused for key, PD, range or rights */
 	QHCA_CNT_DROP_BUSY,		/* requests dropped while READ responses waited */
+	QHCA_CNT_DROP_BAD_VCRC,		/* InfiniBand: a bad VCRC (link corruption) */
+	QHCA_CNT_DROP_BAD_LID,		/* InfiniBand: not our LID, or a VL or port state that
+					 * does not allow the packet */
+	QHCA_CNT_SMPS,			/* InfiniBand: MADs the SMA and PMA answered */
 	QHCA_CNT_MAX
 };
 
@@ -822,6 +888,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_MW			(1u << 6)	/* memory windows of type 1 and 2B */
 #define QHCA_DEV_CAP_ATOMIC_WRITE	(1u << 7)	/* ATOMIC_WRITE (IBA 1.5) */
 #define QHCA_DEV_CAP_XRC		(1u << 8)	/* XRC domains, SRQs and QPs */
+#define QHCA_DEV_CAP_MCAST		(1u << 9)	/* ATTACH_MCAST, DETACH_MCAST */
 
 #define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
 #define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */
@@ -863,6 +930,8 @@ struct qhca_device_attr {
 QHCA_ABI_ASSERT_SIZE(struct qhca_device_attr, 144);
 
 /* Values follow the IBA encodings (enum ib_port_state, ib_mtu, ib_port_phys_state). */
+#define QHCA_LINK_ROCE			0	/* link_layer: Ethernet, RoCEv2 */
+#define QHCA_LINK_IB			1	/* InfiniBand: LIDs and a subnet manager */
 struct qhca_port_attr {
 	uint8_t state;			/* 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE */
 	uint8_t phys_state;		/* 3 DISABLED, 5 LINK_UP */
@@ -876,7 +945,19 @@ struct qhca_port_attr {
 	uint32_t port_cap_flags;
 	uint16_t pkey_tbl_len;
 	uint16_t rsvd0;
-	uint8_t rsvd[36];
+	/* InfiniBand (link_layer QHCA_LINK_IB): what the subnet manager set in PortInfo */
+	uint8_t link_layer;		/* QHCA_LINK_* */
+	uint8_t lmc;
+	uint8_t sm_sl;
+	uint8_t subnet_timeout;
+	uint16_t lid;
+	uint16_t sm_lid;
+	uint8_t init_type_reply;
+	uint8_t max_vl_num;
+	uint16_t rsvd1;
+	uint64_t gid_prefix;		/* with the port GUID, GID index 0 */
+	uint64_t port_guid;
+	uint8_t rsvd[8];
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_port_attr, 64);
 

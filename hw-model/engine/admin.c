@@ -38,6 +38,11 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_MODIFY_SRQ] = "MODIFY_SRQ",
 	[QHCA_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
 	[QHCA_CMD_QUERY_COUNTERS] = "QUERY_COUNTERS",
+	[QHCA_CMD_MAD_IFC] = "MAD_IFC",
+	[QHCA_CMD_MODIFY_PORT] = "MODIFY_PORT",
+	[QHCA_CMD_SET_NODE_DESC] = "SET_NODE_DESC",
+	[QHCA_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
+	[QHCA_CMD_DETACH_MCAST] = "DETACH_MCAST",
 };
 
 static const char *cmd_name(uint8_t op)
@@ -67,17 +72,6 @@ static bool body_is_zero(const uint8_t *p, size_t len)
 	return true;
 }
 
-static uint8_t mtu_enum(uint32_t mtu)
-{
-	uint8_t v = 1;
-
-	while (mtu > 256) {
-		mtu >>= 1;
-		v++;
-	}
-	return v;	/* IB_MTU_256 = 1 ... IB_MTU_4096 = 5 */
-}
-
 static uint16_t cmd_nop(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			struct admin_result *res)
 {
@@ -96,10 +90,7 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	memset(&a, 0, sizeof(a));
 	a.fw_version = QHCA_FIELD_PREP(QHCA_FW_VERSION_MAJOR_MASK, QHCA_ABI_VERSION_MAJOR) |
 		       QHCA_FIELD_PREP(QHCA_FW_VERSION_MINOR_MASK, QHCA_ABI_VERSION_MINOR);
-	/* EUI-64 from the MAC: flip the U/L bit and insert ff:fe. */
-	a.node_guid = (uint64_t)(c->mac[0] ^ 2) << 56 | (uint64_t)c->mac[1] << 48 |
-		      (uint64_t)c->mac[2] << 40 | 0xfffeull << 24 |
-		      (uint64_t)c->mac[3] << 16 | (uint64_t)c->mac[4] << 8 | c->mac[5];
+	a.node_guid = qhca_node_guid(e);
 	a.max_mr_size = (uint64_t)c->max_mr_size_mb << 20;
 	a.page_size_cap = QHCA_FAST_REG_PAGE_SIZES;
 	a.vendor_id = QHCA_PCI_VENDOR_ID;
@@ -107,7 +98,7 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.hw_version = QHCA_PCI_REVISION;
 	a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_UC | QHCA_DEV_CAP_UD | QHCA_DEV_CAP_SRQ |
 		     QHCA_DEV_CAP_ATOMIC | QHCA_DEV_CAP_FAST_REG | QHCA_DEV_CAP_MW |
-		     QHCA_DEV_CAP_ATOMIC_WRITE | QHCA_DEV_CAP_XRC;
+		     QHCA_DEV_CAP_ATOMIC_WRITE | QHCA_DEV_CAP_XRC | QHCA_DEV_CAP_MCAST;
 	a.max_uctx = e->uctx.capacity;
 	a.max_pd = c->max_pd;
 	a.max_qp = c->max_qp;
@@ -127,7 +118,7 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.max_inline_data = c->max_inline;
 	a.max_fast_reg_page_list_len = QHCA_MAX_FAST_REG_PAGES;
 	a.num_comp_vectors = c->msix_vectors - 2;	/* 0: admin/async, 1: Ethernet */
-	a.max_pkeys = 1;
+	a.max_pkeys = c->link == QHCA_LINK_IB ? QHCA_IB_PKEYS : 1;
 	a.local_ca_ack_delay = 15;
 	return qhca_dma_write(e, q->out_addr, &a, sizeof(a)) ? QHCA_ST_DMA_ERROR : QHCA_ST_OK;
 }
@@ -143,7 +134,7 @@ static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd
 	memset(&a, 0, sizeof(a));
 	a.state = e->link_up ? 4 : 1;		/* ACTIVE or DOWN */
 	a.phys_state = e->link_up ? 5 : 3;	/* LINK_UP or DISABLED */
-	a.max_mtu = mtu_enum(e->cfg.mtu);
+	a.max_mtu = qhca_mtu_enum(e->cfg.mtu);
 	a.active_mtu = a.max_mtu;
 	a.active_width = 1;	/* 1X */
 	a.active_speed = 1;	/* SDR */
@@ -152,6 +143,28 @@ static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd
 	a.max_msg_sz = 0x80000000u;
 	a.port_cap_flags = 0;
 	a.pkey_tbl_len = 1;
+	if (e->cfg.link == QHCA_LINK_IB) {
+		const struct ib_port_info *pi = &e->ib.pi;
+
+		a.link_layer = QHCA_LINK_IB;
+		a.state = pi->state;
+		a.phys_state = pi->phys_state;
+		a.active_mtu = pi->neighbor_mtu < a.max_mtu ? pi->neighbor_mtu : a.max_mtu;
+		a.active_width = pi->width_active;
+		a.active_speed = pi->speed_active;
+		a.gid_tbl_len = QHCA_IB_GUIDS;
+		a.pkey_tbl_len = QHCA_IB_PKEYS;
+		a.port_cap_flags = pi->cap_mask | e->ib.cap_set;
+		a.lid = pi->lid;
+		a.sm_lid = pi->sm_lid;
+		a.lmc = pi->lmc;
+		a.sm_sl = pi->sm_sl;
+		a.subnet_timeout = pi->subnet_timeout;
+		a.init_type_reply = pi->init_type_reply;
+		a.max_vl_num = pi->vl_cap;
+		a.gid_prefix = pi->gid_prefix;
+		a.port_guid = qhca_port_guid(e);
+	}
 	return qhca_dma_write(e, q->out_addr, &a, sizeof(a)) ? QHCA_ST_DMA_ERROR : QHCA_ST_OK;
 }
 
@@ -252,6 +265,10 @@ static uint16_t cmd_destroy_eq(struct qhca_engine *e, const struct qhca_cmd *cmd
 static uint16_t cmd_eth_start(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
+	if (e->cfg.link == QHCA_LINK_IB) {
+		qhca_log_guest(e, "ETH_START: an InfiniBand port has no Ethernet function");
+		return QHCA_ST_BAD_STATE;
+	}
 	return qhca_eth_start(e, &cmd->eth_start);
 }
 
@@ -267,6 +284,29 @@ static uint16_t cmd_set_mac(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	memcpy(e->mac, m->mac, 6);
 	qhca_log(e, QHCA_LOG_EVENT, "MAC %02x:%02x:%02x:%02x:%02x:%02x", m->mac[0], m->mac[1],
 		 m->mac[2], m->mac[3], m->mac[4], m->mac[5]);
+	return QHCA_ST_OK;
+}
+
+/* The InfiniBand port's commands: BAD_STATE on a RoCE port. */
+static uint16_t ib_only(struct qhca_engine *e, const struct qhca_cmd *cmd)
+{
+	if (e->cfg.link == QHCA_LINK_IB)
+		return QHCA_ST_OK;
+	qhca_log_guest(e, "admin %s: the port is not InfiniBand", cmd_name(cmd->hdr.opcode));
+	return QHCA_ST_BAD_STATE;
+}
+
+static uint16_t cmd_modify_port(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				struct admin_result *res)
+{
+	const struct qhca_cmd_modify_port *m = &cmd->modify_port;
+	uint16_t st = ib_only(e, cmd);
+
+	if (st)
+		return st;
+	if ((m->set_cap | m->clr_cap) & ~QHCA_PORT_CAP_MODIFIABLE)
+		return QHCA_ST_BAD_FIELD;
+	e->ib.cap_set = (e->ib.cap_set | m->set_cap) & ~m->clr_cap;
 	return QHCA_ST_OK;
 }
 
@@ -362,11 +402,15 @@ static uint16_t cmd_create_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	uint16_t st;
 
 	OBJ_ARGS(&c, sizeof(c), 0);
-	if (c.type == QHCA_QPT_GSI && e->gsi_qpn)
+	if ((c.type == QHCA_QPT_GSI && e->gsi_qpn) || (c.type == QHCA_QPT_SMI && e->smi_qpn))
 		return QHCA_ST_BUSY;
+	if (c.type == QHCA_QPT_SMI && (e->cfg.link != QHCA_LINK_IB || c.uctx))
+		return QHCA_ST_BAD_FIELD;	/* QP0 exists on InfiniBand ports, for the kernel */
 	st = qhca_qp_create(e, &c, &res->result0);
 	if (st == QHCA_ST_OK && c.type == QHCA_QPT_GSI)
 		e->gsi_qpn = res->result0;
+	if (st == QHCA_ST_OK && c.type == QHCA_QPT_SMI)
+		e->smi_qpn = res->result0;
 	return st;
 }
 
@@ -399,8 +443,13 @@ static uint16_t cmd_destroy_qp(struct qhca_engine *e, const struct qhca_cmd *cmd
 
 	OBJ_ARGS(NULL, 0, 0);
 	st = qhca_qp_destroy(e, cmd->obj.handle);
-	if (st == QHCA_ST_OK && cmd->obj.handle == e->gsi_qpn)
+	if (st != QHCA_ST_OK)
+		return st;
+	if (cmd->obj.handle == e->gsi_qpn)
 		e->gsi_qpn = 0;
+	if (cmd->obj.handle == e->smi_qpn)
+		e->smi_qpn = 0;
+	qhca_mcast_forget_qp(e, cmd->obj.handle);
 	return st;
 }
 
@@ -469,10 +518,61 @@ static uint16_t cmd_query_counters(struct qhca_engine *e, const struct qhca_cmd 
 	b.value[QHCA_CNT_DROP_NO_WQE] = c->roce_rx_no_wqe;
 	b.value[QHCA_CNT_REMOTE_ACCESS_ERRORS] = c->remote_access_errors;
 	b.value[QHCA_CNT_DROP_BUSY] = c->roce_rx_busy;
+	b.value[QHCA_CNT_DROP_BAD_VCRC] = c->roce_rx_bad[ROCE_BAD_VCRC];
+	b.value[QHCA_CNT_DROP_BAD_LID] = c->ib_rx_bad_lid;
+	b.value[QHCA_CNT_SMPS] = c->smps;
 	b.value[QHCA_CNT_ETH_RX_DROPS] = c->eth_rx_no_buffer + c->eth_rx_too_long +
 					 c->eth_rx_stopped;
 	return qhca_dma_write(e, cmd->obj.out_addr, &b, sizeof(b)) ? QHCA_ST_DMA_ERROR :
 								     QHCA_ST_OK;
+}
+
+static uint16_t cmd_mad_ifc(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			   struct admin_result *res)
+{
+	uint8_t in[QHCA_MAD_SIZE], out[QHCA_MAD_SIZE];
+	uint16_t st = ib_only(e, cmd);
+
+	if (st)
+		return st;
+	OBJ_ARGS(in, sizeof(in), sizeof(out));
+	if (cmd->obj.handle != 1)
+		return QHCA_ST_BAD_FIELD;
+	res->result0 = (uint32_t)qhca_mad_ifc(e, in, out);
+	if (res->result0 && qhca_dma_write(e, cmd->obj.out_addr, out, sizeof(out)))
+		return QHCA_ST_DMA_ERROR;
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_set_node_desc(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				  struct admin_result *res)
+{
+	char d[QHCA_NODE_DESC_SIZE];
+	uint16_t st = ib_only(e, cmd);
+
+	if (st)
+		return st;
+	OBJ_ARGS(d, sizeof(d), 0);
+	memcpy(e->ib.node_desc, d, sizeof(d));
+	return QHCA_ST_OK;
+}
+
+static uint16_t cmd_attach_mcast(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				 struct admin_result *res)
+{
+	struct qhca_mcast m;
+
+	OBJ_ARGS(&m, sizeof(m), 0);
+	return qhca_mcast_attach(e, cmd->obj.handle, &m);
+}
+
+static uint16_t cmd_detach_mcast(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				 struct admin_result *res)
+{
+	struct qhca_mcast m;
+
+	OBJ_ARGS(&m, sizeof(m), 0);
+	return qhca_mcast_detach(e, cmd->obj.handle, &m);
 }
 
 /* Commands whose body is a struct qhca_cmd_handle, whose reserved word must be zero. */
@@ -512,6 +612,11 @@ static const struct {
 	[QHCA_CMD_RESIZE_CQ] = { cmd_resize_cq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_RESIZE_SRQ] = { cmd_resize_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_QUERY_COUNTERS] = { cmd_query_counters, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_MAD_IFC] = { cmd_mad_ifc, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_MODIFY_PORT] = { cmd_modify_port, sizeof(struct qhca_cmd_modify_port) },
+	[QHCA_CMD_SET_NODE_DESC] = { cmd_set_node_desc, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_ATTACH_MCAST] = { cmd_attach_mcast, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_DETACH_MCAST] = { cmd_detach_mcast, sizeof(struct qhca_cmd_obj) },
 };
 
 static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,

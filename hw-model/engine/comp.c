@@ -593,7 +593,7 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	    (p->opcode & ROCE_TS_MASK) != qhca_qp_ts(qp) ||
 	    (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD &&
 	     qp->state != QHCA_QPS_SQE) ||
-	    memcmp(p->sgid, qp->av.dgid, 16)) {
+	    !qhca_from_peer(qp, p)) {
 		e->cnt.roce_rx_bad_state++;
 		return;
 	}

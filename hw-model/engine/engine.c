@@ -47,6 +47,8 @@ bool qhca_engine_config_check(const struct qhca_engine_config *c, char *why, siz
 		msg = "mtu must be 256, 512, 1024, 2048 or 4096";
 	else if (c->mac[0] & 1)
 		msg = "mac must be a unicast address";
+	else if (c->link != QHCA_LINK_ROCE && c->link != QHCA_LINK_IB)
+		msg = "link must be roce or ib";
 
 	if (msg && why && why_len)
 		snprintf(why, why_len, "%s", msg);
@@ -339,6 +341,7 @@ void qhca_engine_fini(struct qhca_engine *e)
 	e->qp = NULL;
 	e->pkt = e->payload = NULL;
 	qhca_loopback_fini(e);
+	qhca_mcast_reset(e);
 	free(e->eth.frame);
 	e->eth.frame = NULL;
 }
@@ -360,6 +363,8 @@ void qhca_engine_reset(struct qhca_engine *e)
 	qhca_cq_reset(e);
 	qhca_mr_reset(e);
 	e->gsi_qpn = 0;
+	e->smi_qpn = 0;
+	qhca_mcast_reset(e);
 	memcpy(e->mac, e->cfg.mac, 6);	/* the property's address until SET_MAC */
 	e->loop_count = 0;
 	e->tx_blocked = e->loop_blocked = false;
@@ -368,6 +373,7 @@ void qhca_engine_reset(struct qhca_engine *e)
 	qhca_obj_table_clear(&e->xrcd);
 	qhca_eq_reset(e);
 	qhca_eth_stop(e);
+	qhca_ib_port_reset(e);
 	qhca_timer_update(e);
 }
 
@@ -537,17 +543,13 @@ void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value
 		       (unsigned long long)value, size);
 }
 
-/* A parsed RoCEv2 packet for us: to the requester (responses) or the responder. */
-static void roce_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
+/* A parsed packet for us: to the requester (responses) or the responder of its QP. */
+static void dispatch_to_qp(struct qhca_engine *e, const struct roce_pkt *p)
 {
 	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
 	struct qhca_qp *qp;
 
-	if ((p->pkey & 0x7fff) != (ROCE_DEFAULT_PKEY & 0x7fff)) {
-		e->cnt.roce_rx_bad_pkey++;
-		return;
-	}
-	qp = qhca_qp_find(e, p->dqpn == 1 ? e->gsi_qpn : p->dqpn);
+	qp = qhca_qp_find(e, p->dqpn == 0 ? e->smi_qpn : p->dqpn == 1 ? e->gsi_qpn : p->dqpn);
 	if (!qp) {
 		e->cnt.roce_rx_no_qp++;
 		return;
@@ -558,10 +560,71 @@ static void roce_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
 		qhca_resp_request(e, qp, p);
 }
 
+static void roce_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
+{
+	if ((p->pkey & 0x7fff) != (ROCE_DEFAULT_PKEY & 0x7fff)) {
+		e->cnt.roce_rx_bad_pkey++;
+		return;
+	}
+	if (p->dqpn == 0) {
+		e->cnt.roce_rx_no_qp++;	/* RoCE has no QP0 */
+		return;
+	}
+	dispatch_to_qp(e, p);
+}
+
+/*
+ * A packet on the InfiniBand port (IBA 7.9, 10.2.4): QP0 takes VL15 and VL15 only; the
+ * DLID must be one of ours, a multicast LID, or (for SMPs) the permissive LID; a port
+ * that is not ACTIVE takes only SMPs; the P_Key must be in the table (not checked for
+ * SMPs, 10.9.1). Multicast goes to the QPs attached to the group.
+ */
+static void ib_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
+{
+	bool smp = p->vl == IB_VL_SMP;
+	bool to_us = p->dlid == IB_LID_PERMISSIVE ? smp :
+		     qhca_ib_lid_ours(e, p->dlid) || ib_lid_mcast(p->dlid);
+
+	if (smp != (p->dqpn == 0) || !to_us || (!smp && !qhca_ib_active(e))) {
+		e->cnt.ib_rx_bad_lid++;
+		qhca_log(e, QHCA_LOG_EVENT, "IB packet to LID 0x%x VL %u QP 0x%x dropped: %s",
+			 p->dlid, p->vl, p->dqpn, !to_us ? "not our LID" :
+			 smp != (p->dqpn == 0) ? "VL15 is for QP0 alone" : "port not active");
+		return;
+	}
+	if (!smp && !qhca_ib_pkey_ok(e, p->pkey)) {
+		e->cnt.roce_rx_bad_pkey++;
+		return;
+	}
+	if (ib_lid_mcast(p->dlid)) {
+		if (p->dqpn != 0xffffff || !p->grh) {
+			e->cnt.ib_rx_bad_lid++;
+			return;
+		}
+		qhca_mcast_deliver(e, p, 0);
+		return;
+	}
+	dispatch_to_qp(e, p);
+}
+
+static enum roce_parse_result parse(struct qhca_engine *e, const uint8_t *frame, size_t len,
+				    struct roce_pkt *p)
+{
+	return e->cfg.link == QHCA_LINK_IB ? ib_parse(frame, len, p) : roce_parse(frame, len, p);
+}
+
+static void dispatch(struct qhca_engine *e, const struct roce_pkt *p)
+{
+	if (p->ib)
+		ib_dispatch(e, p);
+	else
+		roce_dispatch(e, p);
+}
+
 void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
 	struct roce_pkt p;
-	enum roce_parse_result r = roce_parse(frame, len, &p);
+	enum roce_parse_result r = parse(e, frame, len, &p);
 
 	if (r != ROCE_OK) {
 		e->cnt.roce_rx_bad[r]++;
@@ -571,14 +634,28 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 	}
 	e->cnt.roce_rx_pkts++;
 	e->cnt.roce_rx_bytes += len;
-	roce_dispatch(e, &p);
+	dispatch(e, &p);
 }
 
 void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
 	struct roce_pkt p;
-	enum roce_parse_result r = roce_parse(frame, len, &p);
+	enum roce_parse_result r = parse(e, frame, len, &p);
 
+	if (e->cfg.link == QHCA_LINK_IB) {
+		if (r != ROCE_OK) {
+			/* Raw and IP packets (LNH 0, 1) are not for a CA of ours either. */
+			e->cnt.roce_rx_bad[r == ROCE_NOT_ROCE ? ROCE_BAD_OPCODE : r]++;
+			qhca_log_guest(e, "IB packet of %zu bytes dropped: %s", len,
+				       roce_parse_result_name(r));
+			return;
+		}
+		e->cnt.roce_rx_pkts++;
+		e->cnt.roce_rx_bytes += len;
+		ib_dispatch(e, &p);
+		qhca_loopback_drain(e);
+		return;
+	}
 	/* Ordinary frames go to the netdev; RoCEv2 to our own MAC goes to the transport. */
 	if (r == ROCE_NOT_ROCE) {
 		qhca_eth_receive(e, frame, len);
@@ -604,5 +681,8 @@ void qhca_engine_set_link(struct qhca_engine *e, bool up)
 		return;
 	e->link_up = up;
 	qhca_log(e, QHCA_LOG_EVENT, "link %s", up ? "up" : "down");
-	qhca_event_async(e, up ? QHCA_EVENT_PORT_ACTIVE : QHCA_EVENT_PORT_DOWN, 1, 0);
+	if (e->cfg.link == QHCA_LINK_IB)
+		qhca_ib_port_link(e, up);	/* up: INIT, until the SM makes it ACTIVE */
+	else
+		qhca_event_async(e, up ? QHCA_EVENT_PORT_ACTIVE : QHCA_EVENT_PORT_DOWN, 1, 0);
 }

@@ -6,7 +6,10 @@
 #ifndef QHCA_ENGINE_INTERNAL_H
 #define QHCA_ENGINE_INTERNAL_H
 
+#include <string.h>
+
 #include "qhca_engine.h"
+#include "ib.h"
 #include "roce.h"
 
 /*
@@ -273,6 +276,12 @@ struct qhca_qp {
 	} rr;
 };
 
+/* UD, GSI (QP1) and SMI (QP0): datagrams with an address vector in each send WQE. */
+static inline bool qhca_qp_datagram(const struct qhca_qp *qp)
+{
+	return qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI || qp->type == QHCA_QPT_SMI;
+}
+
 /* RC and XRC: the reliable connected service (ACKs, retransmission, READ, atomics). */
 static inline bool qhca_qp_reliable(const struct qhca_qp *qp)
 {
@@ -283,6 +292,15 @@ static inline bool qhca_qp_reliable(const struct qhca_qp *qp)
 static inline bool qhca_qp_xrc(const struct qhca_qp *qp)
 {
 	return qp->type == QHCA_QPT_XRC_INI || qp->type == QHCA_QPT_XRC_TGT;
+}
+
+/* Does @p come from the connected QP's peer: its GID, or on an InfiniBand port without a
+ * GRH its LID (the path bits of an LMC aside)? */
+static inline bool qhca_from_peer(const struct qhca_qp *qp, const struct roce_pkt *p)
+{
+	if (p->ib && !p->grh)
+		return p->slid == qp->av.dlid;
+	return !memcmp(p->sgid, qp->av.dgid, 16);
 }
 
 /* The transport service of the QP's packets (the opcode's top bits). */
@@ -321,6 +339,28 @@ struct qhca_eth {
 	uint8_t *frame;		/* one frame of QHCA_ETH_MAX_FRAME bytes */
 };
 
+/* The InfiniBand port (link=ib, sma.c): what the subnet manager sets through the SMA. */
+#define QHCA_IB_PKEYS		32	/* one P_KeyTable block */
+#define QHCA_IB_GUIDS		8	/* one GUIDInfo block: the GID table */
+struct qhca_ib_port {
+	struct ib_port_info pi;
+	uint16_t pkeys[QHCA_IB_PKEYS];
+	uint64_t guids[QHCA_IB_GUIDS];
+	uint8_t sl2vl[8];
+	uint8_t vl_arb[4][IB_SMP_DATA_LEN];
+	char node_desc[QHCA_NODE_DESC_SIZE];
+	uint32_t cap_set;		/* MODIFY_PORT's capability bits */
+	uint64_t pma_base[4];		/* PMA counters at their last clear */
+};
+
+/* A multicast group and the UD QPs attached to it (sma.c). nqps 0: a free slot. */
+struct qhca_mcast_group {
+	uint8_t gid[16];
+	uint16_t mlid;
+	uint32_t nqps;
+	uint32_t qpn[QHCA_MCAST_QPS];
+};
+
 /* Device statistics; names as in docs/device-interface.md. */
 struct qhca_counters {
 	uint64_t eth_tx_frames, eth_tx_bytes, eth_tx_errors, eth_tx_link_down;
@@ -333,6 +373,7 @@ struct qhca_counters {
 	uint64_t roce_rx_busy;	/* requests dropped while READ responses waited */
 	uint64_t retransmits, timeouts, naks_sent, naks_received, rnr_naks_sent;
 	uint64_t rnr_naks_received, cq_overflows, loopback_pkts;
+	uint64_t ib_rx_bad_lid, smps;	/* InfiniBand */
 };
 
 struct qhca_engine {
@@ -386,11 +427,15 @@ struct qhca_engine {
 	struct qhca_list timed_qps;	/* QPs with a deadline */
 	struct qhca_list tx_waiters;	/* QPs with packets to send when tx resumes, FIFO */
 	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
+	uint32_t smi_qpn;	/* our QP that answers to QP0 (InfiniBand), or 0 */
+	struct qhca_mcast_group *mcast;	/* multicast groups, nmcast slots */
+	uint32_t nmcast;
 
 	/* port and Ethernet function */
 	bool link_up;
 	uint8_t mac[6];		/* the port's address now: cfg.mac until SET_MAC */
 	struct qhca_eth eth;
+	struct qhca_ib_port ib;	/* link=ib */
 	struct qhca_counters cnt;
 
 	/* counters, for tests and statistics */
@@ -587,6 +632,23 @@ static inline int32_t qhca_psn_diff(uint32_t a, uint32_t b)
 {
 	return (int32_t)((a - b) << 8) >> 8;
 }
+
+/* sma.c: the InfiniBand port, its SMA and PMA, multicast groups */
+uint8_t qhca_mtu_enum(uint32_t mtu);
+uint64_t qhca_node_guid(const struct qhca_engine *e);
+uint64_t qhca_port_guid(const struct qhca_engine *e);
+void qhca_ib_port_reset(struct qhca_engine *e);
+void qhca_ib_port_link(struct qhca_engine *e, bool up);
+bool qhca_ib_active(const struct qhca_engine *e);
+bool qhca_ib_lid_ours(const struct qhca_engine *e, uint16_t dlid);
+uint16_t qhca_ib_slid(const struct qhca_engine *e, uint8_t path_bits, uint16_t dlid);
+bool qhca_ib_pkey_ok(const struct qhca_engine *e, uint16_t pkey);
+int qhca_mad_ifc(struct qhca_engine *e, const uint8_t *in, uint8_t *out);
+uint16_t qhca_mcast_attach(struct qhca_engine *e, uint32_t qpn, const struct qhca_mcast *m);
+uint16_t qhca_mcast_detach(struct qhca_engine *e, uint32_t qpn, const struct qhca_mcast *m);
+void qhca_mcast_forget_qp(struct qhca_engine *e, uint32_t qpn);
+void qhca_mcast_reset(struct qhca_engine *e);
+void qhca_mcast_deliver(struct qhca_engine *e, const struct roce_pkt *p, uint32_t except);
 
 /* eq.c */
 uint16_t qhca_eq_create(struct qhca_engine *e, const struct qhca_cmd_create_eq *c,

@@ -58,6 +58,7 @@ struct qhca_engine_config {
 	uint32_t max_sge;
 	uint32_t max_inline;
 	uint32_t mtu;		/* largest path MTU in bytes: 256, 512, 1024, 2048 or 4096 */
+	uint8_t link;		/* the port's link layer: QHCA_LINK_ROCE or QHCA_LINK_IB */
 	uint8_t mac[6];
 	uint64_t key_secret;	/* mixed into MR keys (see mem.c); 0 in tests */
 	/* Host bytes for the snapshots of send WQEs in flight, all QPs together; past it new

@@ -153,7 +153,14 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 	cqe.qpn_status = QHCA_FIELD_PREP(QHCA_CQE_QPN_MASK, qp->qpn) |
 			 QHCA_FIELD_PREP(QHCA_CQE_STATUS_MASK, status);
 	cqe.opcode = opcode;
-	if (p && (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI)) {
+	if (p && qhca_qp_datagram(qp) && p->ib) {
+		cqe.ib.slid = p->slid;
+		cqe.ib.sl = p->sl;
+		cqe.ib.dlid_path_bits = ib_lid_mcast(p->dlid) ? 0 :
+					(uint8_t)(p->dlid & ((1u << e->ib.pi.lmc) - 1));
+		flags |= QHCA_CQE_FLAG_IB | (p->grh ? QHCA_CQE_FLAG_GRH : 0);
+		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK, p->deth_sqpn);
+	} else if (p && qhca_qp_datagram(qp)) {
 		memcpy(cqe.smac, p->smac, 6);
 		flags |= QHCA_CQE_FLAG_GRH | (p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
 		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK, p->deth_sqpn);
@@ -269,7 +276,7 @@ static uint16_t qp_args_check(struct qhca_engine *e, const struct qhca_qp_create
 	    (c->uctx && qhca_obj_lookup(&e->uctx, c->uctx) < 0))
 		return QHCA_ST_BAD_HANDLE;
 	if (c->type != QHCA_QPT_RC && c->type != QHCA_QPT_UC && c->type != QHCA_QPT_UD &&
-	    c->type != QHCA_QPT_GSI && !ini)
+	    c->type != QHCA_QPT_GSI && c->type != QHCA_QPT_SMI && !ini)
 		return QHCA_ST_BAD_FIELD;
 	if (c->xrcd || (srq && srq->xrcd) ||
 	    (ini && (c->recv_cq || c->srq || c->rq_log2 || c->rq_stride_log2 || c->rq_pbl.addr ||
@@ -337,7 +344,8 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qp->xrcd = c->xrcd;
 	qp->max_inline = c->max_inline;
 	/* Connected QPs get their path MTU in RTR; datagrams may use the port's. */
-	qp->mtu = (c->type == QHCA_QPT_UD || c->type == QHCA_QPT_GSI) ? e->cfg.mtu : 1024;
+	qp->mtu = c->type == QHCA_QPT_UD || c->type == QHCA_QPT_GSI || c->type == QHCA_QPT_SMI ?
+		  e->cfg.mtu : 1024;
 	qp->deadline = UINT64_MAX;
 	qhca_list_init(&qp->timer_link);
 	qhca_list_init(&qp->tx_link);

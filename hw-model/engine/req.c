@@ -74,7 +74,7 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		sw->length = 8;
 		return QHCA_WC_SUCCESS;
 	}
-	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
+	if (qhca_qp_datagram(qp)) {
 		if (qhca_wq_read(e, &qp->sq, idx, off, &sw->ud, sizeof(sw->ud)) ||
 		    roce_gid_is_v4(sw->ud.av.sgid) != roce_gid_is_v4(sw->ud.av.dgid))
 			return QHCA_WC_LOC_QP_OP_ERR;
@@ -110,7 +110,7 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		if (total != 8 || sw->hdr.remote_addr % 8)
 			return QHCA_WC_LOC_LEN_ERR;
 	}
-	if ((qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) && total > qp->mtu)
+	if (qhca_qp_datagram(qp) && total > qp->mtu)
 		return QHCA_WC_LOC_LEN_ERR;
 	sw->length = total;
 	return QHCA_WC_SUCCESS;
@@ -177,7 +177,7 @@ static uint8_t req_opcode(struct qhca_qp *qp, const struct qhca_send_wqe *sw, ui
 static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw,
 		       uint32_t k, uint32_t m, bool ackreq)
 {
-	bool ud = qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI;
+	bool ud = qhca_qp_datagram(qp);
 	struct roce_pkt p;
 	uint64_t off = (uint64_t)k * qp->mtu;
 	uint32_t len = 0;
@@ -228,10 +228,10 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 		p.se = k == sw->npkts - 1 && (sw->hdr.flags & QHCA_WQE_SOLICITED);
 	}
 	p.xrc_srqn = sw->hdr.xrc_srqn & QHCA_XRC_SRQN_MASK;	/* sent by XRC only */
-	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
+	if (qhca_qp_datagram(qp)) {
 		p.dqpn = sw->ud.dqpn & 0xffffff;
 		p.deth_qkey = (sw->ud.qkey & 0x80000000u) ? qp->qkey : sw->ud.qkey;
-		p.deth_sqpn = qp->type == QHCA_QPT_GSI ? 1 : qp->qpn;
+		p.deth_sqpn = qp->type == QHCA_QPT_GSI ? 1 : qp->type == QHCA_QPT_SMI ? 0 : qp->qpn;
 		p.ackreq = false;
 		/* A UD WQE carries its own address vector. */
 		{

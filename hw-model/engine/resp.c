@@ -102,7 +102,7 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
 		e->cnt.roce_rx_bad_state++;
 		return;
 	}
-	if (p->deth_qkey != qkey) {
+	if (p->deth_qkey != qkey && qp->type != QHCA_QPT_SMI) {	/* QP0: no Q_Key check */
 		e->cnt.roce_rx_bad_qkey++;
 		return;
 	}
@@ -127,8 +127,9 @@ static void resp_ud(struct qhca_engine *e, struct qhca_qp *qp, const struct roce
 	memset(grh, 0, sizeof(grh));
 	if (p->ipv6)
 		memcpy(grh, p->l3, GRH_LEN);
-	else
+	else if (!p->ib)
 		memcpy(grh + 20, p->l3, 20);
+	/* else an InfiniBand packet without a GRH: the area is left zero, no GRH flag */
 	if (rc.sgl.length < GRH_LEN + p->payload_len ||
 	    recv_scatter(e, &rc, 0, grh, GRH_LEN) ||
 	    recv_scatter(e, &rc, GRH_LEN, p->payload, p->payload_len)) {
@@ -540,13 +541,13 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		e->cnt.roce_rx_bad_state++;
 		return;
 	}
-	if (qp->type == QHCA_QPT_UD || qp->type == QHCA_QPT_GSI) {
+	if (qhca_qp_datagram(qp)) {
 		resp_ud(e, qp, p);
 		return;
 	}
 	/* Requests of this QP's service from its peer; an XRC_INI QP takes none. */
 	if ((p->opcode & ROCE_TS_MASK) != qhca_qp_ts(qp) || qp->type == QHCA_QPT_XRC_INI ||
-	    memcmp(p->sgid, qp->av.dgid, 16)) {
+	    !qhca_from_peer(qp, p)) {
 		e->cnt.roce_rx_bad_state++;
 		return;
 	}

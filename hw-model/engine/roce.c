@@ -208,35 +208,62 @@ uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len)
 #endif
 
 /*
- * The ICRC (A17.3.3): CRC-32 over 64 bits of ones standing for the LRH, then the IP header
- * with its variant fields (IPv4 TOS, TTL, checksum; IPv6 traffic class, flow label, hop
- * limit) set to ones, the UDP header with its checksum set to ones, the BTH with its
- * reserved byte (resv8a, where RoCE keeps FECN/BECN) set to ones, and the rest of the
- * packet up to the ICRC. @l3 points at the IP header; @end at the ICRC.
+ * The ICRC (IBA 7.8.1, A17.3.3): CRC-32 over 64 bits of ones standing for the LRH of a
+ * packet with a GRH or IP header (a router may rewrite the LRH, so all of it is variant),
+ * then that header with its variant fields set to ones (IPv4 TOS, TTL, checksum; IPv6 or
+ * GRH traffic class, flow label, hop limit), for RoCEv2 the UDP header with its checksum
+ * set to ones; or, for a local InfiniBand packet, its LRH with only the VL set to ones.
+ * Then the BTH with its reserved byte (resv8a, where FECN/BECN live) set to ones, and the
+ * rest of the packet up to the ICRC. @net points at the IP header, GRH or LRH; @end at
+ * the ICRC.
  */
-static uint32_t icrc(const uint8_t *l3, bool ipv6, const uint8_t *end)
+uint32_t roce_icrc(const uint8_t *net, enum roce_net kind, const uint8_t *end)
 {
 	static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t hdr[ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN];
-	size_t iplen = ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
-	size_t n = iplen + ROCE_UDP_HLEN + ROCE_BTH_LEN;
+	size_t iplen = kind == ROCE_NET_IPV4 ? ROCE_IPV4_HLEN :
+		       kind == ROCE_NET_LRH ? 8 : ROCE_IPV6_HLEN;
+	size_t udplen = kind == ROCE_NET_IPV4 || kind == ROCE_NET_IPV6 ? ROCE_UDP_HLEN : 0;
+	size_t n = iplen + udplen + ROCE_BTH_LEN;
 	uint32_t crc;
 
-	memcpy(hdr, l3, n);
-	if (ipv6) {
+	memcpy(hdr, net, n);
+	if (kind == ROCE_NET_IPV6 || kind == ROCE_NET_GRH) {
 		hdr[0] |= 0x0f;			/* traffic class, high nibble */
 		hdr[1] = hdr[2] = hdr[3] = 0xff;	/* traffic class low nibble, flow label */
 		hdr[7] = 0xff;			/* hop limit */
-	} else {
+	} else if (kind == ROCE_NET_LRH) {
+		hdr[0] |= 0xf0;			/* VL */
+	} else if (kind == ROCE_NET_IPV4) {
 		hdr[1] = 0xff;			/* TOS */
 		hdr[8] = 0xff;			/* TTL */
 		hdr[10] = hdr[11] = 0xff;	/* header checksum */
 	}
-	hdr[iplen + 6] = hdr[iplen + 7] = 0xff;	/* UDP checksum */
-	hdr[iplen + ROCE_UDP_HLEN + 4] = 0xff;	/* BTH resv8a */
-	crc = roce_crc32(0, ones, sizeof(ones));
+	if (udplen)
+		hdr[iplen + 6] = hdr[iplen + 7] = 0xff;	/* UDP checksum */
+	hdr[iplen + udplen + 4] = 0xff;			/* BTH resv8a */
+	crc = kind == ROCE_NET_LRH ? 0 : roce_crc32(0, ones, sizeof(ones));
 	crc = roce_crc32(crc, hdr, n);
-	return roce_crc32(crc, l3 + n, (size_t)(end - (l3 + n)));
+	return roce_crc32(crc, net + n, (size_t)(end - (net + n)));
+}
+
+static uint32_t icrc(const uint8_t *l3, bool ipv6, const uint8_t *end)
+{
+	return roce_icrc(l3, ipv6 ? ROCE_NET_IPV6 : ROCE_NET_IPV4, end);
+}
+
+void roce_icrc_put(uint8_t *at, uint32_t crc)
+{
+	/* The ICRC goes on the wire least significant byte first, like an Ethernet FCS. */
+	at[0] = (uint8_t)crc;
+	at[1] = (uint8_t)(crc >> 8);
+	at[2] = (uint8_t)(crc >> 16);
+	at[3] = (uint8_t)(crc >> 24);
+}
+
+uint32_t roce_icrc_get(const uint8_t *at)
+{
+	return (uint32_t)(at[0] | at[1] << 8 | at[2] << 16 | (uint32_t)at[3] << 24);
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -283,13 +310,14 @@ const char *roce_parse_result_name(enum roce_parse_result r)
 		[ROCE_BAD_IP] = "bad IP header",
 		[ROCE_BAD_OPCODE] = "bad opcode",
 		[ROCE_BAD_ICRC] = "bad ICRC",
+		[ROCE_BAD_VCRC] = "bad VCRC",
 	};
 
 	return r < ROCE_PARSE_MAX ? names[r] : "?";
 }
 
 /* ---------------------------------------------------------------- build */
-static size_t pad_of(uint32_t payload_len)
+size_t roce_pad_len(uint32_t payload_len)
 {
 	return (4 - (payload_len & 3)) & 3;
 }
@@ -299,51 +327,18 @@ size_t roce_frame_len(const struct roce_pkt *p)
 	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
 
 	return ROCE_ETH_HLEN + (p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN) + ROCE_UDP_HLEN +
-	       oi->hdr_len + p->payload_len + pad_of(p->payload_len) + ROCE_ICRC_LEN;
+	       oi->hdr_len + p->payload_len + roce_pad_len(p->payload_len) + ROCE_ICRC_LEN;
 }
 
-size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
+/*
+ * The BTH (9.2), the extended headers the opcode calls for (in the order of IBA 9.3), the
+ * payload and the pad, at @h; returns where the ICRC goes.
+ */
+uint8_t *roce_bth_build(const struct roce_pkt *p, uint8_t *h)
 {
 	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
-	size_t len = roce_frame_len(p), iplen = p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
-	size_t pad = pad_of(p->payload_len), udp_len = len - ROCE_ETH_HLEN - iplen;
-	uint8_t *l3 = buf + ROCE_ETH_HLEN, *udp = l3 + iplen, *h = udp + ROCE_UDP_HLEN;
-	uint32_t crc;
+	size_t pad = roce_pad_len(p->payload_len);
 
-	if (!oi->flags || len > cap || len > 0xffff ||
-	    roce_gid_is_v4(p->sgid) == p->ipv6 || roce_gid_is_v4(p->dgid) == p->ipv6 ||
-	    (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD)))
-		return 0;
-
-	memcpy(buf, p->dmac, 6);
-	memcpy(buf + 6, p->smac, 6);
-	put16(buf + 12, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
-	if (p->ipv6) {
-		put32(l3, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
-		put16(l3 + 4, (uint16_t)udp_len);
-		l3[6] = 17;
-		l3[7] = p->hop_limit;
-		memcpy(l3 + 8, p->sgid, 16);
-		memcpy(l3 + 24, p->dgid, 16);
-	} else {
-		l3[0] = 0x45;
-		l3[1] = p->tclass;
-		put16(l3 + 2, (uint16_t)(iplen + udp_len));
-		put16(l3 + 4, 0);		/* identification */
-		put16(l3 + 6, 0x4000);		/* don't fragment */
-		l3[8] = p->hop_limit;
-		l3[9] = 17;
-		put16(l3 + 10, 0);
-		memcpy(l3 + 12, p->sgid + 12, 4);
-		memcpy(l3 + 16, p->dgid + 12, 4);
-		put16(l3 + 10, ip_checksum(l3, ROCE_IPV4_HLEN, 0));
-	}
-	put16(udp, p->udp_sport);
-	put16(udp + 2, ROCE_UDP_PORT);
-	put16(udp + 4, (uint16_t)udp_len);
-	put16(udp + 6, 0);
-
-	/* BTH (9.2) */
 	h[0] = p->opcode;
 	h[1] = (uint8_t)((p->se ? 0x80 : 0) | (p->migreq ? 0x40 : 0) | pad << 4);	/* TVer 0 */
 	put16(h + 2, p->pkey);
@@ -398,15 +393,53 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 		memcpy(h, p->payload, p->payload_len);
 	h += p->payload_len;
 	memset(h, 0, pad);
-	h += pad;
+	return h + pad;
+}
+
+size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	size_t len = roce_frame_len(p), iplen = p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
+	size_t udp_len = len - ROCE_ETH_HLEN - iplen;
+	uint8_t *l3 = buf + ROCE_ETH_HLEN, *udp = l3 + iplen, *h = udp + ROCE_UDP_HLEN;
+
+	if (!oi->flags || len > cap || len > 0xffff ||
+	    roce_gid_is_v4(p->sgid) == p->ipv6 || roce_gid_is_v4(p->dgid) == p->ipv6 ||
+	    (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD)))
+		return 0;
+
+	memcpy(buf, p->dmac, 6);
+	memcpy(buf + 6, p->smac, 6);
+	put16(buf + 12, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
+	if (p->ipv6) {
+		put32(l3, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
+		put16(l3 + 4, (uint16_t)udp_len);
+		l3[6] = 17;
+		l3[7] = p->hop_limit;
+		memcpy(l3 + 8, p->sgid, 16);
+		memcpy(l3 + 24, p->dgid, 16);
+	} else {
+		l3[0] = 0x45;
+		l3[1] = p->tclass;
+		put16(l3 + 2, (uint16_t)(iplen + udp_len));
+		put16(l3 + 4, 0);		/* identification */
+		put16(l3 + 6, 0x4000);		/* don't fragment */
+		l3[8] = p->hop_limit;
+		l3[9] = 17;
+		put16(l3 + 10, 0);
+		memcpy(l3 + 12, p->sgid + 12, 4);
+		memcpy(l3 + 16, p->dgid + 12, 4);
+		put16(l3 + 10, ip_checksum(l3, ROCE_IPV4_HLEN, 0));
+	}
+	put16(udp, p->udp_sport);
+	put16(udp + 2, ROCE_UDP_PORT);
+	put16(udp + 4, (uint16_t)udp_len);
+	put16(udp + 6, 0);
+
+	h = roce_bth_build(p, h);
 	if (p->ipv6)
 		put16(udp + 6, udp6_checksum(l3, udp, udp_len - ROCE_ICRC_LEN));
-	crc = icrc(l3, p->ipv6, h);
-	/* The ICRC goes on the wire least significant byte first, like an Ethernet FCS. */
-	h[0] = (uint8_t)crc;
-	h[1] = (uint8_t)(crc >> 8);
-	h[2] = (uint8_t)(crc >> 16);
-	h[3] = (uint8_t)(crc >> 24);
+	roce_icrc_put(h, icrc(l3, p->ipv6, h));
 	return len;
 }
 
@@ -415,7 +448,6 @@ bool roce_icrc_update(uint8_t *f, size_t len)
 	size_t iplen, udp_len;
 	bool ipv6;
 	uint8_t *l3 = f + ROCE_ETH_HLEN, *end;
-	uint32_t crc;
 
 	if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN)
 		return false;
@@ -428,92 +460,33 @@ bool roce_icrc_update(uint8_t *f, size_t len)
 	    udp_len > len - ROCE_ETH_HLEN - iplen)
 		return false;
 	end = l3 + iplen + udp_len - ROCE_ICRC_LEN;
-	crc = icrc(l3, ipv6, end);
-	end[0] = (uint8_t)crc;
-	end[1] = (uint8_t)(crc >> 8);
-	end[2] = (uint8_t)(crc >> 16);
-	end[3] = (uint8_t)(crc >> 24);
+	roce_icrc_put(end, icrc(l3, ipv6, end));
 	return true;
 }
 
 /* ---------------------------------------------------------------- parse */
-enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt *p)
+/* Is there a valid BTH with the opcode's headers and its pad between @h and @end (the
+ * ICRC)? */
+enum roce_parse_result roce_bth_check(const uint8_t *h, const uint8_t *end)
 {
 	const struct roce_opcode_info *oi;
-	const uint8_t *l3 = f + ROCE_ETH_HLEN, *udp, *h, *end;
-	size_t iplen, udp_len, pad, avail;
-	uint16_t ethertype;
-	uint32_t crc;
 
-	memset(p, 0, sizeof(*p));
-	if (len < ROCE_ETH_HLEN)
-		return ROCE_NOT_ROCE;
-	ethertype = get16(f + 12);
-	if (ethertype == ROCE_ETHERTYPE_IPV4) {
-		if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN || (l3[0] >> 4) != 4 || l3[9] != 17)
-			return ROCE_NOT_ROCE;
-		iplen = ROCE_IPV4_HLEN;
-	} else if (ethertype == ROCE_ETHERTYPE_IPV6) {
-		if (len < ROCE_ETH_HLEN + ROCE_IPV6_HLEN || (l3[0] >> 4) != 6 || l3[6] != 17)
-			return ROCE_NOT_ROCE;
-		iplen = ROCE_IPV6_HLEN;
-		p->ipv6 = true;
-	} else {
-		return ROCE_NOT_ROCE;
-	}
-	udp = l3 + iplen;
-	if (len < ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN || get16(udp + 2) != ROCE_UDP_PORT)
-		return ROCE_NOT_ROCE;
-
-	/* From here on it claims to be RoCEv2: every inconsistency is an error. */
-	avail = len - ROCE_ETH_HLEN - iplen;
-	if (p->ipv6) {
-		if (get16(l3 + 4) > avail)
-			return ROCE_BAD_LENGTH;
-	} else {
-		if ((l3[0] & 0x0f) != 5 || (get16(l3 + 6) & 0x3fff))
-			return ROCE_BAD_IP;	/* options or a fragment */
-		if (get16(l3 + 2) < ROCE_IPV4_HLEN || (size_t)get16(l3 + 2) - ROCE_IPV4_HLEN > avail)
-			return ROCE_BAD_LENGTH;
-		if (ip_checksum(l3, ROCE_IPV4_HLEN, 0) != 0)
-			return ROCE_BAD_IP;
-	}
-	udp_len = get16(udp + 4);
-	if (udp_len > avail || udp_len < ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN ||
-	    (size_t)(p->ipv6 ? get16(l3 + 4) : get16(l3 + 2) - ROCE_IPV4_HLEN) != udp_len)
+	if (end - h < ROCE_BTH_LEN)
 		return ROCE_BAD_LENGTH;
-	h = udp + ROCE_UDP_HLEN;
-	end = udp + udp_len - ROCE_ICRC_LEN;
 	oi = roce_opcode_info(h[0]);
 	if (!oi->flags || (h[1] & 0x0f) != 0)
 		return ROCE_BAD_OPCODE;		/* unknown opcode or transport version */
-	pad = (h[1] >> 4) & 3;
-	if ((size_t)(end - h) < oi->hdr_len + pad)
+	if ((size_t)(end - h) < (size_t)oi->hdr_len + ((h[1] >> 4) & 3))
 		return ROCE_BAD_LENGTH;
-	crc = icrc(l3, p->ipv6, end);
-	if ((uint32_t)(end[0] | end[1] << 8 | end[2] << 16 | (uint32_t)end[3] << 24) != crc)
-		return ROCE_BAD_ICRC;
+	return ROCE_OK;
+}
 
-	memcpy(p->dmac, f, 6);
-	memcpy(p->smac, f + 6, 6);
-	if (p->ipv6) {
-		uint32_t w = get32(l3);
+/* The transport headers and payload of a packet roce_bth_check() accepted. */
+enum roce_parse_result roce_bth_parse(const uint8_t *h, const uint8_t *end, struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(h[0]);
+	size_t pad = (h[1] >> 4) & 3;
 
-		p->tclass = (w >> 20) & 0xff;
-		p->flow_label = w & 0xfffff;
-		p->hop_limit = l3[7];
-		memcpy(p->sgid, l3 + 8, 16);
-		memcpy(p->dgid, l3 + 24, 16);
-	} else {
-		p->tclass = l3[1];
-		p->hop_limit = l3[8];
-		memcpy(p->sgid, v4_prefix, 12);
-		memcpy(p->sgid + 12, l3 + 12, 4);
-		memcpy(p->dgid, v4_prefix, 12);
-		memcpy(p->dgid + 12, l3 + 16, 4);
-	}
-	p->l3 = l3;
-	p->udp_sport = get16(udp);
 	p->opcode = h[0];
 	p->se = h[1] & 0x80;
 	p->migreq = h[1] & 0x40;
@@ -568,4 +541,79 @@ enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt 
 	if (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD))
 		return ROCE_BAD_LENGTH;
 	return ROCE_OK;
+}
+
+enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt *p)
+{
+	const uint8_t *l3 = f + ROCE_ETH_HLEN, *udp, *h, *end;
+	enum roce_parse_result r;
+	size_t iplen, udp_len, avail;
+	uint16_t ethertype;
+
+	memset(p, 0, sizeof(*p));
+	if (len < ROCE_ETH_HLEN)
+		return ROCE_NOT_ROCE;
+	ethertype = get16(f + 12);
+	if (ethertype == ROCE_ETHERTYPE_IPV4) {
+		if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN || (l3[0] >> 4) != 4 || l3[9] != 17)
+			return ROCE_NOT_ROCE;
+		iplen = ROCE_IPV4_HLEN;
+	} else if (ethertype == ROCE_ETHERTYPE_IPV6) {
+		if (len < ROCE_ETH_HLEN + ROCE_IPV6_HLEN || (l3[0] >> 4) != 6 || l3[6] != 17)
+			return ROCE_NOT_ROCE;
+		iplen = ROCE_IPV6_HLEN;
+		p->ipv6 = true;
+	} else {
+		return ROCE_NOT_ROCE;
+	}
+	udp = l3 + iplen;
+	if (len < ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN || get16(udp + 2) != ROCE_UDP_PORT)
+		return ROCE_NOT_ROCE;
+
+	/* From here on it claims to be RoCEv2: every inconsistency is an error. */
+	avail = len - ROCE_ETH_HLEN - iplen;
+	if (p->ipv6) {
+		if (get16(l3 + 4) > avail)
+			return ROCE_BAD_LENGTH;
+	} else {
+		if ((l3[0] & 0x0f) != 5 || (get16(l3 + 6) & 0x3fff))
+			return ROCE_BAD_IP;	/* options or a fragment */
+		if (get16(l3 + 2) < ROCE_IPV4_HLEN || (size_t)get16(l3 + 2) - ROCE_IPV4_HLEN > avail)
+			return ROCE_BAD_LENGTH;
+		if (ip_checksum(l3, ROCE_IPV4_HLEN, 0) != 0)
+			return ROCE_BAD_IP;
+	}
+	udp_len = get16(udp + 4);
+	if (udp_len > avail || udp_len < ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN ||
+	    (size_t)(p->ipv6 ? get16(l3 + 4) : get16(l3 + 2) - ROCE_IPV4_HLEN) != udp_len)
+		return ROCE_BAD_LENGTH;
+	h = udp + ROCE_UDP_HLEN;
+	end = udp + udp_len - ROCE_ICRC_LEN;
+	r = roce_bth_check(h, end);
+	if (r != ROCE_OK)
+		return r;
+	if (roce_icrc_get(end) != icrc(l3, p->ipv6, end))
+		return ROCE_BAD_ICRC;
+
+	memcpy(p->dmac, f, 6);
+	memcpy(p->smac, f + 6, 6);
+	if (p->ipv6) {
+		uint32_t w = get32(l3);
+
+		p->tclass = (w >> 20) & 0xff;
+		p->flow_label = w & 0xfffff;
+		p->hop_limit = l3[7];
+		memcpy(p->sgid, l3 + 8, 16);
+		memcpy(p->dgid, l3 + 24, 16);
+	} else {
+		p->tclass = l3[1];
+		p->hop_limit = l3[8];
+		memcpy(p->sgid, v4_prefix, 12);
+		memcpy(p->sgid + 12, l3 + 12, 4);
+		memcpy(p->dgid, v4_prefix, 12);
+		memcpy(p->dgid + 12, l3 + 16, 4);
+	}
+	p->l3 = l3;
+	p->udp_sport = get16(udp);
+	return roce_bth_parse(h, end, p);
 }

@@ -109,9 +109,15 @@ struct roce_opcode_info {
 
 const struct roce_opcode_info *roce_opcode_info(uint8_t opcode);
 
-/* One RoCEv2 packet, as the builder takes it and the parser fills it in. */
+/* One packet, RoCEv2 or native InfiniBand (ib.h), as the builders take it and the parsers
+ * fill it in. */
 struct roce_pkt {
-	/* L2/L3/L4 */
+	/* InfiniBand link layer (ib.h): LRH fields, and whether a GRH is present (it then
+	 * holds sgid, dgid, tclass, flow_label and hop_limit, and l3 points at it) */
+	bool ib, grh;
+	uint8_t vl, sl;
+	uint16_t dlid, slid;
+	/* L2/L3/L4 (RoCEv2) */
 	uint8_t dmac[6], smac[6];
 	uint8_t sgid[16], dgid[16];	/* IPv4 as ::ffff:a.b.c.d */
 	bool ipv6;
@@ -138,7 +144,7 @@ struct roce_pkt {
 	uint32_t ieth_rkey;
 	uint32_t deth_qkey, deth_sqpn;
 	uint32_t xrc_srqn;		/* 24 bits */
-	const uint8_t *l3;		/* parse: the IP header, for a UD receive's GRH */
+	const uint8_t *l3;		/* parse: the IP header or GRH, for a UD receive's GRH */
 	/* payload (without pad) */
 	const uint8_t *payload;
 	uint32_t payload_len;
@@ -161,6 +167,7 @@ enum roce_parse_result {
 	ROCE_BAD_IP,		/* bad IPv4 header checksum, options, fragments */
 	ROCE_BAD_OPCODE,	/* reserved or unsupported opcode, bad transport version */
 	ROCE_BAD_ICRC,
+	ROCE_BAD_VCRC,		/* InfiniBand: the link-level CRC (ib.h) */
 	ROCE_PARSE_MAX
 };
 
@@ -168,6 +175,25 @@ const char *roce_parse_result_name(enum roce_parse_result r);
 
 /* Parse and validate @frame; @p->payload points into @frame. */
 enum roce_parse_result roce_parse(const uint8_t *frame, size_t len, struct roce_pkt *p);
+
+/* The headers the ICRC covers before the BTH (roce_icrc() in roce.c). */
+enum roce_net {
+	ROCE_NET_IPV4,		/* RoCEv2: IPv4 and UDP */
+	ROCE_NET_IPV6,		/* RoCEv2: IPv6 and UDP */
+	ROCE_NET_GRH,		/* InfiniBand with a GRH */
+	ROCE_NET_LRH,		/* InfiniBand, local: the LRH, then the BTH */
+};
+uint32_t roce_icrc(const uint8_t *net, enum roce_net kind, const uint8_t *end);
+void roce_icrc_put(uint8_t *at, uint32_t crc);
+uint32_t roce_icrc_get(const uint8_t *at);
+
+/* The transport part, shared by RoCEv2 and native InfiniBand: BTH, extended headers,
+ * payload and pad built at @h (returns where the ICRC goes); checked and parsed between @h
+ * and @end (the ICRC). */
+uint8_t *roce_bth_build(const struct roce_pkt *p, uint8_t *h);
+enum roce_parse_result roce_bth_check(const uint8_t *h, const uint8_t *end);
+enum roce_parse_result roce_bth_parse(const uint8_t *h, const uint8_t *end, struct roce_pkt *p);
+size_t roce_pad_len(uint32_t payload_len);
 
 /* Recompute the ICRC of a frame in place (tests and fuzzers); false if it cannot be. */
 bool roce_icrc_update(uint8_t *frame, size_t len);

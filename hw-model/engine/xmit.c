@@ -24,14 +24,68 @@ static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t
  */
 uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_t opcode)
 {
+	if (e->cfg.link == QHCA_LINK_IB)
+		return e->pkt + ib_payload_offset(av->ib_flags & QHCA_AV_GRH, opcode);
 	return e->pkt + ROCE_ETH_HLEN + (roce_gid_is_v4(av->dgid) ? ROCE_IPV4_HLEN : ROCE_IPV6_HLEN) +
 	       ROCE_UDP_HLEN + roce_opcode_info(opcode)->hdr_len;
+}
+
+/*
+ * An InfiniBand packet (IBA 7.7): the LRH from the address vector, VL15 for QP0 and VL0
+ * (the one data VL) for the rest, a GRH if the address asks for one. A port that is not
+ * ACTIVE sends only SMPs. To one of our own LIDs it loops back; multicast also goes to the
+ * port's own attached QPs.
+ */
+static void ib_xmit(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p)
+{
+	const struct qhca_av *av = &qp->av;
+	bool smp = qp->type == QHCA_QPT_SMI;
+	size_t len;
+
+	if (!smp && !qhca_ib_active(e)) {
+		qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: packet not sent, the port is not active",
+			 qp->qpn);
+		return;
+	}
+	p->ib = true;
+	p->grh = av->ib_flags & QHCA_AV_GRH;
+	if (p->grh) {
+		memcpy(p->sgid, av->sgid, 16);
+		memcpy(p->dgid, av->dgid, 16);
+		p->hop_limit = av->hop_limit;
+		p->tclass = av->tclass;
+		p->flow_label = av->flow_label;
+	}
+	p->dlid = av->dlid;
+	p->sl = av->sl & 0x0f;
+	p->vl = smp ? IB_VL_SMP : 0;
+	p->slid = qhca_ib_slid(e, av->ib_flags & QHCA_AV_PATH_BITS_MASK, av->dlid);
+	len = ib_build(p, e->pkt, ROCE_MAX_HDR + 4096 + 8);
+	if (!len) {
+		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: cannot build opcode 0x%x", qp->qpn, p->opcode);
+		return;
+	}
+	e->cnt.roce_tx_pkts++;
+	e->cnt.roce_tx_bytes += len;
+	if (qhca_ib_lid_ours(e, p->dlid) || ib_lid_mcast(p->dlid)) {
+		e->cnt.loopback_pkts++;
+		loopback_enqueue(e, e->pkt, len);
+		if (!ib_lid_mcast(p->dlid))
+			return;
+	}
+	if (e->link_up)
+		e->ops->xmit(e->opaque, e->pkt, len);
 }
 
 void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p)
 {
 	const struct qhca_av *av = &qp->av;
 	size_t len;
+
+	if (e->cfg.link == QHCA_LINK_IB) {
+		ib_xmit(e, qp, p);
+		return;
+	}
 
 	memcpy(p->dmac, av->dmac, 6);
 	memcpy(p->smac, own_mac(e), 6);

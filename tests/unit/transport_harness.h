@@ -38,6 +38,7 @@ struct frame {
 
 static struct node nodes[2];
 static uint8_t harness_path_mtu = 3;	/* IBA encoding: 1024 bytes */
+static uint8_t harness_link = QHCA_LINK_ROCE;	/* the nodes' link layer (test_ib.c: IB) */
 static struct frame *link_q;
 static unsigned link_n;
 static uint64_t now;
@@ -249,7 +250,7 @@ static inline void node_init(struct node *n, int id)
 	struct qhca_engine_config c = {
 		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 16, .max_qp_wr = 1024,
 		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
-		.max_sge = 4, .max_inline = 256, .mtu = 4096,
+		.max_sge = 4, .max_inline = 256, .mtu = 4096, .link = harness_link,
 		.mac = { 0x52, 0x54, 0, 0x51, 0x48, (uint8_t)(id + 1) },
 	};
 	struct qhca_cmd_create_eq eqc;
@@ -413,6 +414,7 @@ static inline void connect_qp(struct qp *q, struct qp *peer, uint32_t access)
 	memcpy(a.av.dgid, peer->n->gid, 16);
 	memcpy(a.av.sgid, q->n->gid, 16);
 	memcpy(a.av.dmac, peer->n->mac, 6);
+	a.av.dlid = peer->n->e.ib.pi.lid;	/* an InfiniBand port's address */
 	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN |
 			QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC | QHCA_QP_MIN_RNR_TIMER, &a),
 		 QHCA_ST_OK);
