@@ -328,6 +328,9 @@ static const struct rdma_stat_desc qhca_counter_names[QHCA_CNT_MAX] = {
 	[QHCA_CNT_DROP_NO_WQE].name = "drop_no_wqe",
 	[QHCA_CNT_REMOTE_ACCESS_ERRORS].name = "remote_access_errors",
 	[QHCA_CNT_DROP_BUSY].name = "drop_busy",
+	[QHCA_CNT_DROP_BAD_VCRC].name = "drop_bad_vcrc",
+	[QHCA_CNT_DROP_BAD_LID].name = "drop_bad_lid",
+	[QHCA_CNT_SMPS].name = "smps",
 };
 
 static struct rdma_hw_stats *qhca_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
