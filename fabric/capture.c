@@ -41,11 +41,18 @@ struct fabric_capture {
 #define BTH_OP_ACK	0x11	/* an RC ACK repeats its PSN by design: never a resend */
 
 /* The key of a RoCEv2 frame (IPv4 or IPv6, UDP 4791) other than an ACK, or 0. */
-static uint64_t roce_key(int port, const uint8_t *f, size_t len)
+static uint64_t roce_key(int port, const uint8_t *f, size_t len, int ib)
 {
 	size_t udp;
 	const uint8_t *bth;
 
+	if (ib) {		/* InfiniBand: the BTH after the LRH (and GRH) */
+		bth = f + 8 + (len > 1 && (f[1] & 3) == 3 ? 40 : 0);
+		if (len < (size_t)(bth - f) + 12 + 6 || (f[1] & 3) < 2 || (f[0] >> 4) == 15 ||
+		    bth[0] == BTH_OP_ACK)
+			return 0;
+		goto key;
+	}
 	if (len < 14)
 		return 0;
 	if (f[12] == 0x08 && f[13] == 0x00 && len >= 34 && (f[14] >> 4) == 4 && f[23] == 17)
@@ -59,6 +66,7 @@ static uint64_t roce_key(int port, const uint8_t *f, size_t len)
 	bth = f + udp + 8;
 	if (bth[0] == BTH_OP_ACK)
 		return 0;
+key:
 	return (uint64_t)(port + 1) << 56 | (uint64_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) << 32 |
 	       (uint64_t)bth[0] << 24 | (uint64_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
 }
@@ -152,7 +160,7 @@ int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t 
 		char name[16];
 		uint8_t tsresol = 9;
 
-		put16(b, 1);		/* LINKTYPE_ETHERNET */
+		put16(b, sw->ib ? 197 : 1);	/* LINKTYPE_ERF (InfiniBand) or _ETHERNET */
 		put16(b + 2, 0);
 		put32(b + 4, 0);
 		n = 8 + opt(b + 8, 2, name, (size_t)snprintf(name, sizeof(name), "port%d", i + 1));
@@ -175,10 +183,10 @@ fail:
 void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const uint8_t *frame,
 			  size_t len, const char *comment)
 {
-	static uint8_t b[28 + FABRIC_MAX_FRAME + 4 + 8 + 4 + 520 + 4];
+	static uint8_t b[28 + 16 + FABRIC_MAX_FRAME + 4 + 8 + 4 + 520 + 4];
 	struct fabric_capture *c = sw->cap;
 	uint64_t ts = now_ns + (uint64_t)c->wall_minus_mono;
-	uint64_t key = roce_key(port, frame, len);
+	uint64_t key = roce_key(port, frame, len, sw->ib != NULL);
 	uint32_t flags = 1;	/* direction: inbound (the frame entered the fabric) */
 	char text[640];
 	size_t n, clen;
@@ -200,12 +208,33 @@ void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const ui
 	put32(b, (uint32_t)port);
 	put32(b + 4, (uint32_t)(ts >> 32));
 	put32(b + 8, (uint32_t)ts);
-	put32(b + 12, (uint32_t)len);
-	put32(b + 16, (uint32_t)len);
-	memcpy(b + 20, frame, len);
-	n = 20 + len;
-	memset(b + n, 0, (4 - len % 4) % 4);
-	n += (4 - len % 4) % 4;
+	n = 20;
+	if (sw->ib) {
+		/*
+		 * InfiniBand: an ERF record of type InfiniBand (21) around the packet, which
+		 * tshark decodes (it does not read the pcap link type 247 for InfiniBand):
+		 * timestamp (little-endian 32.32 seconds), type, flags (varying length),
+		 * record length and wire length (big-endian), loss counter.
+		 */
+		uint64_t erf_ts = (ts / 1000000000ull) << 32 |
+				  ((ts % 1000000000ull) << 32) / 1000000000ull;
+
+		memcpy(b + n, &erf_ts, 8);
+		b[n + 8] = 21;
+		b[n + 9] = 0x04;
+		b[n + 10] = (uint8_t)((16 + len) >> 8);
+		b[n + 11] = (uint8_t)(16 + len);
+		b[n + 12] = b[n + 13] = 0;
+		b[n + 14] = (uint8_t)(len >> 8);
+		b[n + 15] = (uint8_t)len;
+		n += 16;
+	}
+	put32(b + 12, (uint32_t)(n - 20 + len));
+	put32(b + 16, (uint32_t)(n - 20 + len));
+	memcpy(b + n, frame, len);
+	n += len;
+	memset(b + n, 0, (4 - n % 4) % 4);
+	n += (4 - n % 4) % 4;
 	if (comment) {
 		clen = strnlen(comment, 512);
 		n += opt(b + n, 1, comment, clen);	/* opt_comment */

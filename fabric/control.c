@@ -180,6 +180,15 @@ static void show(struct fabric *sw, struct sbuf *b)
 			  (unsigned long long)p->tx_frames, (unsigned long long)p->rx_drops);
 	}
 	sb_printf(b, "]");
+	if (sw->ib) {
+		char *j = malloc(65536);
+
+		if (j) {
+			fabric_ib_show(sw, j, 65536);
+			sb_printf(b, ",%s", j);
+			free(j);
+		}
+	}
 }
 
 static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct sbuf *reply,

@@ -87,7 +87,10 @@ static void usage(FILE *f)
 		   "  --capture FILE  pcapng of every frame that enters the fabric\n"
 		   "  --tcp HOST:P    port N also listens on TCP HOST:P+N-1\n"
 		   "  --trunk N=ADDR  port N connects to another switch: unix:PATH or\n"
-		   "                  tcp:HOST:PORT (reconnects); may be repeated\n",
+		   "                  tcp:HOST:PORT (reconnects); may be repeated\n"
+		   "  --ib            an InfiniBand switch: frames are IB packets, forwarded by\n"
+		   "                  the forwarding tables a subnet manager programs through\n"
+		   "                  the switch's SMA (docs/infiniband.md)\n",
 		FABRIC_QUEUE_DEFAULT >> 10, FABRIC_STALL_DEFAULT_MS);
 }
 
@@ -105,13 +108,14 @@ int main(int argc, char **argv)
 		{ "capture", required_argument, NULL, 'C' },
 		{ "tcp", required_argument, NULL, 't' },
 		{ "trunk", required_argument, NULL, 'T' },
+		{ "ib", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *dir = NULL, *log_path = NULL, *ctl_path = NULL, *script = NULL;
 	const char *capture = NULL, *tcp = NULL;
 	const char *trunks[FABRIC_MAX_PORTS];
-	int ntrunks = 0, have_seed = 0;
+	int ntrunks = 0, have_seed = 0, ib = 0;
 	unsigned long long seed = 0;
 	char ctl_default[FABRIC_PATH_MAX + 64];
 	static struct fabric sw;	/* 64 ports' buffers: too big for the stack */
@@ -121,7 +125,7 @@ int main(int argc, char **argv)
 	int c, i;
 
 	logf_ = stderr;
-	while ((c = getopt_long(argc, argv, "d:n:l:q:s:c:S:x:C:t:T:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:n:l:q:s:c:S:x:C:t:T:Ih", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -177,6 +181,9 @@ int main(int argc, char **argv)
 			}
 			trunks[ntrunks++] = optarg;
 			break;
+		case 'I':
+			ib = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -210,6 +217,11 @@ int main(int argc, char **argv)
 		seed = (unsigned long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 	}
 	fabric_seed(&sw, seed);
+	/* The switch's GUID: an EUI-64 under QEMU's locally administered 52:54:00 prefix. */
+	if (ib && fabric_ib_enable(&sw, 0x525400fffefab001ull)) {
+		fprintf(stderr, "qhca-fabric: out of memory\n");
+		return 1;
+	}
 	for (c = 0; c < ntrunks; c++) {
 		long p = strtol(trunks[c], &end, 10);
 

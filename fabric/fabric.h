@@ -121,6 +121,7 @@ struct fabric_ctl_client {
 };
 
 struct fabric_capture;
+struct fabric_ib;
 
 struct fabric {
 	int nports;
@@ -140,6 +141,7 @@ struct fabric {
 	char ctl_path[FABRIC_PATH_MAX];
 	struct fabric_ctl_client ctl[FABRIC_CTL_CLIENTS];
 	struct fabric_capture *cap;
+	struct fabric_ib *ib;		/* an InfiniBand switch (--ib, ibswitch.c), or NULL */
 };
 
 void fabric_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -213,5 +215,14 @@ const char *fabric_capture_path(const struct fabric *sw);
 void fabric_capture_flush(struct fabric *sw);
 void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const uint8_t *frame,
 			  size_t len, const char *comment);
+
+/* ibswitch.c: the fabric as an InfiniBand switch with its SMA on port 0. */
+int fabric_ib_enable(struct fabric *sw, uint64_t guid);
+void fabric_ib_close(struct fabric *sw);
+void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len);
+/* The fabric port a unicast packet from @in goes to, or -1 (multicast, SMPs, no route). */
+int fabric_ib_route(struct fabric *sw, int in, const uint8_t *frame, size_t len);
+/* The switch's state as a JSON member ("ib":{...}) into @buf; its length. */
+size_t fabric_ib_show(struct fabric *sw, char *buf, size_t cap);
 
 #endif /* QHCA_FABRIC_H */

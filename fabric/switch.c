@@ -109,6 +109,7 @@ void fabric_close(struct fabric *sw)
 	fabric_impair_close(sw);
 	fabric_control_close(sw);
 	fabric_capture_stop(sw);
+	fabric_ib_close(sw);
 }
 
 int fabric_listen(struct fabric *sw, int port, const char *dir)
@@ -482,6 +483,10 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 {
 	int out, i;
 
+	if (sw->ib) {
+		fabric_ib_forward(sw, in, frame, len);
+		return;
+	}
 	if (len < 14) {
 		sw->port[in].rx_drops++;
 		return;
@@ -515,9 +520,12 @@ static bool must_wait(struct fabric *sw, int in, const uint8_t *frame, size_t le
 	struct fabric_port *o;
 	int out;
 
-	if (len < 14 || (frame[0] & 1))
+	if (sw->ib)
+		out = fabric_ib_route(sw, in, frame, len);
+	else if (len < 14 || (frame[0] & 1))
 		return false;
-	out = lookup(sw, frame);
+	else
+		out = lookup(sw, frame);
 	if (out < 0 || out == in || sw->port[out].fd < 0 || sw->port[out].link_down)
 		return false;
 	o = &sw->port[out];

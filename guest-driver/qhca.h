@@ -307,6 +307,20 @@ int qhca_eth_init(struct qhca_dev *dev);
 void qhca_eth_fini(struct qhca_dev *dev);
 void qhca_eth_link_change(struct qhca_dev *dev, bool up);
 
+/* qhca_ib.c: an InfiniBand port */
+bool qhca_link_ib(const struct qhca_dev *dev);
+int qhca_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
+		     const struct ib_wc *in_wc, const struct ib_grh *in_grh,
+		     const struct ib_mad *in, struct ib_mad *out, size_t *out_mad_size,
+		     u16 *out_mad_pkey_index);
+int qhca_query_gid(struct ib_device *ibdev, u32 port, int index, union ib_gid *gid);
+int qhca_query_pkey_ib(struct qhca_dev *dev, u16 index, u16 *pkey);
+int qhca_modify_port(struct ib_device *ibdev, u32 port, int mask, struct ib_port_modify *pm);
+int qhca_modify_device(struct ib_device *ibdev, int mask, struct ib_device_modify *dm);
+int qhca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int qhca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int qhca_av_from_ib_ah_attr(struct qhca_av *av, const struct rdma_ah_attr *ah);
+
 /* qhca_mem.c */
 int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb);
 int qhca_umem_pbl_get(struct qhca_dev *dev, u64 addr, size_t size, int access,

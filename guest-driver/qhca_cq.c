@@ -428,6 +428,17 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 			wc[n].ex.invalidate_rkey = cqe->imm;
 			wc[n].wc_flags |= IB_WC_WITH_INVALIDATE;
 		}
+		if (cflags & QHCA_CQE_FLAG_IB) {
+			/* An InfiniBand port: what the LRH said; a GRH only if there was one. */
+			wc[n].slid = cqe->ib.slid;
+			wc[n].sl = cqe->ib.sl;
+			wc[n].dlid_path_bits = cqe->ib.dlid_path_bits;
+			wc[n].pkey_index = 0;
+			if (cflags & QHCA_CQE_FLAG_GRH)
+				wc[n].wc_flags |= IB_WC_GRH;
+			n++;
+			continue;
+		}
 		wc[n].sl = QHCA_WC_SL_OF_FLAGS(cflags);
 		if (cflags & QHCA_CQE_FLAG_GRH) {
 			wc[n].wc_flags |= IB_WC_GRH | IB_WC_WITH_SMAC | IB_WC_WITH_NETWORK_HDR_TYPE;

@@ -66,15 +66,16 @@ void qhca_async_eq_fini(struct qhca_dev *dev)
 	qhca_eq_destroy(dev, &dev->async_eq);
 }
 
-static void qhca_port_event(struct qhca_dev *dev, bool up)
+static void qhca_port_event(struct qhca_dev *dev, enum ib_event_type type)
 {
 	struct ib_event ev = {
 		.device = &dev->ibdev,
 		.element.port_num = 1,
-		.event = up ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+		.event = type,
 	};
 
-	qhca_eth_link_change(dev, up);
+	if (type == IB_EVENT_PORT_ACTIVE || type == IB_EVENT_PORT_ERR)
+		qhca_eth_link_change(dev, type == IB_EVENT_PORT_ACTIVE);
 	ib_dispatch_event(&ev);
 }
 
@@ -130,10 +131,25 @@ void qhca_async_eq_poll(struct qhca_dev *dev)
 		dma_rmb();	/* the event's fields only after its phase */
 		switch (eqe->type) {
 		case QHCA_EVENT_PORT_ACTIVE:
-			qhca_port_event(dev, true);
+			qhca_port_event(dev, IB_EVENT_PORT_ACTIVE);
 			break;
 		case QHCA_EVENT_PORT_DOWN:
-			qhca_port_event(dev, false);
+			qhca_port_event(dev, IB_EVENT_PORT_ERR);
+			break;
+		case QHCA_EVENT_LID_CHANGE:
+			qhca_port_event(dev, IB_EVENT_LID_CHANGE);
+			break;
+		case QHCA_EVENT_PKEY_CHANGE:
+			qhca_port_event(dev, IB_EVENT_PKEY_CHANGE);
+			break;
+		case QHCA_EVENT_SM_CHANGE:
+			qhca_port_event(dev, IB_EVENT_SM_CHANGE);
+			break;
+		case QHCA_EVENT_CLIENT_REREG:
+			qhca_port_event(dev, IB_EVENT_CLIENT_REREGISTER);
+			break;
+		case QHCA_EVENT_GID_CHANGE:
+			qhca_port_event(dev, IB_EVENT_GID_CHANGE);
 			break;
 		case QHCA_EVENT_QP_FATAL:
 			qhca_qp_event(dev, eqe->handle, IB_EVENT_QP_FATAL);

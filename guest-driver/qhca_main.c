@@ -119,7 +119,8 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "completion event queues: %d\n", err);
 		goto err_eq;
 	}
-	err = qhca_eth_init(dev);
+	/* An InfiniBand port has no Ethernet function: IPoIB is its netdev. */
+	err = qhca_link_ib(dev) ? 0 : qhca_eth_init(dev);
 	if (err) {
 		dev_err(&pdev->dev, "netdev registration failed: %d\n", err);
 		goto err_comp;
@@ -132,7 +133,7 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	dev->ibdev.node_guid = cpu_to_be64(dev->attr.node_guid);
 	strscpy(dev->ibdev.node_desc, "qhca emulated RDMA HCA", sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &qhca_dev_ops);
-	err = ib_device_set_netdev(&dev->ibdev, dev->netdev, 1);
+	err = dev->netdev ? ib_device_set_netdev(&dev->ibdev, dev->netdev, 1) : 0;
 	if (err)
 		goto err_eth;
 	err = ib_register_device(&dev->ibdev, "qhca_%d", &pdev->dev);
@@ -141,12 +142,14 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_eth;
 	}
 	qhca_debugfs_init(dev);
-	dev_info(&pdev->dev, "%s: netdev %s, %u doorbell pages, %d MSI-X vectors\n",
-		 dev_name(&dev->ibdev.dev), netdev_name(dev->netdev), dev->db_pages, dev->nvecs);
+	dev_info(&pdev->dev, "%s: %s, %u doorbell pages, %d MSI-X vectors\n",
+		 dev_name(&dev->ibdev.dev), dev->netdev ? netdev_name(dev->netdev) :
+		 "InfiniBand port", dev->db_pages, dev->nvecs);
 	return 0;
 
 err_eth:
-	ib_device_set_netdev(&dev->ibdev, NULL, 1);
+	if (dev->netdev)
+		ib_device_set_netdev(&dev->ibdev, NULL, 1);
 	qhca_eth_fini(dev);
 err_comp:
 	qhca_comp_eqs_fini(dev);

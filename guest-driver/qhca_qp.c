@@ -160,6 +160,10 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
 		break;
+	case IB_QPT_SMI:	/* QP0: an InfiniBand port's, for ib_mad alone */
+		if (!qhca_link_ib(dev) || uctx)
+			return -EOPNOTSUPP;
+		break;
 	case IB_QPT_XRC_INI:
 		/* User QPs only: a kernel ib_send_wr cannot name the remote XRC SRQ. */
 		if (!xrc || !uctx)
@@ -184,7 +188,8 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	    cap->max_recv_sge > dev->attr.max_recv_sge ||
 	    cap->max_inline_data > dev->attr.max_inline_data || cap->max_inline_data > U16_MAX)
 		return -EINVAL;
-	ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI;
+	ud = init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_GSI ||
+	     init->qp_type == IB_QPT_SMI;
 	/* No receive queue of its own: an SRQ receives, or nothing (XRC_INI). */
 	norq = init->srq || init->qp_type == IB_QPT_XRC_INI;
 	qp->sq.log2 = order_base_2(max(cap->max_send_wr, 1u));
@@ -218,7 +223,8 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	c.recv_cq = init->recv_cq ? to_qcq(init->recv_cq)->cqn : 0;
 	c.srq = init->srq ? to_qsrq(init->srq)->srqn : 0;
 	c.uctx = uctx ? uctx->handle : QHCA_HANDLE_KERNEL;
-	c.type = init->qp_type == IB_QPT_GSI ? QHCA_QPT_GSI : init->qp_type;
+	c.type = init->qp_type == IB_QPT_GSI ? QHCA_QPT_GSI :
+		 init->qp_type == IB_QPT_SMI ? QHCA_QPT_SMI : init->qp_type;
 	c.sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	c.sq_log2 = qp->sq.log2;
 	c.rq_log2 = norq ? 0 : qp->rq.log2;
@@ -240,8 +246,9 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	err = qhca_qp_attach_cqs(qp, init->send_cq, init->recv_cq);
 	if (err)
 		goto err_xa;
-	/* GSI is QP1 on the wire whatever the device numbered it. */
-	qp->ibqp.qp_num = init->qp_type == IB_QPT_GSI ? 1 : qp->qpn;
+	/* GSI is QP1 and SMI QP0 on the wire whatever the device numbered them. */
+	qp->ibqp.qp_num = init->qp_type == IB_QPT_GSI ? 1 : init->qp_type == IB_QPT_SMI ? 0 :
+			  qp->qpn;
 	cap->max_send_wr = 1u << qp->sq.log2;
 	cap->max_recv_wr = norq ? 0 : 1u << qp->rq.log2;
 	if (uctx) {
@@ -293,6 +300,8 @@ static int qhca_av_from_ah_attr(struct qhca_av *av, const struct rdma_ah_attr *a
 	const struct ib_global_route *grh = rdma_ah_read_grh(ah);
 	const struct ib_gid_attr *sgid = grh->sgid_attr;
 
+	if (ah->type == RDMA_AH_ATTR_TYPE_IB)
+		return qhca_av_from_ib_ah_attr(av, ah);
 	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) || !sgid)
 		return -EINVAL;
 	/* RoCE v2 only: the source GID's type says how packets are encapsulated. */
@@ -529,7 +538,7 @@ static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void
 	default:
 		break;
 	}
-	if (qp->type == IB_QPT_UD || qp->type == IB_QPT_GSI) {
+	if (qp->type == IB_QPT_UD || qp->type == IB_QPT_GSI || qp->type == IB_QPT_SMI) {
 		struct qhca_ud_seg *ud = seg;
 
 		memset(ud, 0, sizeof(*ud));

@@ -88,6 +88,18 @@ static int qhca_query_port(struct ib_device *ibdev, u32 port, struct ib_port_att
 	attr->pkey_tbl_len = p.pkey_tbl_len;
 	attr->active_width = p.active_width;
 	attr->active_speed = p.active_speed;
+	if (p.link_layer == QHCA_LINK_IB) {
+		attr->lid = p.lid;
+		attr->sm_lid = p.sm_lid;
+		attr->lmc = p.lmc;
+		attr->sm_sl = p.sm_sl;
+		attr->subnet_timeout = p.subnet_timeout;
+		attr->init_type_reply = p.init_type_reply;
+		attr->max_vl_num = p.max_vl_num;
+		attr->bad_pkey_cntr = 0;
+		attr->qkey_viol_cntr = 0;
+		return 0;
+	}
 	attr->ip_gids = true;
 	return 0;
 }
@@ -103,18 +115,21 @@ static int qhca_get_port_immutable(struct ib_device *ibdev, u32 port,
 		return err;
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
-	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->core_cap_flags = qhca_link_ib(to_qdev(ibdev)) ? RDMA_CORE_PORT_IBA_IB :
+				    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
 static enum rdma_link_layer qhca_get_link_layer(struct ib_device *ibdev, u32 port)
 {
-	return IB_LINK_LAYER_ETHERNET;
+	return qhca_link_ib(to_qdev(ibdev)) ? IB_LINK_LAYER_INFINIBAND : IB_LINK_LAYER_ETHERNET;
 }
 
 static int qhca_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
 {
+	if (qhca_link_ib(to_qdev(ibdev)))
+		return qhca_query_pkey_ib(to_qdev(ibdev), index, pkey);
 	if (index > 0)
 		return -EINVAL;
 	*pkey = IB_DEFAULT_PKEY_FULL;
@@ -366,6 +381,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.alloc_pd = qhca_alloc_pd,
 	.alloc_ucontext = qhca_alloc_ucontext,
 	.alloc_xrcd = qhca_alloc_xrcd,
+	.attach_mcast = qhca_attach_mcast,
 	.create_ah = qhca_create_ah,
 	.create_cq = qhca_create_cq,
 	.create_qp = qhca_create_qp,
@@ -385,6 +401,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.destroy_cq = qhca_destroy_cq,
 	.destroy_qp = qhca_destroy_qp,
 	.destroy_srq = qhca_destroy_srq,
+	.detach_mcast = qhca_detach_mcast,
 	.get_dev_fw_str = qhca_get_dev_fw_str,
 	.get_dma_mr = qhca_get_dma_mr,
 	.get_hw_stats = qhca_get_hw_stats,
@@ -392,13 +409,17 @@ const struct ib_device_ops qhca_dev_ops = {
 	.get_port_immutable = qhca_get_port_immutable,
 	.mmap = qhca_mmap,
 	.mmap_free = qhca_mmap_free,
+	.modify_device = qhca_modify_device,
+	.modify_port = qhca_modify_port,
 	.modify_qp = qhca_modify_qp,
 	.modify_srq = qhca_modify_srq,
 	.poll_cq = qhca_poll_cq,
 	.post_recv = qhca_post_recv,
 	.post_send = qhca_post_send,
 	.post_srq_recv = qhca_post_srq_recv,
+	.process_mad = qhca_process_mad,
 	.query_device = qhca_query_device,
+	.query_gid = qhca_query_gid,
 	.query_pkey = qhca_query_pkey,
 	.query_port = qhca_query_port,
 	.query_qp = qhca_query_qp,

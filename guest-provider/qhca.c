@@ -145,12 +145,50 @@ static int qhca_dealloc_mw(struct ibv_mw *mw)
 	return 0;
 }
 
+/* An address on an InfiniBand port: LID, SL, path bits, and a GRH if the AH is global. */
+static struct ibv_ah *qhca_create_ib_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct qhca_ucreate_ah_resp resp = {};
+	union ibv_gid sgid;
+	struct qhca_ah *ah;
+
+	if (attr->is_global &&
+	    ibv_query_gid(pd->context, attr->port_num, attr->grh.sgid_index, &sgid)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	if (ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp, sizeof(resp))) {
+		free(ah);
+		return NULL;
+	}
+	ah->av.dlid = htole16(attr->dlid);
+	ah->av.sl = attr->sl;
+	ah->av.ib_flags = attr->src_path_bits & QHCA_AV_PATH_BITS_MASK;
+	if (attr->is_global) {
+		ah->av.ib_flags |= QHCA_AV_GRH;
+		memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
+		memcpy(ah->av.sgid, sgid.raw, 16);
+		ah->av.hop_limit = attr->grh.hop_limit;
+		ah->av.tclass = attr->grh.traffic_class;
+		ah->av.flow_label = htole32(attr->grh.flow_label);
+	}
+	return &ah->ibv_ah;
+}
+
 static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct qhca_ucreate_ah_resp resp = {};
+	struct ibv_port_attr port;
 	struct ibv_gid_entry sgid;
 	struct qhca_ah *ah;
 
+	if (ibv_query_port(pd->context, attr->port_num, &port))
+		return NULL;
+	if (port.link_layer == IBV_LINK_LAYER_INFINIBAND)
+		return qhca_create_ib_ah(pd, attr);
 	if (!attr->is_global ||
 	    ibv_query_gid_ex(pd->context, attr->port_num, attr->grh.sgid_index, &sgid, 0)) {
 		errno = EINVAL;
@@ -235,6 +273,7 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.alloc_mw = qhca_alloc_mw,
 	.alloc_parent_domain = qhca_alloc_parent_domain,
 	.alloc_pd = qhca_alloc_pd,
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = qhca_bind_mw,
 	.close_xrcd = qhca_close_xrcd,
 	.create_ah = qhca_create_ah,
@@ -251,6 +290,7 @@ static const struct verbs_context_ops qhca_ctx_ops = {
 	.destroy_cq = qhca_destroy_cq,
 	.destroy_qp = qhca_destroy_qp,
 	.destroy_srq = qhca_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = qhca_free_context,
 	.get_srq_num = qhca_get_srq_num,
 	.modify_qp = qhca_modify_qp,

@@ -596,21 +596,38 @@ static unsigned int cq_ex_read_wc_flags(struct ibv_cq_ex *ex)
 	       (f & QHCA_CQE_FLAG_GRH ? IBV_WC_GRH : 0);
 }
 
-/* UD over RoCE: the network header type, as ConnectX reports it (QHCA_WC_SL_*). */
+/* The SL of a UD receive: the LRH's on an InfiniBand port; over RoCE the network header
+ * type, as ConnectX reports it (QHCA_WC_SL_*). */
+static uint8_t cqe_sl(const struct qhca_cqe *cqe)
+{
+	uint8_t f = QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(cqe->src_qp_flags));
+
+	return f & QHCA_CQE_FLAG_IB ? cqe->ib.sl : QHCA_WC_SL_OF_FLAGS(f);
+}
+
+static bool cqe_ib(const struct qhca_cqe *cqe)
+{
+	return QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, le32toh(cqe->src_qp_flags)) & QHCA_CQE_FLAG_IB;
+}
+
 static uint8_t cq_ex_read_sl(struct ibv_cq_ex *ex)
 {
-	return QHCA_WC_SL_OF_FLAGS(QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK,
-						  le32toh(to_qcq_ex(ex)->cur->src_qp_flags)));
+	return cqe_sl(to_qcq_ex(ex)->cur);
 }
 
-static uint32_t cq_ex_read_zero32(struct ibv_cq_ex *ex)
+/* LIDs: on an InfiniBand port only (RoCE has none). */
+static uint32_t cq_ex_read_slid(struct ibv_cq_ex *ex)
 {
-	return 0;	/* no LIDs on RoCE */
+	const struct qhca_cqe *cqe = to_qcq_ex(ex)->cur;
+
+	return cqe_ib(cqe) ? le16toh(cqe->ib.slid) : 0;
 }
 
-static uint8_t cq_ex_read_zero8(struct ibv_cq_ex *ex)
+static uint8_t cq_ex_read_dlid_path_bits(struct ibv_cq_ex *ex)
 {
-	return 0;	/* SL and DLID path bits: not used on RoCE */
+	const struct qhca_cqe *cqe = to_qcq_ex(ex)->cur;
+
+	return cqe_ib(cqe) ? cqe->ib.dlid_path_bits : 0;
 }
 
 struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
@@ -659,9 +676,9 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 	ex->read_qp_num = cq_ex_read_qp_num;
 	ex->read_src_qp = cq_ex_read_src_qp;
 	ex->read_wc_flags = cq_ex_read_wc_flags;
-	ex->read_slid = cq_ex_read_zero32;
+	ex->read_slid = cq_ex_read_slid;
 	ex->read_sl = cq_ex_read_sl;
-	ex->read_dlid_path_bits = cq_ex_read_zero8;
+	ex->read_dlid_path_bits = cq_ex_read_dlid_path_bits;
 	return ex;
 }
 
@@ -734,7 +751,11 @@ int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		}
 		if (flags & QHCA_CQE_FLAG_GRH)
 			wc[n].wc_flags |= IBV_WC_GRH;
-		wc[n].sl = QHCA_WC_SL_OF_FLAGS(flags);
+		wc[n].sl = cqe_sl(cqe);
+		if (flags & QHCA_CQE_FLAG_IB) {
+			wc[n].slid = le16toh(cqe->ib.slid);
+			wc[n].dlid_path_bits = cqe->ib.dlid_path_bits;
+		}
 		cqe_retire(to_qctx(ibcq->context), cqe);
 		cq->ci++;
 		n++;

@@ -53,6 +53,7 @@ struct QhcaState {
     size_t tx_len[QHCA_TX_BACKLOG];
     unsigned tx_head, tx_count;
     bool tx_batch;              /* property tx-batch: cork the netdev around bursts */
+    char *link;                 /* property link: "roce" (default) or "ib" */
 
     struct qhca_engine_config cfg;
     struct qhca_engine *engine;
@@ -408,6 +409,14 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
     qemu_guest_getrandom_nofail(&s->cfg.key_secret, sizeof(s->cfg.key_secret));
+    if (!s->link || !strcmp(s->link, "roce")) {
+        s->cfg.link = QHCA_LINK_ROCE;
+    } else if (!strcmp(s->link, "ib")) {
+        s->cfg.link = QHCA_LINK_IB;
+    } else {
+        error_setg(errp, "qhca: link must be roce or ib, not '%s'", s->link);
+        return;
+    }
     if (!qhca_engine_config_check(&s->cfg, why, sizeof(why))) {
         error_setg(errp, "qhca: %s", why);
         return;
@@ -489,6 +498,7 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_UINT32("max-inline", QhcaState, cfg.max_inline, 256),
     DEFINE_PROP_UINT32("mtu", QhcaState, cfg.mtu, 4096),
     DEFINE_PROP_BOOL("tx-batch", QhcaState, tx_batch, true),
+    DEFINE_PROP_STRING("link", QhcaState, link),
 };
 
 static void qhca_class_init(ObjectClass *klass, void *data)

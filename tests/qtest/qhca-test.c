@@ -294,6 +294,7 @@ static void test_bad_properties_rejected(void)
 {
     static const char *const bad[] = {
         "db-pages=3", "mtu=1500", "msix-vectors=2", "max-qp=0", "mac=01:00:00:00:00:01",
+        "link=fc",
     };
     size_t i;
 
@@ -444,6 +445,53 @@ static uint16_t qhca_obj(Qhca *h, uint8_t op, uint32_t handle, const void *in, u
         qtest_memread(h->qts, a, out, out_len);
     }
     return st;
+}
+
+/*
+ * link=ib: the port is InfiniBand (QUERY_PORT says so, with no LID until an SM sets one),
+ * the SMA answers through MAD_IFC, and the Ethernet function is refused.
+ */
+static void test_ib_port(void)
+{
+    Qhca *h = qhca_start("link=ib");
+    struct qhca_cmd eth = { .hdr = { .opcode = QHCA_CMD_ETH_START,
+                                     .len = sizeof(eth.eth_start) } };
+    struct qhca_port_attr port;
+    uint8_t mad[QHCA_MAD_SIZE] = { 1, 0x81, 1, 1 }, out[QHCA_MAD_SIZE];
+    uint32_t answered = 0;
+
+    qhca_enable(h);
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out, sizeof(port), 1),
+                     ==, QHCA_ST_OK);
+    qtest_memread(h->qts, h->out, &port, sizeof(port));
+    g_assert_cmpuint(port.link_layer, ==, QHCA_LINK_IB);
+    g_assert_cmpuint(port.lid, ==, 0);
+    g_assert_cmpuint(port.pkey_tbl_len, ==, 32);
+    /* Get(NodeInfo), directed route: a CA of one port, the D bit in the response */
+    mad[17] = 0x11;
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out, sizeof(out),
+                              &answered), ==, QHCA_ST_OK);
+    g_assert_cmpuint(answered, ==, 1);
+    g_assert_cmphex(out[3], ==, 0x81);
+    g_assert_cmphex(out[4], ==, 0x80);
+    g_assert_cmpuint(out[64 + 2], ==, 1);
+    g_assert_cmpuint(out[64 + 3], ==, 1);
+    /* a MAD of the SA's is not the device's to answer; a bad port is refused */
+    mad[1] = 0x03;
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out, sizeof(out),
+                              &answered), ==, QHCA_ST_OK);
+    g_assert_cmpuint(answered, ==, 0);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 2, mad, sizeof(mad), out, sizeof(out),
+                              &answered), ==, QHCA_ST_BAD_FIELD);
+    g_assert_cmpuint(qhca_exec(h, &eth, NULL, NULL), ==, QHCA_ST_BAD_STATE);
+    qhca_stop(h);
+
+    /* a RoCE port has no SMA */
+    h = qhca_start(NULL);
+    qhca_enable(h);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out, sizeof(out),
+                              &answered), ==, QHCA_ST_BAD_STATE);
+    qhca_stop(h);
 }
 
 /* A contiguous 4 KiB-aligned buffer and a one-level page list for it. */
@@ -1076,6 +1124,7 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/malformed-commands", test_malformed_commands);
     qtest_add_func("/qhca/hostile-doorbells", test_hostile_doorbells);
     qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
+    qtest_add_func("/qhca/ib-port", test_ib_port);
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
     qtest_add_func("/qhca/two-devices-memory-ops", test_two_devices_memory_ops);
