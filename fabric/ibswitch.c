@@ -52,7 +52,6 @@ static void port_defaults(struct ib_port_info *pi, int num)
 {
 	memset(pi, 0, sizeof(*pi));
 	pi->gid_prefix = 0xfe80000000000000ull;
-	pi->local_port = 0;		/* a switch reports 0 here (NodeInfo has the port) */
 	pi->width_supported = 3;
 	pi->width_enabled = 3;
 	pi->width_active = 2;		/* 4X */
@@ -184,8 +183,8 @@ static uint16_t sma_port_info(struct fabric *sw, uint8_t *mad, int set, int inpo
 		ib_put16(d + 16, 0);
 		ib_put16(d + 18, 0);
 	}
+	d[28] = (uint8_t)inport;	/* LocalPortNum: the port the SMP came in by */
 	pi->client_rereg = 0;
-	(void)inport;
 	return st;
 }
 

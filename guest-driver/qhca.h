@@ -228,6 +228,10 @@ struct qhca_mw {
 struct qhca_ah {
 	struct ib_ah ibah;
 	struct qhca_av av;
+	u8 ah_flags;		/* for query_ah: what the AH was created with */
+	u8 sgid_index;
+	u8 port_num;
+	enum rdma_ah_attr_type type;
 };
 
 static inline struct qhca_dev *to_qdev(struct ib_device *ibdev)
@@ -320,6 +324,7 @@ int qhca_modify_device(struct ib_device *ibdev, int mask, struct ib_device_modif
 int qhca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int qhca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int qhca_av_from_ib_ah_attr(struct qhca_av *av, const struct rdma_ah_attr *ah);
+int qhca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 
 /* qhca_mem.c */
 int qhca_pbl_from_umem(struct qhca_dev *dev, struct ib_umem *umem, struct qhca_pbl_buf *pb);

@@ -157,6 +157,34 @@ int qhca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 	return qhca_mcast_cmd(ibqp, gid, lid, QHCA_CMD_DETACH_MCAST);
 }
 
+/*
+ * The attributes an AH was made with. ib_mad needs them to match a response to its
+ * request (rcv_has_same_gid: the responder's LID or GID against the request's address).
+ */
+int qhca_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
+{
+	struct qhca_ah *ah = to_qah(ibah);
+	const struct qhca_av *av = &ah->av;
+	union ib_gid dgid;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->type = ah->type;
+	rdma_ah_set_port_num(attr, ah->port_num);
+	if (ah->type == RDMA_AH_ATTR_TYPE_IB) {
+		rdma_ah_set_dlid(attr, av->dlid);
+		rdma_ah_set_sl(attr, av->sl);
+		rdma_ah_set_path_bits(attr, av->ib_flags & QHCA_AV_PATH_BITS_MASK);
+	} else if (ah->type == RDMA_AH_ATTR_TYPE_ROCE) {
+		memcpy(attr->roce.dmac, av->dmac, ETH_ALEN);
+	}
+	if (ah->ah_flags & IB_AH_GRH) {
+		memcpy(dgid.raw, av->dgid, sizeof(dgid.raw));
+		rdma_ah_set_grh(attr, &dgid, av->flow_label, ah->sgid_index, av->hop_limit,
+				av->tclass);
+	}
+	return 0;
+}
+
 /* An address on an InfiniBand port: LID, SL and path bits, and a GRH if asked for. */
 int qhca_av_from_ib_ah_attr(struct qhca_av *av, const struct rdma_ah_attr *ah)
 {

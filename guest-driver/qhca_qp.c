@@ -875,6 +875,10 @@ int qhca_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init, struct ib
 	err = qhca_av_from_ah_attr(&ah->av, init->ah_attr);
 	if (err)
 		return err;
+	ah->type = init->ah_attr->type;
+	ah->ah_flags = rdma_ah_get_ah_flags(init->ah_attr);
+	ah->sgid_index = rdma_ah_read_grh(init->ah_attr)->sgid_index;
+	ah->port_num = rdma_ah_get_port_num(init->ah_attr);
 	if (udata && udata->outlen) {
 		struct qhca_create_ah_resp uresp = {};
 

@@ -418,6 +418,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.post_send = qhca_post_send,
 	.post_srq_recv = qhca_post_srq_recv,
 	.process_mad = qhca_process_mad,
+	.query_ah = qhca_query_ah,
 	.query_device = qhca_query_device,
 	.query_gid = qhca_query_gid,
 	.query_pkey = qhca_query_pkey,

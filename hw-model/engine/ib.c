@@ -15,7 +15,7 @@
  * the wire least significant byte first (the byte order is our reading: the sources at
  * hand do not settle it, and no receiver but qhca's own checks it).
  */
-static uint16_t vcrc_table[256];
+static uint16_t vcrc_table[8][256];	/* [0]: one byte; [k]: a byte k places further */
 
 static void vcrc_init(void)
 {
@@ -26,19 +26,46 @@ static void vcrc_init(void)
 
 		for (k = 0; k < 8; k++)
 			c = c & 1 ? (uint16_t)((c >> 1) ^ 0xd008) : (uint16_t)(c >> 1);
-		vcrc_table[i] = c;
+		vcrc_table[0][i] = c;
 	}
+	for (i = 0; i < 256; i++)
+		for (k = 1; k < 8; k++)
+			vcrc_table[k][i] = (uint16_t)((vcrc_table[k - 1][i] >> 8) ^
+						      vcrc_table[0][vcrc_table[k - 1][i] & 0xff]);
 }
 
-uint16_t ib_vcrc(const uint8_t *buf, size_t len)
+/* The reference: a byte at a time (the unit test holds ib_vcrc to it). */
+uint16_t ib_vcrc_bytewise(const uint8_t *buf, size_t len)
 {
 	uint16_t c = 0xffff;
 	size_t i;
 
-	if (!vcrc_table[1])
+	if (!vcrc_table[0][1])
 		vcrc_init();
 	for (i = 0; i < len; i++)
-		c = (uint16_t)((c >> 8) ^ vcrc_table[(c ^ buf[i]) & 0xff]);
+		c = (uint16_t)((c >> 8) ^ vcrc_table[0][(c ^ buf[i]) & 0xff]);
+	return (uint16_t)~c;
+}
+
+/* Eight bytes a step ("slicing by 8"): every data byte crosses the wire once per hop and
+ * is checked at the switch and the receiver, so this is on the hot path. */
+uint16_t ib_vcrc(const uint8_t *buf, size_t len)
+{
+	uint32_t c = 0xffff;
+	size_t i = 0;
+
+	if (!vcrc_table[0][1])
+		vcrc_init();
+	for (; i + 8 <= len; i += 8) {
+		uint32_t lo = ((uint32_t)buf[i] | (uint32_t)buf[i + 1] << 8) ^ c;
+
+		c = vcrc_table[7][lo & 0xff] ^ vcrc_table[6][lo >> 8] ^
+		    vcrc_table[5][buf[i + 2]] ^ vcrc_table[4][buf[i + 3]] ^
+		    vcrc_table[3][buf[i + 4]] ^ vcrc_table[2][buf[i + 5]] ^
+		    vcrc_table[1][buf[i + 6]] ^ vcrc_table[0][buf[i + 7]];
+	}
+	for (; i < len; i++)
+		c = (c >> 8) ^ vcrc_table[0][(c ^ buf[i]) & 0xff];
 	return (uint16_t)~c;
 }
 

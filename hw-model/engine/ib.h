@@ -75,6 +75,7 @@ enum roce_parse_result ib_parse(const uint8_t *f, size_t len, struct roce_pkt *p
  * sets ICRC and VCRC of a packet in place (tests, fuzzers, a switch that rewrote a field).
  */
 uint16_t ib_vcrc(const uint8_t *buf, size_t len);
+uint16_t ib_vcrc_bytewise(const uint8_t *buf, size_t len);
 bool ib_vcrc_ok(const uint8_t *pkt, size_t len);
 void ib_vcrc_update(uint8_t *pkt, size_t len);
 bool ib_crc_update(uint8_t *pkt, size_t len);

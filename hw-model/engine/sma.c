@@ -36,11 +36,12 @@ uint64_t qhca_node_guid(const struct qhca_engine *e)
 	       0xfffeull << 24 | (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
 }
 
-/* The port's GUID: the node GUID's neighbour, as on HCAs whose ports have GUIDs of their
- * own (NodeInfo has both). */
+/* The port's GUID, its own as on most HCAs (NodeInfo has both): the node GUID with ff:ff
+ * in place of the EUI-64's ff:fe, so that devices whose MACs differ by one still have
+ * GUIDs that are all different. */
 uint64_t qhca_port_guid(const struct qhca_engine *e)
 {
-	return qhca_node_guid(e) + 1;
+	return qhca_node_guid(e) | 0x01000000ull;
 }
 
 void qhca_ib_port_reset(struct qhca_engine *e)
