@@ -343,6 +343,8 @@ static int cmd_link(struct fabric *sw, const char *ports, const char *state, boo
 		if (set >> i & 1)
 			sw->port[i].link_down = state[0] == 'd';
 	fabric_impair_update(sw);
+	if (sw->ib)
+		fabric_ib_links(sw);	/* the SM sees every flap: PortStateChange */
 	return 0;
 }
 

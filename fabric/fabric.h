@@ -220,6 +220,8 @@ void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const ui
 int fabric_ib_enable(struct fabric *sw, uint64_t guid);
 void fabric_ib_close(struct fabric *sw);
 void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len);
+/* A port connected, disconnected, or its link was set up or down: its IB state follows. */
+void fabric_ib_links(struct fabric *sw);
 /* The fabric port a unicast packet from @in goes to, or -1 (multicast, SMPs, no route). */
 int fabric_ib_route(struct fabric *sw, int in, const uint8_t *frame, size_t len);
 /* The switch's state as a JSON member ("ib":{...}) into @buf; its length. */

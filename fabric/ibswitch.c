@@ -103,8 +103,9 @@ void fabric_ib_close(struct fabric *sw)
 }
 
 /* Follow the ports' links: a port that came up is INIT, one that went down is DOWN; either
- * sets PortStateChange (IBA 14.2.5.4). */
-static void sync_links(struct fabric *sw)
+ * sets PortStateChange (IBA 14.2.5.4). Called on every change of a link, and before the
+ * SMA answers. */
+void fabric_ib_links(struct fabric *sw)
 {
 	struct fabric_ib *ib = sw->ib;
 	int i;
@@ -230,7 +231,7 @@ static int sma_process(struct fabric *sw, uint8_t *mad, int inport)
 
 	if (method != IB_METHOD_GET && !set)
 		return -1;	/* responses, traps: a switch has no SM */
-	sync_links(sw);
+	fabric_ib_links(sw);
 	if (mad[IB_MAD_CLASS_VERSION] != 1) {
 		st = IB_MAD_ST_BAD_VERSION;
 		goto out;
@@ -315,6 +316,13 @@ out:
 }
 
 /* ---------------------------------------------------------------- packets */
+/* The capture sees every packet: those the switch takes or drops itself too, with why. */
+static void capture(struct fabric *sw, int port, const uint8_t *f, size_t len, const char *why)
+{
+	if (sw->cap)
+		fabric_capture_frame(sw, port, fabric_now_ns(), f, len, why);
+}
+
 /* Send the SMP @mad out of switch port @out (1..N) as a VL15 packet from @slid to @dlid. */
 static void send_smp(struct fabric *sw, int out, const uint8_t *mad, uint16_t slid,
 		     uint16_t dlid)
@@ -336,8 +344,11 @@ static void send_smp(struct fabric *sw, int out, const uint8_t *mad, uint16_t sl
 	p.payload = mad;
 	p.payload_len = IB_MAD_LEN;
 	n = ib_build(&p, buf, sizeof(buf));
-	if (n && out >= 1 && out <= sw->nports && phys_up(sw, out - 1))
+	if (n && out >= 1 && out <= sw->nports && phys_up(sw, out - 1)) {
+		capture(sw, out - 1, buf, n, "sent by the switch (its SMA, or a directed-route "
+			"SMP passed on)");
 		fabric_send(sw, out - 1, buf, n);
+	}
 }
 
 static int route_unicast(struct fabric *sw, uint16_t dlid)
@@ -444,7 +455,7 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 	struct ib_lrh l;
 	int out, i;
 
-	sync_links(sw);
+	fabric_ib_links(sw);
 	if (!ib_lrh_read(f, len, &l) || !ib_vcrc_ok(f, l.len)) {
 		ib->dropped_crc++;
 		sw->port[in].rx_drops++;
@@ -454,17 +465,21 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 	if (l.vl == IB_VL_SMP) {
 		if (!ib_bth_peek(f, &l, &opcode, &dqpn) || dqpn != 0) {
 			ib->dropped_route++;
+			capture(sw, in, f, len, "dropped by the switch: VL15 not to QP0");
 			return;
 		}
 		if (l.dlid == IB_LID_PERMISSIVE || (ib->port[0].lid && l.dlid == ib->port[0].lid)) {
+			capture(sw, in, f, len, "to the switch's SMA");
 			smp_in(sw, in, f, &l);
 			return;
 		}
 		out = route_unicast(sw, l.dlid);
-		if (out >= 1 && out <= sw->nports && out - 1 != in && phys_up(sw, out - 1))
+		if (out >= 1 && out <= sw->nports && out - 1 != in && phys_up(sw, out - 1)) {
 			out_to(sw, in, out - 1, f, len);
-		else
+		} else {
 			ib->dropped_route++;
+			capture(sw, in, f, len, "dropped by the switch: no route for the DLID");
+		}
 		return;
 	}
 	if (ib_lid_mcast(l.dlid)) {
@@ -472,6 +487,8 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 
 		if (m >= MFT_CAP || ib->port[in + 1].state != IB_PORT_ACTIVE) {
 			ib->dropped_route++;
+			capture(sw, in, f, len, "dropped by the switch: multicast from a port that "
+				"is not ACTIVE");
 			return;
 		}
 		for (i = 0; i < sw->nports; i++)
@@ -482,10 +499,12 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 	out = route_unicast(sw, l.dlid);
 	if (out < 1 || out > sw->nports || out - 1 == in) {
 		ib->dropped_route++;
+		capture(sw, in, f, len, "dropped by the switch: no route for the DLID");
 		return;
 	}
 	if (!data_ok(sw, in + 1, out)) {
 		ib->dropped_state++;
+		capture(sw, in, f, len, "dropped by the switch: a port on its way is not ACTIVE");
 		return;
 	}
 	out_to(sw, in, out - 1, f, len);
@@ -498,7 +517,7 @@ size_t fabric_ib_show(struct fabric *sw, char *buf, size_t cap)
 	size_t n;
 	int i;
 
-	sync_links(sw);
+	fabric_ib_links(sw);
 	n = (size_t)snprintf(buf, cap, "\"ib\":{\"guid\":\"0x%016llx\",\"lid\":%u,\"smps\":%llu,"
 			     "\"smp_errors\":%llu,\"forwarded\":%llu,\"dropped_state\":%llu,"
 			     "\"dropped_route\":%llu,\"dropped_crc\":%llu,\"lft_top\":%u,"

@@ -90,6 +90,8 @@ static void disconnect(struct fabric *sw, int port, const char *why)
 	p->drops_unlogged = 0;
 	forget_port(sw, port);
 	fabric_port_drop_delayed(sw, port);
+	if (sw->ib)
+		fabric_ib_links(sw);
 }
 
 void fabric_close(struct fabric *sw)
@@ -161,6 +163,8 @@ void fabric_attach(struct fabric *sw, int port, int fd)
 	p->full_since_ms = 0;
 	p->drops_unlogged = 0;
 	fabric_log("port %d: connected", port + 1);
+	if (sw->ib)
+		fabric_ib_links(sw);
 }
 
 void fabric_accept(struct fabric *sw, int port)

@@ -207,6 +207,16 @@ static void test_dr_smps(void)
 	CHECK_EQ(pi.state, IB_PORT_DOWN);
 	CHECK_EQ(sm_switch(IB_METHOD_GET, IB_ATTR_SWITCH_INFO, 0, NULL, r), 0);
 	CHECK(r[IB_SMP_DATA + 11] & 0x04);
+	/* a flap too quick for any SMP to see the port down still leaves its mark */
+	memcpy(d, r + IB_SMP_DATA, sizeof(d));
+	CHECK_EQ(sm_switch(IB_METHOD_SET, IB_ATTR_SWITCH_INFO, 0, d, r), 0);
+	CHECK(!(r[IB_SMP_DATA + 11] & 0x04));
+	sw.port[1].link_down = 1;
+	fabric_ib_links(&sw);
+	sw.port[1].link_down = 0;
+	fabric_ib_links(&sw);
+	CHECK_EQ(sm_switch(IB_METHOD_GET, IB_ATTR_SWITCH_INFO, 0, NULL, r), 0);
+	CHECK(r[IB_SMP_DATA + 11] & 0x04);
 	/* skipping ARMED is refused */
 	CHECK_EQ(sm_switch(IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, NULL, r), 0);
 	ib_port_info_unpack(r + IB_SMP_DATA, &pi);
