@@ -183,18 +183,46 @@ static void fz_setup_xrc(struct fz_state *s)
 	fz_to_rts(s, s->xrc_ini, true, s->xrc_tgt);
 }
 
-/* A device with objects in place; @deep adds CQs, an MR and QPs of each type in RTS. */
+/* A device with objects in place; @deep adds CQs, an MR and QPs of each type in RTS. An
+ * InfiniBand port (@link) is brought to ACTIVE with LID 1 as a subnet manager would. */
+static void fz_setup_link(struct fz_state *s, int deep, uint8_t link);
+
 static void fz_setup(struct fz_state *s, int deep)
+{
+	fz_setup_link(s, deep, QHCA_LINK_ROCE);
+}
+
+static void fz_ib_activate(struct fz_state *s)
+{
+	uint8_t mad[256] = { 1, 0x01, 1, 2 }, out[256];
+	int state;
+
+	for (state = 3; state <= 4; state++) {	/* ARMED, then ACTIVE */
+		mad[16] = 0x00;
+		mad[17] = 0x15;			/* PortInfo */
+		mad[64 + 16 + 1] = 1;		/* LID 1 */
+		mad[64 + 18 + 1] = 1;		/* SM LID 1 */
+		mad[64 + 32] = (uint8_t)state;
+		qhca_mad_ifc(&s->e, mad, out);
+	}
+}
+
+static void fz_setup_link(struct fz_state *s, int deep, uint8_t link)
 {
 	struct qhca_cmd_create_eq eq = { .ring_addr = FZ_EQ, .log2_entries = 4, .vector = 0,
 					 .flags = QHCA_EQ_ASYNC };
 	static const uint8_t types[4] = { QHCA_QPT_RC, QHCA_QPT_UC, QHCA_QPT_UD, QHCA_QPT_GSI };
 	int i;
 
+	struct qhca_engine_config cfg = fz_cfg;
+
 	memset(fz_mem, 0, sizeof(fz_mem));
 	fz_now = 1000;
-	if (qhca_engine_init(&s->e, &fz_cfg, &fz_ops, NULL))
+	cfg.link = link;
+	if (qhca_engine_init(&s->e, &cfg, &fz_ops, NULL))
 		abort();
+	if (link == QHCA_LINK_IB)
+		fz_ib_activate(s);
 	qhca_engine_reg_write(&s->e, QHCA_REG_ASQ_BASE_LO, (uint32_t)FZ_ASQ);
 	qhca_engine_reg_write(&s->e, QHCA_REG_ACQ_BASE_LO, (uint32_t)FZ_ACQ);
 	qhca_engine_reg_write(&s->e, QHCA_REG_AQ_DEPTH, 4);

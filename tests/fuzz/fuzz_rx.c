@@ -4,9 +4,12 @@
  * frames (2-byte length, then the frame) delivered to a device with QPs of every type in
  * RTS, receive WQEs posted and the Ethernet function started. To get past the ICRC, a
  * frame whose first byte is odd gets its ICRC recomputed before delivery. Lengths 0xfffe
- * and 0xffff block and resume the transmit path (READ responses then wait).
+ * and 0xffff block and resume the transmit path (READ responses then wait). An input that
+ * starts with 0xff is for an InfiniBand port (link=ib, ACTIVE with LID 1): its frames are
+ * IB packets, and those whose length has bit 15 set get their ICRC and VCRC recomputed.
  */
 #include "fuzz_common.h"
+#include "ib.h"
 #include "roce.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -15,12 +18,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz_state s;
 	static uint8_t frame[9300];
+	bool ib = size && data[0] == 0xff;
 	struct qhca_cmd_eth_start eth = { .tx_ring = FZ_RINGS + 0xc000, .rx_ring = FZ_RINGS + 0xd000,
 					  .tx_log2 = 2, .rx_log2 = 2, .vector = 1 };
 	unsigned i;
 
-	fz_setup(&s, 1);
-	qhca_eth_start(&s.e, &eth);
+	if (ib) {
+		data++;
+		size--;
+	}
+	fz_setup_link(&s, 1, ib ? QHCA_LINK_IB : QHCA_LINK_ROCE);
+	qhca_eth_start(&s.e, &eth);	/* refused on an InfiniBand port */
 	for (i = 0; i < 4; i++) {
 		struct qhca_eth_desc d = { .addr = FZ_BUF + 0x4000 + i * 0x800ull, .len = 0x800 };
 		struct qhca_rq_wqe w = { .wr_id = i, .num_sge = 1 };
@@ -41,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		qhca_engine_db_write(&s.e, QHCA_DB_RQ, fz_db(s.qpn[i], 4), 8);
 	while (size >= 2) {
 		unsigned raw = data[0] | data[1] << 8;
-		size_t len = raw % sizeof(frame);
+		size_t len = (ib ? raw & 0x7fff : raw) % sizeof(frame);
 
 		data += 2;
 		size -= 2;
@@ -55,7 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len > size)
 			len = size;
 		memcpy(frame, data, len);
-		if (len > 14) {
+		if (ib) {
+			if (raw & 0x8000)
+				ib_crc_update(frame, len);
+		} else if (len > 14) {
 			memcpy(frame, fz_cfg.mac, 6);	/* addressed to us */
 			if (data[0] & 1)
 				roce_icrc_update(frame, len);

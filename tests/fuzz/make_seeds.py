@@ -121,7 +121,34 @@ def roce_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
     return eth + bytes(ip) + udp + body + struct.pack("<I", crc)
 
 
+def ib_frame(opcode, dqpn, psn, payload, reth=b"", extra=b"", dlid=1, vl=0, grh=False):
+    """An InfiniBand packet (LRH, GRH if asked, BTH...); fuzz_rx fixes its ICRC and VCRC."""
+    bth = struct.pack(">BBHI", opcode, 0, 0xffff, dqpn & 0xffffff) + struct.pack(">I", psn)
+    pad = (4 - len(payload) % 4) % 4
+    bth = bth[:1] + bytes([pad << 4]) + bth[2:]
+    body = bth + reth + extra + payload + b"\0" * pad
+    g = b""
+    if grh:
+        g = struct.pack(">IHBB", 6 << 28, len(body) + 4, 0x1b, 1) + b"\xfe\x80" + b"\0" * 14 + \
+            b"\xff\x12" + b"\0" * 14
+    words = (8 + len(g) + len(body) + 4) // 4
+    lrh = struct.pack(">BBHHH", vl << 4, 3 if grh else 2, dlid, words, 2)
+    return lrh + g + body + b"\0" * 6
+
+
 def rx_seeds():
+    # an InfiniBand port: 0xff first, lengths with bit 15 (fix the CRCs)
+    frames = [
+        ib_frame(0x64, 4, 0, b"ud" * 20, b"", struct.pack(">II", 0x1234, 7)),
+        ib_frame(0x64, 4, 0, b"ud grh" * 4, b"", struct.pack(">II", 0x1234, 7), grh=True),
+        ib_frame(0x04, 2, 0, b"hello" * 10),
+        ib_frame(0x0a, 2, 1, b"w" * 64, struct.pack(">QII", 0x10000, 1 << 8, 64)),
+        ib_frame(0x64, 0, 0, bytes(256), b"", struct.pack(">II", 0, 0), dlid=0xffff, vl=15),
+        ib_frame(0x64, 0xffffff, 0, b"mc" * 8, b"", struct.pack(">II", 0x1234, 7), dlid=0xc001,
+                 grh=True),
+        ib_frame(0x04, 2, 0, b"to another LID", dlid=9),
+    ]
+    yield b"\xff" + b"".join(struct.pack("<H", 0x8000 | len(f)) + f for f in frames)
     for qpn in (2, 3, 4, 5, 1):
         frames = [
             roce_frame(0x04, qpn, 0, b"hello" * 10),
