@@ -50,15 +50,16 @@ static void teardown(void)
 	fabric_close(&sw);
 }
 
-/* Send an IB packet into fabric port @port (as its HCA would). */
-static void send_pkt(int port, const struct roce_pkt *p, int corrupt)
+/* Send an IB packet into fabric port @port (as its HCA would); @bad_len: with a PktLen that
+ * claims more than the frame holds. */
+static void send_pkt(int port, const struct roce_pkt *p, int bad_len)
 {
 	uint8_t buf[4 + IB_MAX_PKT];
 	size_t n = ib_build(p, buf + 4, sizeof(buf) - 4);
 
 	CHECK(n > 0);
-	if (corrupt)
-		buf[4 + n / 2] ^= 1;
+	if (bad_len)
+		buf[4 + 5] += 8;
 	buf[0] = buf[1] = 0;
 	buf[2] = (uint8_t)(n >> 8);
 	buf[3] = (uint8_t)n;
@@ -270,7 +271,7 @@ static void test_forwarding(void)
 	CHECK(recv_pkt(1, &p, store, sizeof(store)));
 	CHECK(!memcmp(p.payload, payload, 64));
 	CHECK(!recv_pkt(2, &p, store, sizeof(store)));
-	/* to port 3 (not ACTIVE), to a LID without a route, corrupted: all dropped */
+	/* to port 3 (not ACTIVE), to a LID without a route, a bad PktLen: all dropped */
 	data_pkt(&p, 3, 1, payload);
 	send_pkt(0, &p, 0);
 	data_pkt(&p, 9, 1, payload);
@@ -279,6 +280,7 @@ static void test_forwarding(void)
 	send_pkt(0, &p, 1);
 	CHECK(!recv_pkt(1, &p, store, sizeof(store)));
 	CHECK(!recv_pkt(2, &p, store, sizeof(store)));
+	CHECK_EQ(sw.port[0].rx_drops, 1);
 	/* multicast: to the ACTIVE ports of the group but the one it came in by */
 	data_pkt(&p, 0xc001, 1, payload);
 	p.grh = true;
