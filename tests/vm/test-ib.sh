@@ -6,8 +6,9 @@
 #  a. two guests: before the SM the ports are INIT with no LID; opensm makes them ACTIVE
 #     with LIDs; sminfo, ibnetdiscover (two CAs, one switch), smpquery, perfquery, saquery,
 #     ibroute, iblinkinfo, ibping; IPoIB ping; ibv_rc/uc/ud/srq_pingpong by LID with -c;
-#     perftest RC and UD bandwidth and latency without -x; rping and ib_send_bw -R through
-#     rdma_cm (path records from the SA); the SM killed and another started, the ports stay
+#     perftest RC and UD bandwidth and latency without -x; rping, ib_send_bw -R and ucmatose
+#     through rdma_cm (path records from the SA); UD multicast (mckey: a join through the SA,
+#     ibv_attach_mcast, the switch's MFT); the SM killed and another started, the ports stay
 #     up; a guest's cable pulled and put back (qhca link), the SM brings the port back; the
 #     capture of the whole run decoded by tshark with no malformed packet.
 #  b. four guests: every pair reaches every other over IPoIB and RC; the switch's forwarding
@@ -195,6 +196,11 @@ check "ib_send_bw -R (rdma_cm, path record from the SA)" \
     pair 2 1 "ib_send_bw -d qhca_0 -R -n 200" "ib_send_bw -d qhca_0 -R -n 200 192.168.77.2"
 check "rping over IPoIB addresses (rdma_cm)" \
     pair 2 1 "rping -s -a 192.168.77.2 -C 20 -v" "rping -c -a 192.168.77.2 -C 20 -v"
+check "ucmatose (rdma_cm connections) over IB" \
+    pair 2 1 "ucmatose -C 10" "ucmatose -s 192.168.77.2 -C 10"
+check "UD multicast: mckey joins through the SA, sends to the MLID, the switch's MFT delivers" \
+    pair 2 1 "timeout 60 mckey -m 239.1.2.3 -b 192.168.77.2 -C 10" \
+             "mckey -m 239.1.2.3 -b 192.168.77.1 -s -C 10"
 check "the SM killed: the ports stay ACTIVE" sm_killed
 check "a new SM in guest 2 takes over" new_sm
 check "guest 1's cable pulled: its port goes DOWN" cable_out
