@@ -280,23 +280,11 @@ static int sma_process(struct fabric *sw, uint8_t *mad, int inport)
 		break;
 	}
 	case IB_ATTR_SL2VL:
-		if (set)
-			memcpy(ib->sl2vl, d, sizeof(ib->sl2vl));
-		memset(d, 0, IB_SMP_DATA_LEN);
-		memcpy(d, ib->sl2vl, sizeof(ib->sl2vl));
+		st = ib_sma_sl2vl(ib->sl2vl, mad, set, 1);
 		break;
-	case IB_ATTR_VL_ARB: {
-		uint32_t part = ib_get32(mad + IB_MAD_ATTR_MOD) >> 16;
-
-		if (part < 1 || part > 4) {
-			st = IB_MAD_ST_BAD_VALUE;
-			break;
-		}
-		if (set)
-			memcpy(ib->vl_arb[part - 1], d, IB_SMP_DATA_LEN);
-		memcpy(d, ib->vl_arb[part - 1], IB_SMP_DATA_LEN);
+	case IB_ATTR_VL_ARB:
+		st = ib_sma_vl_arb(ib->vl_arb, mad, set);
 		break;
-	}
 	case IB_ATTR_LFT:
 		st = sma_lft(sw, mad, set);
 		break;

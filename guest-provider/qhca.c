@@ -145,6 +145,21 @@ static int qhca_dealloc_mw(struct ibv_mw *mw)
 	return 0;
 }
 
+/* A new AH, made by the kernel too (which resolves RoCE's destination MAC into @resp). */
+static struct qhca_ah *qhca_ah_new(struct ibv_pd *pd, struct ibv_ah_attr *attr,
+				   struct qhca_ucreate_ah_resp *resp)
+{
+	struct qhca_ah *ah = calloc(1, sizeof(*ah));
+
+	if (!ah)
+		return NULL;
+	if (ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp->ibv_resp, sizeof(*resp))) {
+		free(ah);
+		return NULL;
+	}
+	return ah;
+}
+
 /* An address on an InfiniBand port: LID, SL, path bits, and a GRH if the AH is global. */
 static struct ibv_ah *qhca_create_ib_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
@@ -157,13 +172,9 @@ static struct ibv_ah *qhca_create_ib_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 		errno = EINVAL;
 		return NULL;
 	}
-	ah = calloc(1, sizeof(*ah));
+	ah = qhca_ah_new(pd, attr, &resp);
 	if (!ah)
 		return NULL;
-	if (ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp, sizeof(resp))) {
-		free(ah);
-		return NULL;
-	}
 	ah->av.dlid = htole16(attr->dlid);
 	ah->av.sl = attr->sl;
 	ah->av.ib_flags = attr->src_path_bits & QHCA_AV_PATH_BITS_MASK;
@@ -198,13 +209,9 @@ static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr
 		errno = EOPNOTSUPP;	/* RoCE v2 only */
 		return NULL;
 	}
-	ah = calloc(1, sizeof(*ah));
+	ah = qhca_ah_new(pd, attr, &resp);
 	if (!ah)
 		return NULL;
-	if (ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp, sizeof(resp))) {
-		free(ah);
-		return NULL;
-	}
 	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
 	memcpy(ah->av.sgid, sgid.gid.raw, 16);
 	memcpy(ah->av.dmac, resp.dmac, 6);

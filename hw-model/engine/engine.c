@@ -637,6 +637,15 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 	dispatch(e, &p);
 }
 
+/* A packet from the wire that the parser accepted: counted, to its QP, then the loopback. */
+static void accept_pkt(struct qhca_engine *e, const struct roce_pkt *p, size_t len)
+{
+	e->cnt.roce_rx_pkts++;
+	e->cnt.roce_rx_bytes += len;
+	dispatch(e, p);
+	qhca_loopback_drain(e);
+}
+
 void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
 	struct roce_pkt p;
@@ -650,10 +659,7 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 				       roce_parse_result_name(r));
 			return;
 		}
-		e->cnt.roce_rx_pkts++;
-		e->cnt.roce_rx_bytes += len;
-		ib_dispatch(e, &p);
-		qhca_loopback_drain(e);
+		accept_pkt(e, &p, len);
 		return;
 	}
 	/* Ordinary frames go to the netdev; RoCEv2 to our own MAC goes to the transport. */
@@ -669,10 +675,7 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 			       roce_parse_result_name(r));
 		return;
 	}
-	e->cnt.roce_rx_pkts++;
-	e->cnt.roce_rx_bytes += len;
-	roce_dispatch(e, &p);
-	qhca_loopback_drain(e);
+	accept_pkt(e, &p, len);
 }
 
 void qhca_engine_set_link(struct qhca_engine *e, bool up)

@@ -391,6 +391,38 @@ uint16_t ib_port_info_set(struct ib_port_info *pi, const struct ib_port_info *re
 	return 0;
 }
 
+uint16_t ib_sma_sl2vl(uint8_t table[8], uint8_t *mad, bool set, uint8_t op_vls)
+{
+	uint8_t *d = mad + IB_SMP_DATA;
+	unsigned i;
+
+	if (set) {
+		for (i = 0; i < 16; i++) {
+			uint8_t vl = i & 1 ? d[i / 2] & 0x0f : d[i / 2] >> 4;
+
+			if (vl >= op_vls && vl != IB_VL_SMP)
+				return IB_MAD_ST_BAD_VALUE;
+		}
+		memcpy(table, d, 8);
+	}
+	memset(d, 0, IB_SMP_DATA_LEN);
+	memcpy(d, table, 8);
+	return 0;
+}
+
+uint16_t ib_sma_vl_arb(uint8_t tables[4][IB_SMP_DATA_LEN], uint8_t *mad, bool set)
+{
+	uint8_t *d = mad + IB_SMP_DATA;
+	uint32_t part = ib_get32(mad + IB_MAD_ATTR_MOD) >> 16;
+
+	if (part < 1 || part > 4)
+		return IB_MAD_ST_BAD_VALUE;
+	if (set)
+		memcpy(tables[part - 1], d, IB_SMP_DATA_LEN);
+	memcpy(d, tables[part - 1], IB_SMP_DATA_LEN);
+	return 0;
+}
+
 void ib_mad_make_resp(uint8_t *mad, uint16_t status)
 {
 	mad[IB_MAD_METHOD] = IB_METHOD_GET_RESP;

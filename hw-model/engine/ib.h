@@ -259,6 +259,15 @@ void ib_node_info_pack(const struct ib_node_info *ni, uint8_t data[IB_SMP_DATA_L
 uint16_t ib_port_info_set(struct ib_port_info *pi, const struct ib_port_info *req,
 			  bool lid_settable, const char **why);
 
+/*
+ * The VL tables of a port, CA or switch, for an SMA: SLtoVLMappingTable (8 bytes, a nibble
+ * an SL; a Set may map only to VLs below @op_vls or to VL15) and VLArbitrationTable (four
+ * blocks of 64 bytes, the modifier's high half naming the block 1-4). Each answers the
+ * Get or Set in @mad in place and returns the MAD status.
+ */
+uint16_t ib_sma_sl2vl(uint8_t table[8], uint8_t *mad, bool set, uint8_t op_vls);
+uint16_t ib_sma_vl_arb(uint8_t tables[4][IB_SMP_DATA_LEN], uint8_t *mad, bool set);
+
 /* Turn the request @mad (Get or Set) into its response in place: GetResp with @status, the
  * D bit for a directed-route SMP. */
 void ib_mad_make_resp(uint8_t *mad, uint16_t status);

@@ -220,37 +220,6 @@ static uint16_t sma_guid_info(struct qhca_engine *e, uint8_t *mad, bool set)
 	return 0;
 }
 
-/* SLtoVLMappingTable: 16 SLs, a nibble each; with one data VL every SL maps to VL0. */
-static uint16_t sma_sl2vl(struct qhca_engine *e, uint8_t *mad, bool set)
-{
-	uint8_t *d = mad + IB_SMP_DATA;
-	unsigned i;
-
-	if (set) {
-		for (i = 0; i < 8; i++)
-			if ((d[i] & 0xf0) >> 4 >= e->ib.pi.op_vls && (d[i] >> 4) != IB_VL_SMP)
-				return IB_MAD_ST_BAD_VALUE;
-		memcpy(e->ib.sl2vl, d, sizeof(e->ib.sl2vl));
-	}
-	memset(d, 0, IB_SMP_DATA_LEN);
-	memcpy(d, e->ib.sl2vl, sizeof(e->ib.sl2vl));
-	return 0;
-}
-
-/* VLArbitrationTable: the modifier's high half names the block (1-2 low, 3-4 high). */
-static uint16_t sma_vl_arb(struct qhca_engine *e, uint8_t *mad, bool set)
-{
-	uint8_t *d = mad + IB_SMP_DATA;
-	uint32_t part = ib_get32(mad + IB_MAD_ATTR_MOD) >> 16;
-
-	if (part < 1 || part > 4)
-		return IB_MAD_ST_BAD_VALUE;
-	if (set)
-		memcpy(e->ib.vl_arb[part - 1], d, IB_SMP_DATA_LEN);
-	memcpy(d, e->ib.vl_arb[part - 1], IB_SMP_DATA_LEN);
-	return 0;
-}
-
 static uint16_t sma_node_info(struct qhca_engine *e, uint8_t *mad)
 {
 	struct ib_node_info ni = {
@@ -305,11 +274,11 @@ static bool sma_process(struct qhca_engine *e, uint8_t *mad)
 	case IB_ATTR_GUID_INFO:
 		st = sma_guid_info(e, mad, set);
 		break;
-	case IB_ATTR_SL2VL:
-		st = sma_sl2vl(e, mad, set);
+	case IB_ATTR_SL2VL:	/* with one data VL every SL maps to VL0 */
+		st = ib_sma_sl2vl(e->ib.sl2vl, mad, set, e->ib.pi.op_vls);
 		break;
 	case IB_ATTR_VL_ARB:
-		st = sma_vl_arb(e, mad, set);
+		st = ib_sma_vl_arb(e->ib.vl_arb, mad, set);
 		break;
 	default:
 		st = IB_MAD_ST_BAD_ATTR;

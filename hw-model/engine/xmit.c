@@ -30,6 +30,19 @@ uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_
 	       ROCE_UDP_HLEN + roce_opcode_info(opcode)->hdr_len;
 }
 
+/* Count a packet that was built (len > 0); log one that could not be. */
+static bool built(struct qhca_engine *e, const struct qhca_qp *qp, const struct roce_pkt *p,
+		  size_t len)
+{
+	if (!len) {
+		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: cannot build opcode 0x%x", qp->qpn, p->opcode);
+		return false;
+	}
+	e->cnt.roce_tx_pkts++;
+	e->cnt.roce_tx_bytes += len;
+	return true;
+}
+
 /*
  * An InfiniBand packet (IBA 7.7): the LRH from the address vector, VL15 for QP0 and VL0
  * (the one data VL) for the rest, a GRH if the address asks for one. A port that is not
@@ -61,12 +74,8 @@ static void ib_xmit(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *
 	p->vl = smp ? IB_VL_SMP : 0;
 	p->slid = qhca_ib_slid(e, av->ib_flags & QHCA_AV_PATH_BITS_MASK, av->dlid);
 	len = ib_build(p, e->pkt, ROCE_MAX_HDR + 4096 + 8);
-	if (!len) {
-		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: cannot build opcode 0x%x", qp->qpn, p->opcode);
+	if (!built(e, qp, p, len))
 		return;
-	}
-	e->cnt.roce_tx_pkts++;
-	e->cnt.roce_tx_bytes += len;
 	if (qhca_ib_lid_ours(e, p->dlid) || ib_lid_mcast(p->dlid)) {
 		e->cnt.loopback_pkts++;
 		loopback_enqueue(e, e->pkt, len);
@@ -98,12 +107,8 @@ void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p
 	/* The source port spreads flows over ECMP paths (A17.5.1.1): derive it from the QPs. */
 	p->udp_sport = 0xc000 | ((qp->qpn * 0x9e37u) ^ p->dqpn) % 0x4000;
 	len = roce_build(p, e->pkt, ROCE_MAX_HDR + 4096 + 8);
-	if (!len) {
-		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: cannot build opcode 0x%x", qp->qpn, p->opcode);
+	if (!built(e, qp, p, len))
 		return;
-	}
-	e->cnt.roce_tx_pkts++;
-	e->cnt.roce_tx_bytes += len;
 	if (!memcmp(av->dmac, own_mac(e), 6)) {
 		e->cnt.loopback_pkts++;
 		loopback_enqueue(e, e->pkt, len);
