@@ -523,6 +523,7 @@ uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_q
 uint16_t qhca_qp_query(struct qhca_engine *e, uint32_t qpn, struct qhca_qp_attr *a);
 uint16_t qhca_qp_destroy(struct qhca_engine *e, uint32_t qpn);
 struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn);
+const char *qhca_qp_state_name(uint8_t state);
 void qhca_qp_reset_all(struct qhca_engine *e);
 void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event);
 void qhca_qp_flush(struct qhca_engine *e, struct qhca_qp *qp);

@@ -110,4 +110,10 @@ void qhca_engine_tx_block(struct qhca_engine *e);
 void qhca_engine_tx_resume(struct qhca_engine *e);
 bool qhca_engine_tx_blocked(const struct qhca_engine *e);
 
+/*
+ * The device's view of its objects (port, QPs, CQs, SRQs, regions) as one JSON object in
+ * @buf (NUL-terminated; an object with "error" if it does not fit); returns its length.
+ */
+size_t qhca_engine_describe(struct qhca_engine *e, char *buf, size_t cap);
+
 #endif /* QHCA_ENGINE_H */

@@ -15,6 +15,12 @@ static const char *const state_names[] = {
 	[QHCA_QPS_ERR] = "ERR",
 };
 
+const char *qhca_qp_state_name(uint8_t state)
+{
+	return state < sizeof(state_names) / sizeof(state_names[0]) && state_names[state] ?
+	       state_names[state] : "?";
+}
+
 /*
  * A QPN (24 bits) is the QP's table slot + 2 in its low 21 bits and three bits of the
  * slot's generation above them, so a stale QPN (a doorbell, a command or a packet for a QP

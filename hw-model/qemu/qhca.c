@@ -501,6 +501,25 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_STRING("link", QhcaState, link),
 };
 
+/*
+ * The read-only property "objects": the device's own view of its port, QPs, CQs, SRQs and
+ * regions as JSON (QMP: qom-get path=/machine/peripheral/ID property=objects; the
+ * launcher's 'qhca device I'). Read in the main loop, where the engine runs.
+ */
+static char *qhca_get_objects(Object *obj, Error **errp)
+{
+    QhcaState *s = QHCA(obj);
+    size_t cap = 1 << 20;
+    char *buf;
+
+    if (!s->engine) {
+        return g_strdup("{}");
+    }
+    buf = g_malloc(cap);
+    qhca_engine_describe(s->engine, buf, cap);
+    return buf;
+}
+
 static void qhca_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -516,9 +535,12 @@ static void qhca_class_init(ObjectClass *klass, void *data)
     pc->subsystem_vendor_id = QHCA_PCI_VENDOR_ID;
     pc->subsystem_id = QHCA_PCI_DEVICE_ID;
     rc->phases.hold = qhca_reset_hold;
-    dc->desc = "qhca emulated RDMA HCA (RoCEv2)";
+    dc->desc = "qhca emulated RDMA HCA (RoCEv2 or InfiniBand)";
     dc->vmsd = &qhca_vmstate;
     device_class_set_props(dc, qhca_properties);
+    object_class_property_add_str(klass, "objects", qhca_get_objects, NULL);
+    object_class_property_set_description(klass, "objects",
+        "the device's view of its objects (QPs, CQs, SRQs, regions), as JSON");
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

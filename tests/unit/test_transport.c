@@ -3109,6 +3109,45 @@ static void test_xrc_srq_destroyed_in_message(void)
 	teardown();
 }
 
+/* The device's own view of its objects: the QPs with state and PSNs, the regions' keys. */
+static void test_describe(void)
+{
+	static char buf[65536];
+	char want[160], tiny[40];
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+	size_t n;
+
+	setup();
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 4096, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	n = qhca_engine_describe(&nodes[0].e, buf, sizeof(buf));
+	CHECK_EQ(n, strlen(buf));
+	CHECK(buf[0] == '{' && buf[n - 1] == '}');
+	snprintf(want, sizeof(want), "{\"qpn\":%u,\"type\":\"RC\",\"state\":\"RTS\"", a.qpn);
+	CHECK(strstr(buf, want) != NULL);
+	snprintf(want, sizeof(want), "\"dest_qpn\":%u,\"next_psn\":%u,\"unacked_psn\":%u",
+		 b.qpn, (0xfffff0u + 4) & 0xffffff, (0xfffff0u + 4) & 0xffffff);
+	CHECK(strstr(buf, want) != NULL);
+	snprintf(want, sizeof(want), "\"key\":\"0x%08x\",\"kind\":\"MR\"", lkey);
+	CHECK(strstr(buf, want) != NULL);
+	CHECK(strstr(buf, "\"counts\":{\"qp\":1,\"cq\":2,") != NULL);
+	/* too small: an object that says so, never a cut one */
+	n = qhca_engine_describe(&nodes[0].e, tiny, sizeof(tiny));
+	CHECK(n < sizeof(tiny));
+	CHECK(strstr(buf, "error") == NULL);
+	CHECK_EQ(qhca_engine_describe(&nodes[0].e, buf, 100), strlen(buf));
+	CHECK(strstr(buf, "\"error\"") != NULL);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
@@ -3160,6 +3199,7 @@ static const struct unit_test tests[] = {
 	{ "xrc", test_xrc },
 	{ "xrc_checks", test_xrc_checks },
 	{ "xrc_srq_destroyed_in_message", test_xrc_srq_destroyed_in_message },
+	{ "describe", test_describe },
 	{}
 };
 

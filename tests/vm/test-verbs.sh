@@ -65,7 +65,31 @@ xrc_one_guest() {	# both sides of qhca-xrc in guest 1
         { "$qhca" exec 1 -- cat /tmp/xrc.log; return 1; }
 }
 
+# The same QP seen by the guest (rdma resource show, restrack) and by the device itself
+# (tools/qhca device, the QOM property "objects" over QMP): its number and state agree, and
+# the device shows its PSNs moving while ibv_rc_pingpong runs.
+views_agree() {
+    local g d qpn
+    "$qhca" exec 2 -- 'pkill ibv_rc_pingpong; setsid ibv_rc_pingpong -d qhca_0 -g 1 -n 100000 > /dev/null 2>&1 < /dev/null &'
+    sleep 1.5
+    "$qhca" exec 1 -- 'pkill ibv_rc_pingpong; setsid ibv_rc_pingpong -d qhca_0 -g 1 -n 100000 192.168.77.2 > /dev/null 2>&1 < /dev/null &'
+    sleep 3
+    g=$("$qhca" exec 1 -- rdma resource show qp | grep 'type RC')
+    echo "guest:  $g"
+    qpn=$(echo "$g" | sed -n 's/.* lqpn \([0-9]*\) .*/\1/p')
+    d=$("$qhca" device 1 --json)
+    "$qhca" device 1
+    "$qhca" exec 1 -- 'pkill ibv_rc_pingpong'; "$qhca" exec 2 -- 'pkill ibv_rc_pingpong'
+    [ -n "$qpn" ] && echo "$g" | grep -q 'state RTS' &&
+        echo "$d" | python3 -c "import json, sys
+q = [q for q in json.load(sys.stdin)['qps'] if q['qpn'] == $qpn]
+sys.exit(not (q and q[0]['type'] == 'RC' and q[0]['state'] == 'RTS' and q[0]['next_psn'] != 0
+              and q[0]['sq']['producer'] > 0))"
+}
+
 vm_up 2
+check "the guest's and the device's view of a QP agree (rdma resource show, qhca device)" \
+    views_agree
 for s in 1 4096 65536; do
     check "ibv_rc_pingpong -s $s -c" pingpong ibv_rc_pingpong -s "$s" -n 100 -c
 done
