@@ -25,6 +25,7 @@
 #define LFT_CAP		0xc000		/* every unicast LID */
 #define MFT_CAP		1024		/* multicast LIDs 0xc000 .. 0xc3ff */
 #define LFT_DROP	0xff
+#define MFT_POSITIONS	((FABRIC_MAX_PORTS + 1 + 15) / 16)
 
 struct fabric_ib {
 	uint64_t guid;
@@ -36,7 +37,8 @@ struct fabric_ib {
 	uint8_t vl_arb[4][IB_SMP_DATA_LEN];
 	uint8_t lft[LFT_CAP];
 	uint16_t lft_top;
-	uint64_t mft[MFT_CAP];		/* bit p: switch port p */
+	/* MFT: per MLID, position k's 16-bit mask of ports 16k..16k+15 (port 0 included) */
+	uint16_t mft[MFT_CAP][MFT_POSITIONS];
 	uint8_t life;			/* SwitchInfo LifeTimeValue */
 	int port_state_change;
 	/* counters */
@@ -208,15 +210,15 @@ static uint16_t sma_mft(struct fabric *sw, uint8_t *mad, int set)
 	uint32_t mod = ib_get32(mad + IB_MAD_ATTR_MOD);
 	uint32_t block = mod & 0x1ff, pos = mod >> 28, i;
 
-	if (block >= MFT_CAP / 32 || pos * 16 > (uint32_t)sw->nports)
+	/* a position names 16 ports, from port 0 on; none past the switch's last port */
+	if (block >= MFT_CAP / 32 || pos >= MFT_POSITIONS || pos * 16 > (uint32_t)sw->nports)
 		return IB_MAD_ST_BAD_VALUE;
 	for (i = 0; i < 32; i++) {
-		uint64_t *m = &sw->ib->mft[block * 32 + i];
+		uint16_t *m = &sw->ib->mft[block * 32 + i][pos];
 
 		if (set)
-			*m = (*m & ~(0xffffull << (pos * 16))) |
-			     (uint64_t)ib_get16(d + 2 * i) << (pos * 16);
-		ib_put16(d + 2 * i, (uint16_t)(*m >> (pos * 16)));
+			*m = ib_get16(d + 2 * i);
+		ib_put16(d + 2 * i, *m);
 	}
 	return 0;
 }
@@ -485,7 +487,8 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 			return;
 		}
 		for (i = 0; i < sw->nports; i++)
-			if (i != in && (ib->mft[m] >> (i + 1) & 1) && data_ok(sw, in + 1, i + 1))
+			if (i != in && (ib->mft[m][(i + 1) / 16] >> ((i + 1) % 16) & 1) &&
+			    data_ok(sw, in + 1, i + 1))
 				out_to(sw, in, i, f, len);
 		return;
 	}

@@ -258,6 +258,11 @@ static void test_forwarding(void)
 	ib_put16(d + 2, 1u << 2 | 1u << 3);
 	CHECK_EQ(sm_switch(IB_METHOD_SET, IB_ATTR_MFT, 0, d, r), 0);
 	CHECK_EQ(sm_switch(IB_METHOD_GET, IB_ATTR_LFT, 768, NULL, r), IB_MAD_ST_BAD_VALUE);
+	/* MFT positions past the ports (and past the 64 a mask holds) are refused */
+	CHECK_EQ(sm_switch(IB_METHOD_SET, IB_ATTR_MFT, 1u << 28, d, r), IB_MAD_ST_BAD_VALUE);
+	CHECK_EQ(sm_switch(IB_METHOD_SET, IB_ATTR_MFT, 5u << 28, d, r), IB_MAD_ST_BAD_VALUE);
+	CHECK_EQ(sm_switch(IB_METHOD_GET, IB_ATTR_MFT, 15u << 28, NULL, r), IB_MAD_ST_BAD_VALUE);
+	CHECK_EQ(sm_switch(IB_METHOD_SET, IB_ATTR_MFT, 32, d, r), IB_MAD_ST_BAD_VALUE);
 	/* not ACTIVE yet: data is refused */
 	data_pkt(&p, 2, 1, payload);
 	send_pkt(0, &p, 0);
