@@ -422,6 +422,8 @@ static void comp_ack(struct qhca_engine *e, struct qhca_qp *qp, const struct roc
 static void comp_rnr_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	e->cnt.rnr_naks_received++;
+	qhca_step(e, "nak qp=0x%x psn=0x%x aeth=RNR_NAK wait_us=%u retries=%u", qp->qpn, p->psn,
+		  roce_rnr_timer_us[ROCE_AETH_VALUE(p->aeth_syndrome)], qp->rnr_retries);
 	acked_to(qp, p->psn);
 	complete_acked(qp);
 	rd_check(qp, p->psn);
@@ -449,6 +451,7 @@ static void comp_rnr_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 static void comp_seq_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	e->cnt.naks_received++;
+	qhca_step(e, "nak qp=0x%x psn=0x%x aeth=NAK_PSN_SEQ", qp->qpn, p->psn);
 	if (qhca_psn_diff(p->psn, qp->ack_psn) < 0)
 		return;
 	acked_to(qp, p->psn);
@@ -457,6 +460,7 @@ static void comp_seq_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 	if (qp->rnr_wait || (qp->rewound && p->psn == qp->rewind_psn))
 		return;
 	cwnd_loss(qp, false);
+	qhca_step(e, "retx qp=0x%x psn=0x%x why=nak", qp->qpn, p->psn);
 	qhca_req_retransmit(e, qp, p->psn, true);
 	qp->dup = true;
 	qp->dup_psn = p->psn;
@@ -469,6 +473,7 @@ static void comp_err_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 	uint8_t syn = p->aeth_syndrome;
 
 	e->cnt.naks_received++;
+	qhca_step(e, "nak qp=0x%x psn=0x%x aeth=0x%x", qp->qpn, p->psn, syn);
 	acked_to(qp, p->psn);
 	complete_acked(qp);
 	fail_at(qp, p->psn, syn == ROCE_AETH_NAK_INV_REQ ? QHCA_WC_REM_INV_REQ_ERR :
@@ -675,6 +680,8 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 		qp->probe = true;
 	}
 	qp->una = una_of(qp);
+	qhca_step(e, "retx qp=0x%x psn=0x%x why=%s retries=%u", qp->qpn, qp->una,
+		  rnr ? "rnr" : "timeout", rnr ? qp->rnr_retries : qp->retries);
 	qhca_req_retransmit(e, qp, qp->una, false);
 	qp->dup = !rnr;		/* an RNR retry once: two copies would draw two RNR NAKs */
 	qp->dup_psn = qp->una;

@@ -173,6 +173,7 @@ static void cq_event(struct qhca_engine *e, struct qhca_cq *cq)
 int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe, bool solicited)
 {
 	uint32_t entries = 1u << cq->log2, ci;
+	bool event;
 
 	if (cq->overflowed)
 		return -1;
@@ -190,9 +191,12 @@ int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe
 	cq->pi++;
 	/* Armed for solicited completions, an unsuccessful one fires too (IBA 11.4.2.2):
 	 * consumers that arm so wait for their flushed receives (RDS does). */
-	if (cq->armed || (cq->armed_solicited &&
-			  (solicited || QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, cqe->qpn_status) !=
-					QHCA_WC_SUCCESS)))
+	event = cq->armed || (cq->armed_solicited &&
+			      (solicited || QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, cqe->qpn_status) !=
+					    QHCA_WC_SUCCESS));
+	if (qhca_tracing(e))
+		qhca_step_cqe(e, cq->handle, (cq->pi - 1) & (entries - 1), cqe, event);
+	if (event)
 		cq_event(e, cq);
 	return 0;
 }
@@ -225,6 +229,7 @@ void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, 
 		cq->armed_solicited = true;
 	else
 		cq->armed = true;
+	qhca_step(e, "arm cq=0x%x ci=%u pi=%u solicited=%d", cqn, ci, cq->pi, solicited);
 	qhca_log(e, QHCA_LOG_EVENT, "CQ 0x%x armed%s, consumer at %u, producer at %u", cqn,
 		 solicited ? " (solicited)" : "", ci, cq->pi);
 }

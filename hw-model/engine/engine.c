@@ -543,6 +543,17 @@ void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value
 		       (unsigned long long)value, size);
 }
 
+static void step_bad(struct qhca_engine *e, size_t len, enum roce_parse_result r)
+{
+	qhca_step(e, "drop size=%zu why=\"%s\"", len, roce_parse_result_name(r));
+}
+
+static void step_drop(struct qhca_engine *e, const struct roce_pkt *p, const char *why)
+{
+	if (qhca_tracing(e))
+		qhca_step_pkt(e, "drop", p->dqpn, p, 0, why);
+}
+
 /* A parsed packet for us: to the requester (responses) or the responder of its QP. */
 static void dispatch_to_qp(struct qhca_engine *e, const struct roce_pkt *p)
 {
@@ -552,6 +563,7 @@ static void dispatch_to_qp(struct qhca_engine *e, const struct roce_pkt *p)
 	qp = qhca_qp_find(e, p->dqpn == 0 ? e->smi_qpn : p->dqpn == 1 ? e->gsi_qpn : p->dqpn);
 	if (!qp) {
 		e->cnt.roce_rx_no_qp++;
+		step_drop(e, p, "no such QP");
 		return;
 	}
 	if (oi->flags & ROCE_F_RESP)
@@ -564,10 +576,12 @@ static void roce_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
 {
 	if ((p->pkey & 0x7fff) != (ROCE_DEFAULT_PKEY & 0x7fff)) {
 		e->cnt.roce_rx_bad_pkey++;
+		step_drop(e, p, "P_Key not ours");
 		return;
 	}
 	if (p->dqpn == 0) {
 		e->cnt.roce_rx_no_qp++;	/* RoCE has no QP0 */
+		step_drop(e, p, "RoCE has no QP0");
 		return;
 	}
 	dispatch_to_qp(e, p);
@@ -586,14 +600,18 @@ static void ib_dispatch(struct qhca_engine *e, const struct roce_pkt *p)
 		     qhca_ib_lid_ours(e, p->dlid) || ib_lid_mcast(p->dlid);
 
 	if (smp != (p->dqpn == 0) || !to_us || (!smp && !qhca_ib_active(e))) {
+		const char *why = !to_us ? "not our LID" : smp != (p->dqpn == 0) ?
+				  "VL15 is for QP0 alone" : "port not active";
+
 		e->cnt.ib_rx_bad_lid++;
+		step_drop(e, p, why);
 		qhca_log(e, QHCA_LOG_EVENT, "IB packet to LID 0x%x VL %u QP 0x%x dropped: %s",
-			 p->dlid, p->vl, p->dqpn, !to_us ? "not our LID" :
-			 smp != (p->dqpn == 0) ? "VL15 is for QP0 alone" : "port not active");
+			 p->dlid, p->vl, p->dqpn, why);
 		return;
 	}
 	if (!smp && !qhca_ib_pkey_ok(e, p->pkey)) {
 		e->cnt.roce_rx_bad_pkey++;
+		step_drop(e, p, "P_Key not in the table");
 		return;
 	}
 	if (ib_lid_mcast(p->dlid)) {
@@ -613,8 +631,10 @@ static enum roce_parse_result parse(struct qhca_engine *e, const uint8_t *frame,
 	return e->cfg.link == QHCA_LINK_IB ? ib_parse(frame, len, p) : roce_parse(frame, len, p);
 }
 
-static void dispatch(struct qhca_engine *e, const struct roce_pkt *p)
+static void dispatch(struct qhca_engine *e, const struct roce_pkt *p, size_t len)
 {
+	if (qhca_tracing(e))
+		qhca_step_pkt(e, "rx", p->dqpn, p, len, NULL);
 	if (p->ib)
 		ib_dispatch(e, p);
 	else
@@ -628,13 +648,14 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 
 	if (r != ROCE_OK) {
 		e->cnt.roce_rx_bad[r]++;
+		step_bad(e, len, r);
 		qhca_log(e, QHCA_LOG_EVENT, "RoCE frame of %zu bytes dropped: %s", len,
 			 roce_parse_result_name(r));
 		return;
 	}
 	e->cnt.roce_rx_pkts++;
 	e->cnt.roce_rx_bytes += len;
-	dispatch(e, &p);
+	dispatch(e, &p, len);
 }
 
 /* A packet from the wire that the parser accepted: counted, to its QP, then the loopback. */
@@ -642,7 +663,7 @@ static void accept_pkt(struct qhca_engine *e, const struct roce_pkt *p, size_t l
 {
 	e->cnt.roce_rx_pkts++;
 	e->cnt.roce_rx_bytes += len;
-	dispatch(e, p);
+	dispatch(e, p, len);
 	qhca_loopback_drain(e);
 }
 
@@ -655,6 +676,7 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 		if (r != ROCE_OK) {
 			/* Raw and IP packets (LNH 0, 1) are not for a CA of ours either. */
 			e->cnt.roce_rx_bad[r == ROCE_NOT_ROCE ? ROCE_BAD_OPCODE : r]++;
+			step_bad(e, len, r);
 			qhca_log_guest(e, "IB packet of %zu bytes dropped: %s", len,
 				       roce_parse_result_name(r));
 			return;
@@ -671,6 +693,7 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 		return;		/* flooded by the switch, not for us */
 	if (r != ROCE_OK) {
 		e->cnt.roce_rx_bad[r]++;
+		step_bad(e, len, r);
 		qhca_log_guest(e, "RoCE frame of %zu bytes dropped: %s", len,
 			       roce_parse_result_name(r));
 		return;

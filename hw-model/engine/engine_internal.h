@@ -380,6 +380,7 @@ struct qhca_engine {
 	const struct qhca_engine_ops *ops;
 	void *opaque;
 	struct qhca_engine_config cfg;
+	bool tracing;		/* the teaching trace is on (trace.c) */
 
 	/* registers */
 	uint32_t ctrl;
@@ -452,6 +453,25 @@ void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *fun
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define qhca_log(e, level, ...) qhca_logf((e), (level), __func__, __VA_ARGS__)
 #define qhca_log_guest(e, ...) qhca_logf((e), QHCA_LOG_GUEST, __func__, __VA_ARGS__)
+
+/*
+ * The teaching trace (trace.c): one line a datapath step, "kind key=value ...", while the
+ * platform has tracing on. Off, a step is one predictable branch and formats nothing.
+ */
+#define qhca_tracing(e)	__builtin_expect((e)->tracing, 0)
+#define qhca_step(e, ...)						\
+	do {								\
+		if (qhca_tracing(e))					\
+			qhca_stepf((e), __VA_ARGS__);			\
+	} while (0)
+void qhca_stepf(struct qhca_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A packet: @kind tx, rx or drop (with @why), on our QP @qpn, @size bytes on the wire. */
+void qhca_step_pkt(struct qhca_engine *e, const char *kind, uint32_t qpn,
+		   const struct roce_pkt *p, size_t size, const char *why);
+void qhca_step_cqe(struct qhca_engine *e, uint32_t cqn, uint32_t slot, const struct qhca_cqe *c,
+		   bool event);
+const char *qhca_wr_name(uint8_t op);
+const char *qhca_wc_status_name(uint8_t status);
 
 /* The one checked path into guest memory: rejects wrap, zero address, oversize. */
 #define QHCA_DMA_MAX_LEN	(1u << 24)
@@ -538,6 +558,7 @@ void qhca_srq_reset(struct qhca_engine *e);
 /* Take the next receive WQE of @qp (its RQ or SRQ) into @rc; -1 if none is posted. */
 int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc);
 void qhca_recv_drop(struct qhca_qp *qp);
+uint64_t qhca_wq_gpa(const struct qhca_wq *wq, uint32_t idx);
 int qhca_wq_read(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t off,
 		 void *buf, size_t len);
 void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_ctx *rc,

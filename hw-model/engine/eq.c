@@ -98,6 +98,8 @@ static int write_eqe(struct qhca_engine *e, struct qhca_eq *q, uint8_t type, uin
 	if (qhca_dma_write(e, slot, &eqe, sizeof(eqe)) ||
 	    qhca_dma_write(e, slot + offsetof(struct qhca_eqe, flags), &phase, 1))
 		return -1;
+	qhca_step(e, "eqe eq=%u slot=%u type=%u handle=0x%x gpa=0x%llx", q->handle,
+		  q->pi & (eq_size(q) - 1), type, handle, (unsigned long long)slot);
 	q->pi++;
 	return 0;
 }
@@ -122,8 +124,12 @@ int qhca_eq_post(struct qhca_engine *e, int idx, uint8_t type, uint32_t handle, 
 		qhca_log_guest(e, "EQ %d: event %u could not be written to its ring", idx, type);
 		return -1;
 	}
-	if (q->vector >= 32 || !(e->intr_mask & (1u << q->vector)))
+	if (q->vector >= 32 || !(e->intr_mask & (1u << q->vector))) {
+		qhca_step(e, "irq vector=%u raised=1", q->vector);
 		e->ops->notify(e->opaque, q->vector);
+	} else {
+		qhca_step(e, "irq vector=%u raised=0 why=masked", q->vector);
+	}
 	return 0;
 }
 

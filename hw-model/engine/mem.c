@@ -216,6 +216,9 @@ static uint16_t mr_build(struct qhca_engine *e, const struct qhca_mr_create *c,
 
 static void mr_log(struct qhca_engine *e, const char *what, const struct qhca_mr *mr)
 {
+	qhca_step(e, "mr what=%s key=0x%x pd=0x%x va=0x%llx len=%llu access=0x%x", what, mr->key,
+		  mr->pd, (unsigned long long)mr->iova, (unsigned long long)mr->length,
+		  mr->access);
 	qhca_log(e, QHCA_LOG_EVENT, "%s key 0x%x pd 0x%x iova 0x%llx len %llu access 0x%x", what,
 		 mr->key, mr->pd, (unsigned long long)mr->iova, (unsigned long long)mr->length,
 		 mr->access);
@@ -553,6 +556,14 @@ static struct qhca_mr *key_check(struct qhca_engine *e, uint32_t key, uint32_t p
 	return mr;
 }
 
+static void step_key(struct qhca_engine *e, const char *kind, uint32_t key, uint32_t pd,
+		     uint64_t va, uint64_t len, uint32_t access, const char *why)
+{
+	qhca_step(e, "key kind=%s key=0x%x pd=0x%x va=0x%llx len=%llu need=0x%x result=\"%s\"",
+		  kind, key, pd, (unsigned long long)va, (unsigned long long)len, access,
+		  why ? why : "ok");
+}
+
 /* An lkey: a region, never a window (IBA 10.6.7). */
 struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, uint64_t va,
 			      uint64_t len, uint32_t access, const char **why)
@@ -561,8 +572,9 @@ struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, 
 
 	if (mr && (mr->flags & QHCA_MR_WINDOW)) {
 		*why = "a memory window is not an lkey";
-		return NULL;
+		mr = NULL;
 	}
+	step_key(e, "lkey", key, pd, va, len, access, mr ? NULL : *why);
 	return mr;
 }
 
@@ -575,19 +587,35 @@ struct qhca_mr *qhca_rkey_check(struct qhca_engine *e, const struct qhca_qp *qp,
 
 	if (mr && (mr->flags & QHCA_MR_MW_TYPE2) && mr->qpn != qp->qpn) {
 		*why = "type 2 window bound to another QP";
-		return NULL;
+		mr = NULL;
 	}
 	if (mr && !qhca_mr_usable(mr)) {
 		*why = "the window's region was invalidated";
-		return NULL;
+		mr = NULL;
 	}
+	step_key(e, "rkey", key, qhca_qp_pd(qp), va, len, access, mr ? NULL : *why);
 	return mr;
+}
+
+static void step_dma(struct qhca_engine *e, const struct qhca_mr *mr, uint32_t key, uint64_t va,
+		     size_t len, bool to_guest)
+{
+	uint64_t gpa = va, off = va - mr->iova + mr->page_offset;
+
+	if (!(mr->flags & QHCA_MR_PHYS))
+		gpa = off >> mr->page_shift < mr->npages ?
+		      mr->pages[off >> mr->page_shift] + (off & ((1ull << mr->page_shift) - 1)) : 0;
+	qhca_stepf(e, "dma dir=%s key=0x%x va=0x%llx len=%zu gpa=0x%llx",
+		   to_guest ? "to-guest" : "from-guest", key, (unsigned long long)va, len,
+		   (unsigned long long)gpa);
 }
 
 /* Move @len bytes between @buf and the region (or the window's region) at @va, checked. */
 int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
 		 size_t len, bool to_guest)
 {
+	uint32_t key = mr->key;
+
 	if (!len)
 		return 0;
 	if (mr->flags & QHCA_MR_WINDOW) {
@@ -595,6 +623,8 @@ int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, v
 			return -1;
 		mr = mr->parent;	/* windows address the region's virtual addresses */
 	}
+	if (qhca_tracing(e))
+		step_dma(e, mr, key, va, len, to_guest);
 	if (mr->flags & QHCA_MR_PHYS)
 		return to_guest ? qhca_dma_write(e, va, buf, len) : qhca_dma_read(e, va, buf, len);
 	return pages_xfer(e, mr->pages, mr->npages, mr->page_shift, va - mr->iova + mr->page_offset,

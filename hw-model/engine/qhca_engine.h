@@ -41,6 +41,9 @@ struct qhca_engine_ops {
 	/* Diagnostics; @log_enabled may be NULL (then everything is logged). */
 	bool (*log_enabled)(void *opaque, enum qhca_log_level level);
 	void (*log)(void *opaque, enum qhca_log_level level, const char *func, const char *msg);
+	/* The teaching trace: one line a datapath step, "kind key=value ..." (trace.c lists
+	 * them), while qhca_engine_set_tracing() has it on. May be NULL. */
+	void (*step)(void *opaque, const char *line);
 };
 
 /* Limits, fixed when the device is created (QEMU properties). */
@@ -109,6 +112,9 @@ void qhca_engine_timer(struct qhca_engine *e);
 void qhca_engine_tx_block(struct qhca_engine *e);
 void qhca_engine_tx_resume(struct qhca_engine *e);
 bool qhca_engine_tx_blocked(const struct qhca_engine *e);
+
+/* The teaching trace on or off (off after qhca_engine_new; needs ops->step). */
+void qhca_engine_set_tracing(struct qhca_engine *e, bool on);
 
 /*
  * The device's view of its objects (port, QPs, CQs, SRQs, regions) as one JSON object in

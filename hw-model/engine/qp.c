@@ -69,6 +69,15 @@ static int wq_load(struct qhca_engine *e, struct qhca_wq *wq, const struct qhca_
 			     &wq->pages);
 }
 
+/* The guest address of WQE @idx (for the teaching trace); 0 if its page is not known. */
+uint64_t qhca_wq_gpa(const struct qhca_wq *wq, uint32_t idx)
+{
+	uint64_t off = wqe_addr_off(wq, idx);
+
+	return off >> QHCA_PAGE_SHIFT < wq->npages && wq->pages ?
+	       wq->pages[off >> QHCA_PAGE_SHIFT] + (off & (QHCA_PAGE_SIZE - 1)) : 0;
+}
+
 int qhca_wq_read(struct qhca_engine *e, const struct qhca_wq *wq, uint32_t idx, uint32_t off,
 		 void *buf, size_t len)
 {
@@ -122,6 +131,10 @@ int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_c
 	if (wq->ci == wq->pi)
 		return -1;
 	rc_fetch = recv_fetch(e, wq, wq->ci, srq ? srq->pd : qp->pd, rc);
+	qhca_step(e, "rwqe qp=0x%x srq=0x%x slot=%u gpa=0x%llx wr_id=0x%llx len=%llu sges=%u "
+		  "status=%s", qp->qpn, srq ? srq->handle : 0, wq->ci,
+		  (unsigned long long)qhca_wq_gpa(wq, wq->ci), (unsigned long long)rc->wr_id,
+		  (unsigned long long)rc->sgl.length, rc->sgl.num, rc_fetch ? "bad" : "ok");
 	wq->ci++;
 	rc->srq = srq;
 	rc->active = true;
@@ -530,6 +543,9 @@ uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_q
 	if (next != qp->state)
 		qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x: %s -> %s", qpn, state_names[qp->state],
 			 state_names[next]);
+	qhca_step(e, "qp qp=0x%x from=%s to=%s type=%u dqp=0x%x sq_psn=0x%x rq_psn=0x%x mtu=%u "
+		  "mask=0x%x", qpn, state_names[qp->state], state_names[next], qp->type,
+		  qp->dest_qpn, qp->psn, qp->epsn, qp->mtu, m);
 	if (next == QHCA_QPS_RESET) {
 		qp_to_reset(e, qp);
 	} else if (next == QHCA_QPS_ERR) {
@@ -604,6 +620,9 @@ void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64
 			       pi, wq->pi, wq->ci + (1u << wq->log2));
 		return;
 	}
+	qhca_step(e, "db queue=%s %s=0x%x pi=%u->%u page=%u",
+		  reg == QHCA_DB_SRQ ? "srq" : reg == QHCA_DB_SQ ? "sq" : "rq",
+		  qp ? "qp" : "srq", num, wq->pi, pi, page);
 	wq->pi = pi;
 	if (!qp)
 		return;

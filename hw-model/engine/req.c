@@ -53,6 +53,12 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 	sw->done = false;
 	if (qhca_wq_read(e, &qp->sq, idx, 0, &sw->hdr, sizeof(sw->hdr)))
 		return QHCA_WC_LOC_QP_OP_ERR;
+	qhca_step(e, "wqe qp=0x%x slot=%u gpa=0x%llx size=%u op=%s wr_id=0x%llx sges=%u flags=0x%x "
+		  "inline=%u rkey=0x%x raddr=0x%llx", qp->qpn, idx,
+		  (unsigned long long)qhca_wq_gpa(&qp->sq, idx), stride, qhca_wr_name(sw->hdr.opcode),
+		  (unsigned long long)sw->hdr.wr_id, sw->hdr.num_sge, sw->hdr.flags,
+		  sw->hdr.flags & QHCA_WQE_INLINE ? sw->hdr.inline_len : 0, sw->hdr.rkey,
+		  (unsigned long long)sw->hdr.remote_addr);
 	if (!op_allowed(qp->type, sw->hdr.opcode) || (sw->hdr.flags & ~0xfu))
 		return QHCA_WC_LOC_QP_OP_ERR;
 	if (qhca_wr_is_local(sw->hdr.opcode)) {
@@ -465,6 +471,9 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 		uint8_t status;
 
 		status = wqe_load(e, qp, qp->sq_next, sw);
+		if (status != QHCA_WC_SUCCESS)
+			qhca_step(e, "wqe_bad qp=0x%x slot=%u status=%s", qp->qpn, qp->sq_next,
+				  qhca_wc_status_name(status));
 		if (status == QHCA_WC_SUCCESS && qhca_wr_is_local(sw->hdr.opcode)) {
 			/* A fenced one waits until every earlier WQE has completed. */
 			if ((sw->hdr.flags & QHCA_WQE_FENCE) && qp->sq.ci != qp->sq_next)
@@ -563,7 +572,6 @@ void qhca_req_rewind_rd(struct qhca_qp *qp, uint32_t idx, bool nak)
 void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, bool nak)
 {
 	uint32_t i, k;
-
 	for (i = qp->sq.ci; i != qp->sq_next; i++) {
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, i);
 

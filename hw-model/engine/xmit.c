@@ -40,6 +40,8 @@ static bool built(struct qhca_engine *e, const struct qhca_qp *qp, const struct 
 	}
 	e->cnt.roce_tx_pkts++;
 	e->cnt.roce_tx_bytes += len;
+	if (qhca_tracing(e))
+		qhca_step_pkt(e, "tx", qp->qpn, p, len, NULL);
 	return true;
 }
 

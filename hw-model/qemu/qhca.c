@@ -62,6 +62,12 @@ struct QhcaState {
 /* ---------------------------------------------------------------- engine ops */
 
 /* Is [addr, addr + len) clear of this device's own BARs? (No DMA into our own MMIO.) */
+/* Before each call into the engine: the trace is on while the event qhca_step is. */
+static inline void qhca_trace_sync(QhcaState *s)
+{
+    qhca_engine_set_tracing(s->engine, trace_event_get_state_backends(TRACE_QHCA_STEP));
+}
+
 static bool qhca_dma_target_ok(QhcaState *s, uint64_t addr, size_t len)
 {
     static const int bars[] = { QHCA_BAR_REGS, QHCA_BAR_DOORBELL, QHCA_BAR_MSIX };
@@ -165,6 +171,7 @@ static void qhca_tx_bh(void *opaque)
     }
     if (!s->tx_count && !s->tx_inflight && qhca_engine_tx_blocked(s->engine)) {
         trace_qhca_tx_resume();
+        qhca_trace_sync(s);
         qhca_engine_tx_resume(s->engine);
     }
     qhca_cork(s, false);
@@ -228,6 +235,7 @@ static void qhca_timer_cb(void *opaque)
     QhcaState *s = opaque;
 
     qhca_cork(s, true);
+    qhca_trace_sync(s);
     qhca_engine_timer(s->engine);
     qhca_cork(s, false);
 }
@@ -288,6 +296,16 @@ static void qhca_ops_log(void *opaque, enum qhca_log_level level, const char *fu
     }
 }
 
+/* The teaching trace: each line with the host's wall clock in ns, the clock of the fabric's
+ * capture, so that 'qhca explain' can merge the guests' steps and the capture. */
+static void qhca_ops_step(void *opaque, const char *line)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    trace_qhca_step((uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec, line);
+}
+
 static const struct qhca_engine_ops qhca_engine_ops = {
     .dma_read = qhca_ops_dma_read,
     .dma_write = qhca_ops_dma_write,
@@ -297,6 +315,7 @@ static const struct qhca_engine_ops qhca_engine_ops = {
     .timer_arm = qhca_ops_timer_arm,
     .log_enabled = qhca_ops_log_enabled,
     .log = qhca_ops_log,
+    .step = qhca_ops_step,
 };
 
 /* ---------------------------------------------------------------- BARs */
@@ -315,6 +334,7 @@ static void qhca_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned si
     QhcaState *s = opaque;
 
     trace_qhca_reg_write(addr, val);
+    qhca_trace_sync(s);
     qhca_engine_reg_write(s->engine, addr, val);
 }
 
@@ -346,6 +366,7 @@ static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size
 
     trace_qhca_doorbell(addr / QHCA_DB_PAGE_SIZE, addr % QHCA_DB_PAGE_SIZE, val);
     qhca_cork(s, true);
+    qhca_trace_sync(s);
     qhca_engine_db_write(s->engine, addr, val, size);
     qhca_cork(s, false);
 }
@@ -373,6 +394,7 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
     trace_qhca_rx(size);
     /* The engine takes every frame; what it cannot deliver it drops and counts. */
     qhca_cork(s, true);
+    qhca_trace_sync(s);
     qhca_engine_receive(s->engine, buf, size);
     qhca_cork(s, false);
     return size;

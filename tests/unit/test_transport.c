@@ -3110,6 +3110,108 @@ static void test_xrc_srq_destroyed_in_message(void)
 }
 
 /* The device's own view of its objects: the QPs with state and PSNs, the regions' keys. */
+/* The next line of the teaching trace from *at on that contains every one of @parts (NULL
+ * ends them); *at moves past it. Steps between are allowed: this checks their order. */
+static bool step_next(const char **at, const char *const *parts)
+{
+	const char *line = *at;
+
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		char buf[600];
+		size_t n = end ? (size_t)(end - line) : strlen(line), i;
+		bool all = true;
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)n, line);
+		for (i = 0; parts[i]; i++)
+			all = all && strstr(buf, parts[i]) != NULL;
+		line += n + (end ? 1 : 0);
+		if (all) {
+			*at = line;
+			return true;
+		}
+	}
+	fprintf(stderr, "  no step with \"%s\"... after:\n%.400s\n", parts[0], *at);
+	return false;
+}
+
+#define STEP(at, ...) CHECK(step_next(&(at), (const char *const[]){ __VA_ARGS__, NULL }))
+
+static void test_teaching_trace(void)
+{
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+	const char *at;
+	char k[64], q[64], d[64], va[64];
+
+	setup();
+	rc_pair(&a, &b, 8192, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	/* Off (the default): nothing at all. */
+	step_len = 0;
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 100, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	CHECK_EQ(step_len, 0);
+
+	/* On: a WRITE of 2500 bytes is three packets at MTU 1024, each step in order. */
+	qhca_engine_set_tracing(&nodes[0].e, true);
+	qhca_engine_set_tracing(&nodes[1].e, true);
+	fill(&nodes[0], lbuf, 2500, 5);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 0x77, lbuf, 2500, lkey);
+	w->remote_addr = rbuf + 16;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 0x77, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	step_log[step_len] = 0;
+	at = step_log;
+	snprintf(q, sizeof(q), "qp=0x%x ", a.qpn);
+	snprintf(d, sizeof(d), "dqp=0x%x ", b.qpn);
+	snprintf(k, sizeof(k), "rkey=0x%x ", rkey);
+	snprintf(va, sizeof(va), "va=0x%llx ", (unsigned long long)rbuf + 16);
+	STEP(at, "0 db queue=sq ", q, "pi=1->2");
+	STEP(at, "0 wqe ", q, "slot=1 ", "op=RDMA_WRITE ", "wr_id=0x77 ", "sges=1 ", k);
+	STEP(at, "0 key kind=lkey ", "len=2500 ", "result=\"ok\"");
+	STEP(at, "0 dma dir=from-guest ", "len=1024 ");
+	STEP(at, "0 tx ", q, d, "op=RDMA_WRITE_FIRST ", "len=1024 ", va, k, "dmalen=2500");
+	STEP(at, "0 tx ", "op=RDMA_WRITE_MIDDLE ", "len=1024 ");
+	STEP(at, "0 tx ", "op=RDMA_WRITE_LAST ", "len=452 ", "ackreq=1");
+	at = step_log;
+	STEP(at, "1 rx ", "op=RDMA_WRITE_FIRST ", va, k);
+	STEP(at, "1 key kind=rkey ", "len=2500 ", "result=\"ok\"");
+	STEP(at, "1 dma dir=to-guest ", va, "len=1024 ");
+	STEP(at, "1 rx ", "op=RDMA_WRITE_LAST ");
+	STEP(at, "1 dma dir=to-guest ", "len=452 ");
+	STEP(at, "1 tx ", "op=ACKNOWLEDGE ", "aeth=ACK ");
+	STEP(at, "0 rx ", "op=ACKNOWLEDGE ");
+	STEP(at, "0 cqe ", "status=SUCCESS ", "op=RDMA_WRITE ", "wr_id=0x77 ", q);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf + 16, 2500));
+
+	/* A forged rkey: the responder says why, NAKs, and the requester completes in error. */
+	step_len = 0;
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 0x78, lbuf, 64, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey ^ 0x5500;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 0x78, QHCA_WC_REM_ACCESS_ERR, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	step_log[step_len] = 0;
+	at = step_log;
+	snprintf(k, sizeof(k), "key=0x%x ", rkey ^ 0x5500);
+	STEP(at, "1 key kind=rkey ", k, "result=\"no such key\"");
+	STEP(at, "1 tx ", "op=ACKNOWLEDGE ", "aeth=NAK_REM_ACCESS ");
+	STEP(at, "0 nak ", q);
+	STEP(at, "0 cqe ", "status=REM_ACCESS_ERR ", "wr_id=0x78 ");
+	qhca_engine_set_tracing(&nodes[0].e, false);
+	qhca_engine_set_tracing(&nodes[1].e, false);
+	teardown();
+}
+
 static void test_describe(void)
 {
 	static char buf[65536];
@@ -3150,6 +3252,7 @@ static void test_describe(void)
 
 static const struct unit_test tests[] = {
 	{ "rc_send", test_rc_send },
+	{ "teaching_trace", test_teaching_trace },
 	{ "rc_write_read_atomic", test_rc_write_read_atomic },
 	{ "remote_access_errors", test_remote_access_errors },
 	{ "uc_access_drop", test_uc_access_drop },

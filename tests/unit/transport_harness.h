@@ -163,6 +163,19 @@ static inline bool op_log_enabled(void *o, enum qhca_log_level level)
 	return level == QHCA_LOG_ERR;
 }
 
+/* The teaching trace of both nodes, "N kind key=value ...\n" a step, in order. */
+static char step_log[1 << 16];
+static size_t step_len;
+
+static inline void op_step(void *o, const char *line)
+{
+	int n = snprintf(step_log + step_len, sizeof(step_log) - step_len, "%d %s\n",
+			 ((struct node *)o)->id, line);
+
+	if (n > 0 && step_len + (size_t)n < sizeof(step_log))
+		step_len += (size_t)n;
+}
+
 static const struct qhca_engine_ops ops = {
 	.dma_read = op_read,
 	.dma_write = op_write,
@@ -172,6 +185,7 @@ static const struct qhca_engine_ops ops = {
 	.timer_arm = op_timer,
 	.log_enabled = op_log_enabled,
 	.log = op_log,
+	.step = op_step,
 };
 
 /* Deliver frames (maybe out of order) and fire timers until nothing is left to do. */
