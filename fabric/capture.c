@@ -180,6 +180,11 @@ fail:
 	return -1;
 }
 
+bool fabric_rdma_packet(const struct fabric *sw, const uint8_t *frame, size_t len)
+{
+	return roce_key(0, frame, len, sw->ib != NULL) != 0;
+}
+
 void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const uint8_t *frame,
 			  size_t len, const char *comment)
 {

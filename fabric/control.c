@@ -121,9 +121,9 @@ static int parse_time_ns(const char *v, uint64_t *ns)
 static void json_impair(struct sbuf *b, const struct fabric_impair *im)
 {
 	sb_printf(b, "{\"loss\":%.4g,\"reorder\":%.4g,\"dup\":%.4g,\"corrupt\":%.4g,"
-		     "\"delay_us\":%u,\"jitter_us\":%u,\"rate_mbit\":%u,\"mtu\":%u}",
+		     "\"delay_us\":%u,\"jitter_us\":%u,\"rate_mbit\":%u,\"mtu\":%u,\"drop\":%u}",
 		  im->loss / 1e4, im->reorder / 1e4, im->dup / 1e4, im->corrupt / 1e4,
-		  im->delay_us, im->jitter_us, im->rate_mbit, im->mtu);
+		  im->delay_us, im->jitter_us, im->rate_mbit, im->mtu, im->drop);
 }
 
 static void json_stats(struct sbuf *b, const struct fabric_dir_stats *st)

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <sys/un.h>
 
 #define FABRIC_MAX_PORTS	64
@@ -46,6 +47,8 @@ struct fabric_impair {
 	uint32_t delay_us, jitter_us;		/* delay, and +- jitter around it */
 	uint32_t rate_mbit;			/* serialisation rate; 0: unlimited */
 	uint32_t mtu;				/* largest Ethernet payload passed; 0: any */
+	uint32_t drop;				/* the next this many RDMA packets (ACKs
+						 * aside) are lost; counts down */
 };
 
 struct fabric_dir_stats {
@@ -213,6 +216,9 @@ int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t 
 void fabric_capture_stop(struct fabric *sw);
 const char *fabric_capture_path(const struct fabric *sw);
 void fabric_capture_flush(struct fabric *sw);
+/* Is this frame an RDMA request or response other than an ACK (RoCEv2, or InfiniBand on an
+ * IB fabric)? The frames the capture knows retransmissions of, and 'drop' counts. */
+bool fabric_rdma_packet(const struct fabric *sw, const uint8_t *frame, size_t len);
 void fabric_capture_frame(struct fabric *sw, int port, uint64_t now_ns, const uint8_t *frame,
 			  size_t len, const char *comment);
 

@@ -8,7 +8,8 @@
  * hold it back until the next frame to the same port has gone (reorder: the two swap; a
  * frame nothing follows goes alone after FABRIC_REORDER_HOLD_NS), delay it (delay, +-jitter)
  * and serialise it at a rate; a frame longer than the mtu is dropped, and a link that is
- * down drops everything. Without jitter a port's frames keep their order through the delay
+ * down drops everything. 'drop=N' loses the next N RDMA packets (ACKs aside) that meet the
+ * set, for a loss at a known place: a lesson's, or a test's. Without jitter a port's frames keep their order through the delay
  * line; jitter reorders as netem's does.
  *
  * Every random choice comes from a stream of its own per port and direction, started from
@@ -272,6 +273,12 @@ static void to_port(struct fabric *sw, int in, int out, const struct ingress *g,
 		return;
 	}
 	st->frames++;
+	if (im->drop && fabric_rdma_packet(sw, frame, g->len)) {
+		im->drop--;
+		st->dropped++;
+		note(n, "lost on the way out to port %d (drop: %u more to go)", out + 1, im->drop);
+		return;
+	}
 	if (chance(&p->rng[FABRIC_OUT], im->loss)) {
 		st->dropped++;
 		note(n, "lost on the way out to port %d", out + 1);
@@ -338,6 +345,12 @@ void fabric_forward_impaired(struct fabric *sw, int in, int out, const uint8_t *
 		goto done;
 	}
 	st->frames++;
+	if (im->drop && fabric_rdma_packet(sw, frame, len)) {
+		im->drop--;
+		st->dropped++;
+		note(&n, "lost on the way in from port %d (drop: %u more to go)", in + 1, im->drop);
+		goto done;
+	}
 	if (chance(&p->rng[FABRIC_IN], im->loss)) {
 		st->dropped++;
 		note(&n, "lost on the way in from port %d", in + 1);
@@ -502,7 +515,7 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 
 	if (!eq || klen >= sizeof(key) || !*v) {
 		snprintf(err, errlen, "'%s': expected KEY=VALUE (loss, reorder, dup, corrupt, "
-			 "delay, jitter, rate, mtu)", kv);
+			 "delay, jitter, rate, mtu, drop)", kv);
 		return -1;
 	}
 	memcpy(key, kv, klen);
@@ -528,6 +541,14 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 				 "(100, 100mbit, 1gbit)", v);
 			return -1;
 		}
+	} else if (!strcmp(key, "drop")) {
+		errno = 0;
+		m = strtoul(v, &end, 10);
+		if (*end || errno || m > 1000000) {
+			snprintf(err, errlen, "drop=%s: a count of RDMA packets, 0..1000000", v);
+			return -1;
+		}
+		imp->drop = (uint32_t)m;
 	} else if (!strcmp(key, "mtu")) {
 		errno = 0;
 		m = strtoul(v, &end, 10);
@@ -539,7 +560,7 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 		imp->mtu = (uint32_t)m;
 	} else {
 		snprintf(err, errlen, "unknown impairment '%s' (loss, reorder, dup, corrupt, "
-			 "delay, jitter, rate, mtu)", key);
+			 "delay, jitter, rate, mtu, drop)", key);
 		return -1;
 	}
 	return 0;

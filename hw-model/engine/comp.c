@@ -473,7 +473,7 @@ static void comp_err_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 	uint8_t syn = p->aeth_syndrome;
 
 	e->cnt.naks_received++;
-	qhca_step(e, "nak qp=0x%x psn=0x%x aeth=0x%x", qp->qpn, p->psn, syn);
+	qhca_step(e, "nak qp=0x%x psn=0x%x aeth=%s", qp->qpn, p->psn, qhca_aeth_name(syn));
 	acked_to(qp, p->psn);
 	complete_acked(qp);
 	fail_at(qp, p->psn, syn == ROCE_AETH_NAK_INV_REQ ? QHCA_WC_REM_INV_REQ_ERR :

@@ -471,6 +471,7 @@ void qhca_step_pkt(struct qhca_engine *e, const char *kind, uint32_t qpn,
 void qhca_step_cqe(struct qhca_engine *e, uint32_t cqn, uint32_t slot, const struct qhca_cqe *c,
 		   bool event);
 const char *qhca_wr_name(uint8_t op);
+const char *qhca_aeth_name(uint8_t syndrome);
 const char *qhca_wc_status_name(uint8_t status);
 
 /* The one checked path into guest memory: rejects wrap, zero address, oversize. */

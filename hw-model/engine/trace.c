@@ -107,7 +107,7 @@ static const char *wc_op_name(uint8_t op)
 }
 
 /* An AETH syndrome (IBA 9.7.5.1.4): ACK, RNR_NAK, or NAK and its code. */
-static const char *aeth_name(uint8_t syndrome)
+const char *qhca_aeth_name(uint8_t syndrome)
 {
 	static const char *const nak[] = { "NAK_PSN_SEQ", "NAK_INV_REQ", "NAK_REM_ACCESS",
 					   "NAK_REM_OP", "NAK_INV_RD_REQ" };
@@ -137,7 +137,7 @@ void qhca_step_pkt(struct qhca_engine *e, const char *kind, uint32_t qpn,
 		EXT(" va=0x%llx rkey=0x%x dmalen=%u", (unsigned long long)p->reth_va, p->reth_rkey,
 		    p->reth_len);
 	if (f & ROCE_F_AETH)
-		EXT(" aeth=%s msn=%u", aeth_name(p->aeth_syndrome), p->aeth_msn);
+		EXT(" aeth=%s msn=%u", qhca_aeth_name(p->aeth_syndrome), p->aeth_msn);
 	if ((f & ROCE_F_ATOMIC) && (f & ROCE_F_REQ))
 		EXT(" va=0x%llx rkey=0x%x cmp=0x%llx swap_add=0x%llx",
 		    (unsigned long long)p->atomic_va, p->atomic_rkey,

@@ -943,6 +943,54 @@ static uint32_t rd32(const uint8_t *p)
 	return v;
 }
 
+/* A RoCE v2 packet (IPv4, UDP 4791, BTH with @opcode, QP @qpn, PSN @psn) from a to b, in
+ * by port 1. */
+static void send_roce(uint8_t opcode, uint32_t qpn, uint16_t psn)
+{
+	uint8_t q[4 + 14 + 20 + 8 + 12 + 4];
+	size_t l = make_frame(q, mac_b, mac_a, sizeof(q) - 4);
+
+	memset(q + 4 + 12, 0, sizeof(q) - 16);
+	q[4 + 12] = 0x08;			/* IPv4 */
+	q[4 + 14] = 0x45;
+	q[4 + 14 + 9] = 17;			/* UDP */
+	q[4 + 34 + 2] = 4791 >> 8;
+	q[4 + 34 + 3] = 4791 & 0xff;
+	q[4 + 42] = opcode;
+	q[4 + 42 + 7] = (uint8_t)qpn;		/* destination QP */
+	q[4 + 42 + 10] = psn >> 8;
+	q[4 + 42 + 11] = psn & 0xff;
+	CHECK_EQ(write(peer[0], q, l), l);
+	fabric_read(&sw, 0);
+}
+
+/* drop=N loses the next N RDMA packets and nothing else: not ACKs, not other frames. */
+static void test_drop_next_rdma(void)
+{
+	uint8_t r[4096];
+	char *reply;
+	ssize_t n;
+
+	setup_learned(2);
+	ctl_ok("set 1 in drop=2");
+	free(ctl("set 1 in drop=x", false));
+	reply = ctl("show", true);
+	CHECK(strstr(reply, "\"drop\":2") != NULL);
+	free(reply);
+	send_numbered(0, 3, 100);		/* not RDMA: all pass */
+	send_roce(0x11, 0x11, 1);		/* an ACK: passes */
+	send_roce(0x04, 0x11, 2);		/* lost */
+	send_roce(0x04, 0x11, 3);		/* lost */
+	send_roce(0x04, 0x11, 4);		/* passes: drop is used up */
+	n = drain(1, r, sizeof(r));
+	/* three numbered frames of 100 B, the ACK and PSN 4 (58 B), each after its length */
+	CHECK_EQ(n, 3 * 104 + 2 * 62);
+	CHECK_EQ(r[n - 62 + 4 + 42 + 11], 4);
+	CHECK_EQ(sw.port[0].st[FABRIC_IN].dropped, 2);
+	CHECK_EQ(sw.port[0].imp[FABRIC_IN].drop, 0);
+	teardown();
+}
+
 static void test_capture_pcapng(void)
 {
 	char path[] = "/tmp/qhca-fabric-cap-XXXXXX", line[128];
@@ -966,23 +1014,8 @@ static void test_capture_pcapng(void)
 	ctl_ok("clear");
 	/* A RoCE v2 request (IPv4, UDP 4791, BTH: SEND_ONLY to QP 0x11, PSN 1234) twice, and an
 	 * ACK of the same PSN twice: the second request is a retransmission, an ACK never. */
-	for (k = 0; k < 4; k++) {
-		uint8_t q[4 + 14 + 20 + 8 + 12 + 4];
-		size_t l = make_frame(q, mac_b, mac_a, sizeof(q) - 4);
-
-		memset(q + 4 + 12, 0, sizeof(q) - 16);
-		q[4 + 12] = 0x08;			/* IPv4 */
-		q[4 + 14] = 0x45;
-		q[4 + 14 + 9] = 17;			/* UDP */
-		q[4 + 34 + 2] = 4791 >> 8;
-		q[4 + 34 + 3] = 4791 & 0xff;
-		q[4 + 42] = k < 2 ? 0x04 : 0x11;	/* SEND_ONLY, then ACK */
-		q[4 + 42 + 7] = 0x11;			/* destination QP */
-		q[4 + 42 + 10] = 1234 >> 8;
-		q[4 + 42 + 11] = 1234 & 0xff;
-		CHECK_EQ(write(peer[0], q, l), l);
-		fabric_read(&sw, 0);
-	}
+	for (k = 0; k < 4; k++)
+		send_roce(k < 2 ? 0x04 : 0x11, 0x11, 1234);	/* SEND_ONLY, then ACK */
 	ctl_ok("capture stop");
 	fd = open(path, O_RDONLY);
 	len = (size_t)read(fd, buf, sizeof(buf));
@@ -1105,6 +1138,7 @@ static const struct unit_test tests[] = {
 	{ "delay_rate_mtu_link", test_delay_rate_mtu_link },
 	{ "control_commands_and_timed_events", test_control_commands_and_timed_events },
 	{ "capture_pcapng", test_capture_pcapng },
+	{ "drop_next_rdma", test_drop_next_rdma },
 	{ "tcp_port_and_trunk", test_tcp_port_and_trunk },
 	{}
 };

@@ -144,6 +144,7 @@ struct vm_conn_attr {
 	uint8_t min_rnr_timer;		/* the RNR NAK timer this responder asks for */
 	uint8_t max_rd_atomic;		/* READs/atomics this requester has in flight */
 	uint8_t max_dest_rd_atomic;	/* ... that this responder takes */
+	uint16_t dlid;			/* InfiniBand: the peer's LID, no GRH (0: RoCE) */
 };
 
 static inline void vm_conn_defaults(struct vm_conn_attr *c)
@@ -188,10 +189,13 @@ static inline int vm_connect_attr(struct ibv_qp *qp, unsigned access, uint32_t d
 	a.rq_psn = c->psn;
 	a.max_dest_rd_atomic = c->max_dest_rd_atomic;
 	a.min_rnr_timer = c->min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.is_global = !c->dlid;
+	a.ah_attr.dlid = c->dlid;
+	if (!c->dlid) {
+		a.ah_attr.grh.dgid = *gid;
+		a.ah_attr.grh.sgid_index = gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+	}
 	a.ah_attr.port_num = 1;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			  IBV_QP_RQ_PSN | (resp ? IBV_QP_MAX_DEST_RD_ATOMIC |

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qhca-lesson: one RDMA operation between two guests and nothing else, so that
+ * 'qhca explain' tells a short story (docs/tutorial.md). Both sides open qhca_0, register
+ * a buffer, create one RC QP and meet over TCP to swap QP numbers, PSNs, keys and
+ * addresses; then the client posts exactly one work request, arms its CQ, sleeps until
+ * the completion event and polls. The server checks what arrived.
+ *
+ *   qhca-lesson OP [-s SIZE] [-p PORT]              the server (guest 2)
+ *   qhca-lesson OP [-s SIZE] [-p PORT] SERVER_IP    the client (guest 1)
+ *
+ * OP is write, send, read, atomic (fetch and add), cas (compare and swap), bad-rkey (a
+ * WRITE with a forged rkey: the responder refuses it, the client's completion says
+ * REMOTE_ACCESS_ERROR) or rnr (a SEND that arrives before the server posted its receive:
+ * RNR NAKs until it does). Exit status 0 when the lesson went as it should, errors
+ * included where it teaches one.
+ */
+#include <getopt.h>
+#include <poll.h>
+
+#include "vm_verbs.h"
+
+#define PROG "qhca-lesson"
+
+struct info {			/* what each side tells the other, over TCP */
+	uint32_t qpn, psn, rkey;
+	uint16_t lid;
+	uint16_t pad;
+	uint64_t va;
+	union ibv_gid gid;
+};
+
+enum op { OP_WRITE, OP_SEND, OP_READ, OP_ATOMIC, OP_CAS, OP_BAD_RKEY, OP_RNR };
+static const char *const op_names[] = { "write", "send", "read", "atomic", "cas", "bad-rkey",
+					"rnr" };
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: %s write|send|read|atomic|cas|bad-rkey|rnr [-s SIZE] [-p PORT] "
+		"[SERVER_IP]\n", PROG);
+	return 2;
+}
+
+static int die(const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", PROG, what, strerror(errno));
+	return 1;
+}
+
+/* Sleep until the CQ's completion event, then poll the one completion. */
+static int wait_completion(struct ibv_comp_channel *ch, struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
+		if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+			return die("ibv_get_cq_event");
+		ibv_ack_cq_events(ev_cq, 1);
+		if (ibv_req_notify_cq(cq, 0))
+			return die("ibv_req_notify_cq");
+	}
+	return n < 0 ? die("ibv_poll_cq") : 0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t size = 8192;
+	uint16_t port = 18700;
+	struct info me = { 0 }, peer;
+	struct vm_conn_attr conn;
+	struct ibv_port_attr pa;
+	struct ibv_context *ctx;
+	struct ibv_comp_channel *ch;
+	struct ibv_qp_init_attr qa;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_wc wc;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	enum op op;
+	char done = 'd';
+	int server, sock, c, i, ok = 1;
+	int gid_index = 1;
+
+	if (argc < 2)
+		return usage();
+	for (i = 0; i < (int)(sizeof(op_names) / sizeof(op_names[0])); i++)
+		if (!strcmp(argv[1], op_names[i]))
+			break;
+	if (i == (int)(sizeof(op_names) / sizeof(op_names[0])))
+		return usage();
+	op = (enum op)i;
+	optind = 2;
+	while ((c = getopt(argc, argv, "s:p:")) != -1) {
+		if (c == 's')
+			size = strtoul(optarg, NULL, 0);
+		else if (c == 'p')
+			port = (uint16_t)atoi(optarg);
+		else
+			return usage();
+	}
+	if (optind < argc - 1 || size < 1 || size > (1u << 30))
+		return usage();
+	server = optind == argc;
+	if (op == OP_ATOMIC || op == OP_CAS)
+		size = 8;
+
+	ctx = vm_open("qhca_0");
+	if (!ctx)
+		return die("no device qhca_0");
+	if (ibv_query_port(ctx, 1, &pa))
+		return die("ibv_query_port");
+	pd = ibv_alloc_pd(ctx);
+	buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+	if (!pd || !buf)
+		return die("ibv_alloc_pd");
+	vm_pattern(buf, size, server ? 2 : 1);
+	if (op == OP_ATOMIC || op == OP_CAS)
+		*(uint64_t *)buf = server ? 41 : 0;
+	mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	ch = ibv_create_comp_channel(ctx);
+	cq = ch ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
+	if (!mr || !cq)
+		return die("ibv_reg_mr or ibv_create_cq");
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 2;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &qa);
+	if (!qp)
+		return die("ibv_create_qp");
+
+	me.qpn = qp->qp_num;
+	me.psn = (uint32_t)(getpid() * 2654435761u) & 0xffffff;
+	me.rkey = mr->rkey;
+	me.va = (uintptr_t)buf;
+	me.lid = pa.lid;
+	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND && ibv_query_gid(ctx, 1, gid_index, &me.gid))
+		return die("ibv_query_gid");
+	vm_meet_host(PROG, server, server ? NULL : argv[argc - 1], port, 10, &sock);
+	vm_xfer(sock, &me, sizeof(me), 1);
+	vm_xfer(sock, &peer, sizeof(peer), 0);
+
+	vm_conn_defaults(&conn);
+	conn.path_mtu = pa.active_mtu;
+	conn.min_rnr_timer = 22;	/* RNR NAK: try again after 20.48 ms */
+	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
+		conn.dlid = peer.lid;
+	/* Both directions start at the client's PSN. */
+	conn.psn = server ? peer.psn : me.psn;
+	if (vm_connect_attr(qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC, peer.qpn, gid_index, &peer.gid, &conn))
+		return die("ibv_modify_qp");
+	if (ibv_req_notify_cq(cq, 0))
+		return die("ibv_req_notify_cq");
+
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = (uint32_t)size,
+				.lkey = mr->lkey };
+	if (server) {
+		if (op == OP_SEND) {
+			rwr = (struct ibv_recv_wr){ .wr_id = 0x5e, .sg_list = &sge, .num_sge = 1 };
+			if (ibv_post_recv(qp, &rwr, &rbad))
+				return die("ibv_post_recv");
+		}
+		vm_xfer(sock, &done, 1, 1);	/* ready */
+		if (op == OP_RNR) {
+			vm_xfer(sock, &done, 1, 0);	/* the client has sent */
+			poll(NULL, 0, 50);
+			rwr = (struct ibv_recv_wr){ .wr_id = 0x5e, .sg_list = &sge, .num_sge = 1 };
+			if (ibv_post_recv(qp, &rwr, &rbad))
+				return die("ibv_post_recv");
+		}
+		if (op == OP_SEND || op == OP_RNR) {
+			if (wait_completion(ch, cq, &wc))
+				return 1;
+			printf("%s: receive completion: %s, %u B\n", PROG,
+			       ibv_wc_status_str(wc.status), wc.byte_len);
+			ok = wc.status == IBV_WC_SUCCESS && wc.byte_len == size;
+		}
+		vm_xfer(sock, &done, 1, 0);	/* the client's operation completed */
+		if (op == OP_WRITE || op == OP_SEND || op == OP_RNR)
+			ok = ok && vm_is_pattern(buf, size, 1);
+		else if (op == OP_ATOMIC)
+			ok = *(uint64_t *)buf == 42;
+		else if (op == OP_CAS)
+			ok = *(uint64_t *)buf == 1000;
+		else if (op == OP_BAD_RKEY)
+			ok = vm_is_pattern(buf, size, 2);	/* nothing written */
+		printf("%s: the server's buffer %s\n", PROG, ok ? "is as the lesson expects" :
+		       "is NOT as the lesson expects");
+		vm_xfer(sock, &done, 1, 1);
+		return ok ? 0 : 1;
+	}
+
+	vm_xfer(sock, &done, 1, 0);	/* the server is ready */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x1e55;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = peer.va;
+	wr.wr.rdma.rkey = op == OP_BAD_RKEY ? peer.rkey ^ 0x5a00 : peer.rkey;
+	switch (op) {
+	case OP_WRITE:
+	case OP_BAD_RKEY:
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		break;
+	case OP_SEND:
+	case OP_RNR:
+		wr.opcode = IBV_WR_SEND;
+		break;
+	case OP_READ:
+		wr.opcode = IBV_WR_RDMA_READ;
+		break;
+	case OP_ATOMIC:
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.remote_addr = peer.va;
+		wr.wr.atomic.rkey = peer.rkey;
+		wr.wr.atomic.compare_add = 1;
+		break;
+	case OP_CAS:
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.remote_addr = peer.va;
+		wr.wr.atomic.rkey = peer.rkey;
+		wr.wr.atomic.compare_add = 41;
+		wr.wr.atomic.swap = 1000;
+		break;
+	}
+	if (ibv_post_send(qp, &wr, &bad))
+		return die("ibv_post_send");
+	if (op == OP_RNR)
+		vm_xfer(sock, &done, 1, 1);
+	if (wait_completion(ch, cq, &wc))
+		return 1;
+	printf("%s: %s of %zu B to QP 0x%x (rkey 0x%x, va 0x%llx): %s\n", PROG, op_names[op], size,
+	       peer.qpn, op == OP_BAD_RKEY ? peer.rkey ^ 0x5a00 : peer.rkey,
+	       (unsigned long long)peer.va,
+	       ibv_wc_status_str(wc.status));
+	if (op == OP_BAD_RKEY)
+		ok = wc.status == IBV_WC_REM_ACCESS_ERR;
+	else
+		ok = wc.status == IBV_WC_SUCCESS;
+	if (op == OP_READ)
+		ok = ok && vm_is_pattern(buf, size, 2);
+	if (op == OP_ATOMIC || op == OP_CAS) {
+		printf("%s: the value before: %llu\n", PROG, (unsigned long long)*(uint64_t *)buf);
+		ok = ok && *(uint64_t *)buf == 41;
+	}
+	vm_xfer(sock, &done, 1, 1);
+	vm_xfer(sock, &done, 1, 0);
+	printf("%s: %s\n", PROG, ok ? "as the lesson expects" : "NOT as the lesson expects");
+	return ok ? 0 : 1;
+}
