@@ -137,15 +137,16 @@ def describe_other(pkt, linktype):
 # ---------------------------------------------------------------- matching
 def match_frames(steps, frames, ports):
     """Give each tx, rx and drop step the capture's frame number (step['frame']): a packet
-    sent is the earliest frame of its guest's port with its QP, PSN, opcode and size not
-    given yet (a retransmission is another frame); one received is the latest frame sent
-    before it with that key. PORTS: guest -> interface name."""
+    sent is the earliest frame of its guest's port with its QP, PSN and size not given yet
+    (a retransmission is another frame); one received is the earliest such frame that
+    reached it and was not received before (lost frames never arrive). PORTS: guest ->
+    interface name."""
     by_key = {}
     for fr in frames:
         if fr["key"]:
             by_key.setdefault((fr["key"][:2], fr["len"]), []).append(fr)
-    used = set()
-    for s in steps:
+    used, received = set(), {}
+    for s in sorted(steps, key=lambda x: x["t"]):
         if s["kind"] not in ("tx", "rx", "drop") or "psn" not in s["f"]:
             continue
         f = s["f"]
@@ -157,16 +158,23 @@ def match_frames(steps, frames, ports):
         if s["kind"] == "tx":
             for fr in cands:
                 if fr["no"] not in used and fr["port"] == ports.get(s["vm"]) and \
-                        fr["t"] >= s["t"] - 1000000:
+                        fr["t"] >= s["t"] - 50000:
                     used.add(fr["no"])
                     s["frame"] = fr["no"]
                     if fr["comment"]:
                         s["fate"] = fr["comment"]
                     break
         else:
-            before = [fr for fr in cands if fr["t"] <= s["t"] + 1000000]
-            if before:
-                s["frame"] = before[-1]["no"]
+            # A frame reaches its receiver once (twice if duplicated), in order; a lost one
+            # never. The receiver sees it after the capture does.
+            for fr in cands:
+                lost = fr["comment"] and ("lost" in fr["comment"] or "dropped" in fr["comment"])
+                times = 2 if fr["comment"] and "duplicated" in fr["comment"] else 1
+                if not lost and received.get((s["vm"], fr["no"]), 0) < times and \
+                        fr["t"] <= s["t"] + 50000:
+                    received[(s["vm"], fr["no"])] = received.get((s["vm"], fr["no"]), 0) + 1
+                    s["frame"] = fr["no"]
+                    break
 
 
 # ---------------------------------------------------------------- the story
@@ -214,6 +222,13 @@ WHY_RETX = {"timeout": "no ACK came before the retransmission timer expired",
             "rnr": "the RNR NAK's wait is over"}
 
 # The device's event types (abi/qhca_abi.h enum qhca_event_type).
+SEQ = {"duplicate": "a duplicate of a request already done; not done again (ACKed if it asks)",
+       "gap": "a packet before it went missing; sends a sequence NAK for the expected PSN "
+              "and drops it (IBA 9.7.5.1.2)",
+       "gap-naked": "still the gap, NAKed already: dropped",
+       "gap-uc": "UC: the message in progress is lost; waits for the next FIRST",
+       "busy": "still sending READ responses: dropped, the sequence NAK comes after them"}
+
 EVENT_TYPES = {1: "a completion event for CQ", 2: "port active, port", 3: "port down, port",
                4: "EQ overflow of EQ", 5: "QP fatal error for QP",
                6: "invalid request from the peer, QP",
@@ -312,6 +327,13 @@ def story_steps(steps):
         elif k == "retx":
             add(dev, "sends again from PSN %s: %s" % (f["psn"], WHY_RETX.get(f["why"], f["why"])),
                 (dev, dev))
+        elif k == "dup":
+            add(dev, "sends PSN %s a second time: the head of a resend goes twice, since the "
+                "responder NAKs a gap only once and a second loss would wait for the timeout" %
+                f["psn"], (dev, dev))
+        elif k == "seq":
+            add(dev, "PSN %s is not the expected %s: %s" % (f["psn"], f["expected"], SEQ.get(
+                f["what"], f["what"])), (dev, dev), ok=f["what"] == "duplicate")
         elif k == "cqe":
             tail = "an event follows (the CQ was armed)" if f["event"] == "1" else \
                 "no event (CQ not armed): the application finds it by polling"

@@ -386,6 +386,7 @@ static enum tx_result tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct q
 			 * silent until the timeout (it NAKs a gap once). */
 			qp->dup = false;
 			e->cnt.retransmits++;
+			qhca_step(e, "dup qp=0x%x psn=0x%x", qp->qpn, psn);
 			send_packet(e, qp, sw, k, 1, ackreq);
 		}
 		if (rel)

@@ -581,9 +581,15 @@ static void resp_connected(struct qhca_engine *e, struct qhca_qp *qp, const stru
 		/* Still answering a READ: this request waits for the sequence NAK. */
 		qp->rr.dropped = true;
 		e->cnt.roce_rx_busy++;
+		qhca_step(e, "seq qp=0x%x psn=0x%x expected=0x%x what=busy", qp->qpn, p->psn,
+			  qp->epsn);
 		return;
 	}
 	d = qhca_psn_diff(p->psn, qp->epsn);
+	if (d)
+		qhca_step(e, "seq qp=0x%x psn=0x%x expected=0x%x what=%s", qp->qpn, p->psn, qp->epsn,
+			  d < 0 ? "duplicate" : qp->type == QHCA_QPT_UC ? "gap-uc" :
+			  qp->nak_sent ? "gap-naked" : "gap");
 	if (qp->type == QHCA_QPT_UC) {
 		/* UC (IBA 9.8.3): a gap loses the message in progress; start over at a FIRST. */
 		if (d != 0) {

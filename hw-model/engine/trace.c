@@ -15,7 +15,10 @@
  *          headers' fields (va, rkey, dmalen, aeth, msn, cmp, swap_add, imm, dlid, slid)
  *   drop   a received packet dropped: why, and the packet's fields
  *   nak    a NAK or RNR NAK taken by the requester: qp, psn, aeth
- *   retx   the requester sends again: qp, psn, why (timeout, nak)
+ *   retx   the requester sends again: qp, psn, why (timeout, nak, rnr)
+ *   dup    the head of a resend goes twice: qp, psn
+ *   seq    a request not at the expected PSN: qp, psn, expected, what (duplicate, gap,
+ *          gap-naked: NAKed already, gap-uc, busy: still sending READ responses)
  *   cqe    a completion written: cq, slot, status, op, wr_id, qp, len, event
  *   eqe    an event queue entry written: eq, slot, type, handle
  *   irq    an interrupt: vector, raised (1) or masked (0)
