@@ -14,6 +14,9 @@ done
 cat <<EOT
 
 The two VMs are still running. Try:
+  tools/qhca explain -- qhca-lesson write
+                                   one RDMA WRITE from guest 1 to guest 2, step by step
+                                   (docs/tutorial.md: the lesson that goes with it)
   tools/qhca ssh 1                 a shell in guest 1 (qhca_0 is its RDMA device)
   tools/qhca exec 2 -- qhca-smoke  open the device and allocate a PD from user space
   tools/qhca console 1             the serial console (leave with Ctrl-])

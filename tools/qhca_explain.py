@@ -225,7 +225,7 @@ WHY_RETX = {"timeout": "no ACK came before the retransmission timer expired",
 SEQ = {"duplicate": "a duplicate of a request already done; not done again (ACKed if it asks)",
        "gap": "a packet before it went missing; sends a sequence NAK for the expected PSN "
               "and drops it (IBA 9.7.5.1.2)",
-       "gap-naked": "still the gap, NAKed already: dropped",
+       "gap-naked": "ahead of the expected PSN, which it NAKed already: dropped",
        "gap-uc": "UC: the message in progress is lost; waits for the next FIRST",
        "busy": "still sending READ responses: dropped, the sequence NAK comes after them"}
 
@@ -331,6 +331,10 @@ def story_steps(steps):
             add(dev, "sends PSN %s a second time: the head of a resend goes twice, since the "
                 "responder NAKs a gap only once and a second loss would wait for the timeout" %
                 f["psn"], (dev, dev))
+        elif k == "rnr":
+            add(dev, "no receive WQE is posted for the SEND at PSN %s: Receiver Not Ready, "
+                "answers with an RNR NAK (its min_rnr_timer %s) and drops it" %
+                (f["psn"], f["timer"]), (dev, dev), ok=False)
         elif k == "seq":
             add(dev, "PSN %s is not the expected %s: %s" % (f["psn"], f["expected"], SEQ.get(
                 f["what"], f["what"])), (dev, dev), ok=f["what"] == "duplicate")

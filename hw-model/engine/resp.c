@@ -397,6 +397,7 @@ static bool recv_ready(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 		return true;
 	r = qhca_recv_take(e, qp, &qp->recv);
 	if (r == -1) {
+		qhca_step(e, "rnr qp=0x%x psn=0x%x timer=%u", qp->qpn, p->psn, qp->min_rnr_timer);
 		/* Receiver not ready: RNR NAK with the QP's timer, the PSN is not consumed.
 		 * The requests behind it are dropped without a word, as after any NAK: the
 		 * requester sends them again after the timer (IBA 9.7.5.2.8). */

@@ -17,6 +17,7 @@
  *   nak    a NAK or RNR NAK taken by the requester: qp, psn, aeth
  *   retx   the requester sends again: qp, psn, why (timeout, nak, rnr)
  *   dup    the head of a resend goes twice: qp, psn
+ *   rnr    the responder has no receive WQE for a SEND: qp, psn, timer (min_rnr_timer)
  *   seq    a request not at the expected PSN: qp, psn, expected, what (duplicate, gap,
  *          gap-naked: NAKed already, gap-uc, busy: still sending READ responses)
  *   cqe    a completion written: cq, slot, status, op, wr_id, qp, len, event
