@@ -136,7 +136,7 @@ def describe_other(pkt, linktype):
 
 # ---------------------------------------------------------------- matching
 def match_frames(steps, frames, ports):
-    """Give each tx, rx and drop step the capture's frame number (step['frame']): a packet
+    """Give each tx and rx step the capture's frame number (step['frame']): a packet
     sent is the earliest frame of its guest's port with its QP, PSN and size not given yet
     (a retransmission is another frame); one received is the earliest such frame that
     reached it and was not received before (lost frames never arrive). PORTS: guest ->
@@ -147,7 +147,7 @@ def match_frames(steps, frames, ports):
             by_key.setdefault((fr["key"][:2], fr["len"]), []).append(fr)
     used, received = set(), {}
     for s in sorted(steps, key=lambda x: x["t"]):
-        if s["kind"] not in ("tx", "rx", "drop") or "psn" not in s["f"]:
+        if s["kind"] not in ("tx", "rx") or "dqp" not in s["f"]:
             continue
         f = s["f"]
         try:
@@ -315,9 +315,10 @@ def story_steps(steps):
         elif k == "rx":
             add(dev, "received %s" % packet_text(f), ("wire", dev))
         elif k == "drop":
-            add(dev, "dropped a packet%s: %s" %
-                (" (" + packet_text(f) + ")" if "op" in f else " of %s B" % f.get("size"),
-                 f["why"]), ("wire", dev))
+            what = " (" + packet_text(f) + ")" if "op" in f else \
+                " (PSN %s to QP %s)" % (f["psn"], f["qp"]) if "psn" in f else \
+                " of %s B" % f.get("size")
+            add(dev, "dropped a packet%s: %s" % (what, f["why"]), (dev, dev), ok=False)
         elif k == "nak":
             what = {"RNR_NAK": "an RNR NAK (the receiver had no receive WQE posted): waits %s us "
                                "before it sends again" % f.get("wait_us"),

@@ -600,6 +600,8 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	     qp->state != QHCA_QPS_SQE) ||
 	    !qhca_from_peer(qp, p)) {
 		e->cnt.roce_rx_bad_state++;
+		qhca_step(e, "drop qp=0x%x psn=0x%x why=\"a response the QP does not take in state "
+			  "%s\"", qp->qpn, p->psn, qhca_qp_state_name(qp->state));
 		return;
 	}
 	ev = comp_classify(qp, p);

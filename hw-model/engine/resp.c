@@ -540,6 +540,8 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 
 	if (qp->state < QHCA_QPS_RTR || qp->state == QHCA_QPS_ERR) {
 		e->cnt.roce_rx_bad_state++;
+		qhca_step(e, "drop qp=0x%x psn=0x%x why=\"QP in state %s: takes no request\"",
+			  qp->qpn, p->psn, qhca_qp_state_name(qp->state));
 		return;
 	}
 	if (qhca_qp_datagram(qp)) {
@@ -550,6 +552,8 @@ void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct r
 	if ((p->opcode & ROCE_TS_MASK) != qhca_qp_ts(qp) || qp->type == QHCA_QPT_XRC_INI ||
 	    !qhca_from_peer(qp, p)) {
 		e->cnt.roce_rx_bad_state++;
+		qhca_step(e, "drop qp=0x%x psn=0x%x why=\"not from the QP's peer, or not its "
+			  "service\"", qp->qpn, p->psn);
 		return;
 	}
 	if (qp->type != QHCA_QPT_XRC_TGT) {
