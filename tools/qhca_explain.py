@@ -256,18 +256,20 @@ def story_steps(steps):
 
         if k == "db":
             a, b = (int(x) for x in f["pi"].split("->"))
+            # Doorbell page 0 is the kernel's (its verbs are ib_*), the others a process's.
+            verb = "ib_" if f.get("page") == "0" else "ibv_"
             if f["queue"] == "sq":
                 for slot in range(a, b):
                     w = next((x for x in steps[i + 1:] if x["vm"] == vm and x["kind"] == "wqe" and
                               x["f"]["qp"] == f["qp"] and int(x["f"]["slot"]) == slot), None)
-                    add(app, post_text(w, steps, f["qp"], slot), (app, mem), kind="post")
+                    add(app, verb + post_text(w, steps, f["qp"], slot), (app, mem), kind="post")
             elif f["queue"] == "rq":
-                add(app, "ibv_post_recv: a receive WQE in RQ slot%s %s of QP %s" %
-                    ("s" if b - a > 1 else "", "%d..%d" % (a, b - 1) if b - a > 1 else a, f["qp"]),
-                    (app, mem), kind="post")
+                add(app, "%spost_recv: a receive WQE in RQ slot%s %s of QP %s" %
+                    (verb, "s" if b - a > 1 else "", "%d..%d" % (a, b - 1) if b - a > 1 else a,
+                     f["qp"]), (app, mem), kind="post")
             else:
-                add(app, "ibv_post_srq_recv: receive WQEs up to slot %d of SRQ %s" %
-                    (b - 1, f["srq"]), (app, mem), kind="post")
+                add(app, "%spost_srq_recv: receive WQEs up to slot %d of SRQ %s" %
+                    (verb, b - 1, f["srq"]), (app, mem), kind="post")
             add(dev, "doorbell page %s: %s %s producer %d -> %d" %
                 (f["page"], "QP " + f["qp"] if "qp" in f else "SRQ " + f.get("srq"),
                  f["queue"].upper(), a, b), (app, dev))
@@ -371,7 +373,7 @@ def story_steps(steps):
 
 def post_text(w, steps, qp, slot):
     if not w:
-        return "ibv_post_send: a WQE in SQ slot %d of QP %s" % (slot, qp)
+        return "post_send: a WQE in SQ slot %d of QP %s" % (slot, qp)
     f = w["f"]
     n = int(f.get("inline", "0"))
     if not n:
@@ -380,8 +382,8 @@ def post_text(w, steps, qp, slot):
             if x["vm"] != w["vm"] or x["kind"] != "key" or x["f"]["kind"] != "lkey":
                 break
             n += int(x["f"]["len"])
-    return "ibv_post_send: %s %d B, wr_id %s, SQ slot %d of QP %s" % (f["op"], n, f["wr_id"],
-                                                                    slot, qp)
+    return "post_send: %s %d B, wr_id %s, SQ slot %d of QP %s" % (f["op"], n, f["wr_id"],
+                                                                 slot, qp)
 
 
 def render_text(story, frames, first_t):
