@@ -7,6 +7,8 @@
  * beside a memcpy of the same sizes in the same run: the part of the datapath that belongs
  * to qhca, free of TCG, QEMU and the host's other load. make bench runs it; so can you:
  *   $(bash scripts/build-host.sh plain)/bench-engine [MIB_PER_CASE]
+ * QHCA_BENCH_TRACE=1 runs it with the teaching trace on (each step formatted, then
+ * dropped): what 'qhca explain' costs; off, as in QEMU until something turns it on.
  */
 #include <stdio.h>
 #include <time.h>
@@ -14,6 +16,8 @@
 #include "transport_harness.h"
 
 #define WINDOW	8	/* messages posted before the link is pumped */
+
+static bool tracing;	/* QHCA_BENCH_TRACE: the teaching trace on */
 
 static double seconds(void)
 {
@@ -41,6 +45,8 @@ static void run(uint8_t op, const char *name, uint32_t size, uint64_t total)
 	setup();
 	harness_path_mtu = 5;	/* 4096 */
 	rc_pair(&a, &b, size, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	qhca_engine_set_tracing(&nodes[0].e, tracing);
+	qhca_engine_set_tracing(&nodes[1].e, tracing);
 	frames = frames_sent;
 	t0 = seconds();
 	while (done < n) {
@@ -53,6 +59,7 @@ static void run(uint8_t op, const char *name, uint32_t size, uint64_t total)
 			post_send(&a);
 		}
 		pump();
+		step_len = 0;	/* the steps are formatted, and dropped here */
 		while (poll_cq(&nodes[0], &a.scq, &c)) {
 			CHECK_EQ(QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK, c.qpn_status), QHCA_WC_SUCCESS);
 			done++;
@@ -95,8 +102,9 @@ int main(int argc, char **argv)
 	uint64_t total = (uint64_t)(argc > 1 ? atoi(argv[1]) : 256) << 20;
 	unsigned i;
 
-	printf("# the engine alone: two engines back to back, one thread, path MTU 4096, CRC-32: %s\n",
-	       roce_crc32_impl);
+	tracing = getenv("QHCA_BENCH_TRACE") && atoi(getenv("QHCA_BENCH_TRACE"));
+	printf("# the engine alone: two engines back to back, one thread, path MTU 4096, CRC-32: %s%s\n",
+	       roce_crc32_impl, tracing ? "; the teaching trace ON" : "");
 	printf("%-6s %8s %7s %9s %12s %10s\n", "op", "bytes", "msgs", "GB/s", "packets/s",
 	       "ns/packet");
 	for (i = 0; i < 4; i++)

@@ -559,9 +559,9 @@ static struct qhca_mr *key_check(struct qhca_engine *e, uint32_t key, uint32_t p
 static void step_key(struct qhca_engine *e, const char *kind, uint32_t key, uint32_t pd,
 		     uint64_t va, uint64_t len, uint32_t access, const char *why)
 {
-	qhca_step(e, "key kind=%s key=0x%x pd=0x%x va=0x%llx len=%llu need=0x%x result=\"%s\"",
-		  kind, key, pd, (unsigned long long)va, (unsigned long long)len, access,
-		  why ? why : "ok");
+	qhca_stepf(e, "key kind=%s key=0x%x pd=0x%x va=0x%llx len=%llu need=0x%x result=\"%s\"",
+		   kind, key, pd, (unsigned long long)va, (unsigned long long)len, access,
+		   why ? why : "ok");
 }
 
 /* An lkey: a region, never a window (IBA 10.6.7). */
@@ -574,7 +574,8 @@ struct qhca_mr *qhca_mr_check(struct qhca_engine *e, uint32_t key, uint32_t pd, 
 		*why = "a memory window is not an lkey";
 		mr = NULL;
 	}
-	step_key(e, "lkey", key, pd, va, len, access, mr ? NULL : *why);
+	if (qhca_tracing(e))
+		step_key(e, "lkey", key, pd, va, len, access, mr ? NULL : *why);
 	return mr;
 }
 
@@ -593,7 +594,8 @@ struct qhca_mr *qhca_rkey_check(struct qhca_engine *e, const struct qhca_qp *qp,
 		*why = "the window's region was invalidated";
 		mr = NULL;
 	}
-	step_key(e, "rkey", key, qhca_qp_pd(qp), va, len, access, mr ? NULL : *why);
+	if (qhca_tracing(e))
+		step_key(e, "rkey", key, qhca_qp_pd(qp), va, len, access, mr ? NULL : *why);
 	return mr;
 }
 
