@@ -6,7 +6,7 @@ happened as a numbered story (text), as JSON lines, and as an SVG sequence diagr
 
 Run alone it renders a directory that 'qhca explain' wrote (steps.raw, capture.pcapng):
 
-  python3 tools/qhca_explain.py DIR
+  python3 tools/qhca_explain.py [--all] DIR
 """
 import html
 import json
@@ -199,6 +199,8 @@ def access_names(v):
 
 def packet_text(f):
     parts = ["%s PSN %s to QP %s" % (f.get("op"), f.get("psn"), f.get("dqp"))]
+    if "dlid" in f:
+        parts[0] += " (LID %s to %s, VL %s)" % (f["slid"], f["dlid"], f["vl"])
     if int(f.get("len", "0")):
         parts.append("%s payload" % nbytes(f["len"]))
     if "dmalen" in f:
@@ -234,6 +236,55 @@ EVENT_TYPES = {1: "a completion event for CQ", 2: "port active, port", 3: "port 
                6: "invalid request from the peer, QP",
                7: "access error by the peer (IBA 11.6.3.1), QP", 8: "CQ error for CQ",
                9: "SRQ limit reached, SRQ", 10: "SQ drained, QP"}
+
+
+# Steps that name their QP in the field "qp" (for rx and drop: the receiving QP).
+QP_STEPS = ("db", "wqe", "wqe_bad", "rwqe", "tx", "rx", "drop", "nak", "retx", "dup", "seq",
+            "rnr", "qp")
+
+
+def user_steps(steps):
+    """The steps of the programs' own QPs: those whose doorbells rang on a process's page
+    (not page 0, the kernel's), and the QPs they exchange packets with; with the key
+    checks, DMA, completions, events and interrupts that belong to them. Returns (kept,
+    number left out): the kernel's own QPs (the GSI QP of rdma_cm and of the SM, IPoIB)
+    are noise in a lesson, and 'explain --all' shows them."""
+    steps = sorted(steps, key=lambda x: x["t"])
+    user = {(s["vm"], s["f"]["qp"]) for s in steps
+            if s["kind"] == "db" and s["f"].get("page") != "0" and "qp" in s["f"]}
+    user_srq = {(s["vm"], s["f"]["srq"]) for s in steps
+                if s["kind"] == "db" and s["f"].get("page") != "0" and "srq" in s["f"]}
+    user |= {(s["vm"], s["f"]["qp"]) for s in steps
+             if s["kind"] == "rwqe" and (s["vm"], s["f"]["srq"]) in user_srq}
+    for _ in range(2):	# the peers of user QPs, and their answers
+        sent = {(s["vm"], s["f"]["dqp"], s["f"]["psn"]) for s in steps
+                if s["kind"] == "tx" and (s["vm"], s["f"]["qp"]) in user}
+        user |= {(s["vm"], s["f"]["qp"]) for s in steps if s["kind"] == "rx" and
+                 any(v != s["vm"] and d == s["f"]["qp"] and p == s["f"]["psn"]
+                     for v, d, p in sent)}
+    kept, anchor, cqe, eqe = [], {}, {}, {}
+    for s in steps:
+        k, f, vm = s["kind"], s["f"], s["vm"]
+        if k in QP_STEPS:
+            keep = (vm, f["qp"]) in user if "qp" in f else \
+                f.get("page") != "0" if k == "db" else True
+            anchor[vm] = keep
+        elif k in ("key", "dma"):
+            keep = anchor.get(vm, True)
+        elif k == "cqe":
+            keep = cqe[vm] = (vm, f["qp"]) in user
+        elif k == "eqe":
+            keep = eqe[vm] = cqe.get(vm, False) if f["type"] == "1" else True
+        elif k == "irq":
+            keep = eqe.get(vm, True)
+        elif k == "arm":
+            keep = f.get("page") != "0"
+        else:
+            keep = True
+        if keep:
+            kept.append(s)
+    return kept, len(steps) - len(kept)
+
 
 
 def story_steps(steps):
@@ -274,8 +325,9 @@ def story_steps(steps):
                 (f["page"], "QP " + f["qp"] if "qp" in f else "SRQ " + f.get("srq"),
                  f["queue"].upper(), a, b), (app, dev))
         elif k == "arm":
-            add(app, "ibv_req_notify_cq: CQ %s armed%s: its next completion raises an event" %
-                (f["cq"], " for solicited completions" if f.get("solicited") == "1" else ""),
+            add(app, "%sreq_notify_cq: CQ %s armed%s: its next completion raises an event" %
+                ("ib_" if f.get("page") == "0" else "ibv_", f["cq"],
+                 " for solicited completions" if f.get("solicited") == "1" else ""),
                 (app, dev))
         elif k == "wqe":
             extra = ""
@@ -400,7 +452,7 @@ def render_text(story, frames, first_t):
         for fr in other:
             kinds[fr["other"]] = kinds.get(fr["other"], 0) + 1
         lines.append("")
-        lines.append("The capture holds %d frames: %d RDMA packets%s." % (
+        lines.append("The capture holds %d frames: %d RDMA transport packets%s." % (
             len(frames), len(frames) - len(other),
             " and %s (the programs' own exchange of QP numbers, PSNs and keys, and the "
             "guests' IP traffic)" % ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items()))
@@ -470,12 +522,19 @@ def render_svg(story, title):
 
 
 # ---------------------------------------------------------------- all of it
-def render(outdir, steps, frames, ports, title):
-    """Write story.txt, story.jsonl and sequence.svg into OUTDIR; returns the story text."""
+def render(outdir, steps, frames, ports, title, everything=False):
+    """Write story.txt, story.jsonl and sequence.svg into OUTDIR; returns the story text.
+    EVERYTHING: also the steps of the kernel's own QPs (user_steps)."""
     match_frames(steps, frames, ports)
+    left_out = 0
+    if not everything:
+        steps, left_out = user_steps(steps)
     story = story_steps(steps)
     first_t = story[0]["t"] if story else 0
     text = render_text(story, frames, first_t)
+    if left_out:
+        text += ("%d steps of the kernel's own QPs (rdma_cm's and the subnet manager's MADs, "
+                 "IPoIB) are not shown: --all shows them.\n" % left_out)
     with open(os.path.join(outdir, "story.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(outdir, "story.jsonl"), "w") as f:
@@ -506,12 +565,14 @@ def load_dir(outdir):
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1].startswith("-"):
-        sys.stderr.write("usage: %s DIR   (a directory 'qhca explain' wrote)\n" % argv[0])
+    everything = "--all" in argv[1:]
+    args = [a for a in argv[1:] if a != "--all"]
+    if len(args) != 1 or args[0].startswith("-"):
+        sys.stderr.write("usage: %s [--all] DIR   (a directory 'qhca explain' wrote)\n" % argv[0])
         return 2
-    steps, meta = load_dir(argv[1])
-    frames = read_pcapng(os.path.join(argv[1], "capture.pcapng"))
-    sys.stdout.write(render(argv[1], steps, frames, meta["ports"], meta["title"]))
+    steps, meta = load_dir(args[0])
+    frames = read_pcapng(os.path.join(args[0], "capture.pcapng"))
+    sys.stdout.write(render(args[0], steps, frames, meta["ports"], meta["title"], everything))
     return 0
 
 

@@ -229,7 +229,8 @@ void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, 
 		cq->armed_solicited = true;
 	else
 		cq->armed = true;
-	qhca_step(e, "arm cq=0x%x ci=%u pi=%u solicited=%d", cqn, ci, cq->pi, solicited);
+	qhca_step(e, "arm cq=0x%x ci=%u pi=%u solicited=%d page=%u", cqn, ci, cq->pi, solicited,
+		  page);
 	qhca_log(e, QHCA_LOG_EVENT, "CQ 0x%x armed%s, consumer at %u, producer at %u", cqn,
 		 solicited ? " (solicited)" : "", ci, cq->pi);
 }

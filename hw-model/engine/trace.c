@@ -4,8 +4,8 @@
  * (qhca_engine_set_tracing), each step of the datapath becomes one line through
  * ops->step: a kind, then key=value fields (a value with spaces is in double quotes).
  *
- *   db     a doorbell: qp, queue (sq, rq, srq), pi old->new
- *   arm    a CQ armed: cq, ci, solicited
+ *   db     a doorbell: queue (sq, rq, srq), qp or srq, pi old->new, page
+ *   arm    a CQ armed: cq, ci, pi, solicited, page (doorbell page 0 is the kernel's)
  *   wqe    a send WQE fetched: qp, slot, gpa, size, op, wr_id, sges, flags, inline, rkey, raddr
  *   wqe_bad  the WQE is unusable: qp, slot, status (its completion's)
  *   rwqe   a receive WQE taken: qp, srq, slot, gpa, wr_id, len, status

@@ -130,7 +130,7 @@ def main():
     d, op = sys.argv[1], sys.argv[2]
     story = load(d)
     with open(os.path.join(d, "story.txt")) as f:
-        numbered = [line for line in f if re.match(r"\s*\d+\s", line)]
+        numbered = [line for line in f if re.match(r"\s*\d+\s+[\d.]+ ms", line)]
     want(len(numbered) == len(story), "story.txt has %d steps, story.jsonl %d" %
          (len(numbered), len(story)))
     want([e["n"] for e in story] == list(range(1, len(story) + 1)), "steps not numbered 1..N")

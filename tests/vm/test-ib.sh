@@ -165,6 +165,13 @@ print(' '.join('%s:%d' % (k, v) for k, v in sorted(l.items(), key=lambda kv: int
 switch_lid() { ib_json | python3 -c "import json, sys; print(json.load(sys.stdin)['lid'])"; }
 
 # ---------------------------------------------------------------- a. two guests
+explained_ib() {	# the teaching story on InfiniBand: the same steps, LRH packets
+    "$qhca" explain --out "$tmp/explain" -- qhca-lesson write > "$tmp/explain.log" 2>&1 ||
+        { tail -n 30 "$tmp/explain.log"; return 1; }
+    python3 "$root/tests/vm/explain_check.py" "$tmp/explain" write &&
+        grep -q "not shown: --all shows them" "$tmp/explain/story.txt"
+}
+
 vm_up 2 --ib --capture "$tmp/ib.pcapng"
 check "ports are InfiniBand, INIT, no LID before an SM" before_sm
 check "no data before the SM (IPoIB ping fails)" no_data_before_sm
@@ -211,6 +218,7 @@ check "RC by LID after the port came back" \
 check "the fabric as a switch: SMPs answered, data forwarded, no VCRC drop" switch_counters
 check "capture stopped" "$qhca" fabric capture stop
 check "tshark decodes the capture: LRH, SMPs, SA and data, nothing malformed" tshark_decodes
+check "explain: one RDMA WRITE by LID, the story checked against the capture" explained_ib
 vm_down
 
 # ---------------------------------------------------------------- b. four guests
