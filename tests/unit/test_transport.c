@@ -3141,7 +3141,6 @@ static void test_teaching_trace(void)
 {
 	uint64_t lbuf, rbuf;
 	uint32_t lkey, rkey;
-	struct qhca_sq_wqe *w;
 	struct qp a, b;
 	const char *at;
 	char k[64], q[64], d[64], va[64];
@@ -3150,10 +3149,7 @@ static void test_teaching_trace(void)
 	rc_pair(&a, &b, 8192, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
 	/* Off (the default): nothing at all. */
 	step_len = 0;
-	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 100, lkey);
-	w->remote_addr = rbuf;
-	w->rkey = rkey;
-	post_send(&a);
+	post_write(&a, 1, lbuf, 100, lkey, rbuf, rkey);
 	pump();
 	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
 	CHECK_EQ(step_len, 0);
@@ -3162,10 +3158,7 @@ static void test_teaching_trace(void)
 	qhca_engine_set_tracing(&nodes[0].e, true);
 	qhca_engine_set_tracing(&nodes[1].e, true);
 	fill(&nodes[0], lbuf, 2500, 5);
-	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 0x77, lbuf, 2500, lkey);
-	w->remote_addr = rbuf + 16;
-	w->rkey = rkey;
-	post_send(&a);
+	post_write(&a, 0x77, lbuf, 2500, lkey, rbuf + 16, rkey);
 	pump();
 	expect_cqe(&nodes[0], &a.scq, 0x77, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
 	step_log[step_len] = 0;
@@ -3194,10 +3187,7 @@ static void test_teaching_trace(void)
 
 	/* A forged rkey: the responder says why, NAKs, and the requester completes in error. */
 	step_len = 0;
-	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 0x78, lbuf, 64, lkey);
-	w->remote_addr = rbuf;
-	w->rkey = rkey ^ 0x5500;
-	post_send(&a);
+	post_write(&a, 0x78, lbuf, 64, lkey, rbuf, rkey ^ 0x5500);
 	pump();
 	expect_cqe(&nodes[0], &a.scq, 0x78, QHCA_WC_REM_ACCESS_ERR, QHCA_WC_RDMA_WRITE, UINT32_MAX);
 	step_log[step_len] = 0;
@@ -3218,16 +3208,12 @@ static void test_describe(void)
 	char want[160], tiny[40];
 	uint64_t lbuf, rbuf;
 	uint32_t lkey, rkey;
-	struct qhca_sq_wqe *w;
 	struct qp a, b;
 	size_t n;
 
 	setup();
 	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
-	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 1, lbuf, 4096, lkey);
-	w->remote_addr = rbuf;
-	w->rkey = rkey;
-	post_send(&a);
+	post_write(&a, 1, lbuf, 4096, lkey, rbuf, rkey);
 	pump();
 	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, UINT32_MAX);
 	n = qhca_engine_describe(&nodes[0].e, buf, sizeof(buf));

@@ -551,6 +551,19 @@ static inline void expect_empty(struct node *n, struct cq *cq)
 	CHECK_EQ(poll_cq(n, cq, &c), 0);
 }
 
+/* Post an RDMA WRITE of @len bytes from @lbuf (@lkey) to @raddr (@rkey) on @a. */
+static inline struct qhca_sq_wqe *post_write(struct qp *a, uint64_t wr_id, uint64_t lbuf,
+					     uint32_t len, uint32_t lkey, uint64_t raddr,
+					     uint32_t rkey)
+{
+	struct qhca_sq_wqe *w = sq_wqe(a, QHCA_WR_RDMA_WRITE, wr_id, lbuf, len, lkey);
+
+	w->remote_addr = raddr;
+	w->rkey = rkey;
+	post_send(a);
+	return w;
+}
+
 /* Two connected RC QPs and a region on each: @lkey on node 0 (local write), @rkey on
  * node 1 with @raccess; @size bytes each. */
 static inline void rc_pair(struct qp *a, struct qp *b, size_t size, uint32_t *lkey, uint64_t *lbuf,

@@ -219,17 +219,12 @@ int main(int argc, char **argv)
 	case OP_READ:
 		wr.opcode = IBV_WR_RDMA_READ;
 		break;
-	case OP_ATOMIC:
-		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case OP_ATOMIC:		/* 41 + 1 */
+	case OP_CAS:		/* 41 is what it holds: swapped for 1000 */
+		wr.opcode = op == OP_ATOMIC ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
 		wr.wr.atomic.remote_addr = peer.va;
 		wr.wr.atomic.rkey = peer.rkey;
-		wr.wr.atomic.compare_add = 1;
-		break;
-	case OP_CAS:
-		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-		wr.wr.atomic.remote_addr = peer.va;
-		wr.wr.atomic.rkey = peer.rkey;
-		wr.wr.atomic.compare_add = 41;
+		wr.wr.atomic.compare_add = op == OP_ATOMIC ? 1 : 41;
 		wr.wr.atomic.swap = 1000;
 		break;
 	}
