@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make bench: qhca against Linux rxe between the same two VMs in one run, the device alone
+# make bench: qhca against Linux rxe between the same two VMs in one run (verbs, UCX,
+# libfabric and MPI, NVMe-oF and NFS over RDMA), the device alone
 # (bench-engine) and the fabric switch alone (bench-fabric), the host's memcpy as the
 # throughput baseline, and 16384 QPs on one device in a VM of its own (bench/qp-scale.sh).
 # Prints a table and writes results.txt (JSON lines) in the run directory. A benchmark,
@@ -74,6 +75,12 @@ done
 sleep 2
 run_all rxe rxe0
 
+# The stacks above verbs (UCX, libfabric, MPI) on each device.
+. "$QHCA_ROOT/bench/middleware.sh"
+declare -A mw
+mw_bench qhca qhca_0 192.168.77.2
+mw_bench rxe rxe0 192.168.78.2
+
 # Storage: NVMe-oF and NFS over RDMA, on each device by its addresses.
 . "$QHCA_ROOT/bench/storage.sh"
 declare -A sto
@@ -100,6 +107,7 @@ for t in "iops NVMe-oF 4 KiB randread QD32 (IOPS)" "rd NVMe-oF 1 MiB seq read (M
     printf '%-30s %14s %18s\n' "$name" "${sto[qhca_$k]}" "${sto[rxe_$k]}"
     printf '{"test":"%s","qhca":"%s","rxe":"%s"}\n' "$name" "${sto[qhca_$k]}" "${sto[rxe_$k]}" >> "$out"
 done
+mw_report "$out"
 printf '{"test":"host_memcpy","size":1048576,"unit":"MB/s","value":"%s"}\n' "$memcpy_mb" >> "$out"
 awk '$1 ~ /^(WRITE|READ|SEND)$/ { printf "{\"test\":\"engine %s\",\"size\":%s,\"GB/s\":%s,\"packets/s\":%s,\"ns/packet\":%s}\n", $1, $2, $4, $5, $6 }' \
     <<<"$engine_out" >> "$out"

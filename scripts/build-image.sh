@@ -9,7 +9,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bash "$QHCA_ROOT/scripts/setup-apt.sh"
-need_pkgs mmdebstrap cpio kmod openssh-client libibverbs-dev gcc
+need_pkgs mmdebstrap cpio kmod openssh-client libibverbs-dev gcc \
+    libucx-dev libfabric-dev libopenmpi-dev libmpich-dev
 fetch_guest_kernel
 
 img="$QHCA_CACHE/image"
@@ -71,6 +72,15 @@ if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.
     fi
     # iproute2's tc plugin for ATM needs libatm, which Debian does not pull in.
     rm -f "$rootfs/usr/lib/x86_64-linux-gnu/tc/q_atm.so"
+    # The packages are unpacked, not configured: make the one alternative a library needs
+    # (libpsm-infinipath1's, which libfabric and Open MPI link), as its postinst would.
+    if [ -e "$rootfs/usr/lib/libpsm1/libpsm_infinipath.so.1.16" ]; then
+        ln -sf ../libpsm1/libpsm_infinipath.so.1.16 \
+            "$rootfs/usr/lib/x86_64-linux-gnu/libpsm_infinipath.so.1"
+    fi
+    # hwloc's XML plugin would bring libxml2 and ICU back (see fio above); hwloc parses XML
+    # itself without it.
+    rm -f "$rootfs/usr/lib/x86_64-linux-gnu/hwloc/hwloc_xml_libxml.so"
     # Every shared library that an ELF file of the image needs must be in the image.
     libs=$(find "$rootfs" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
     missing=$(find "$rootfs"/{bin,sbin,usr/bin,usr/sbin,lib,usr/lib} -type f \( -perm -u+x -o -name '*.so*' \) \
@@ -135,8 +145,54 @@ done
 gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-qp-scale" "$QHCA_ROOT/bench/qp_scale.c" \
     -libverbs || die "bench/qp_scale.c does not build"
 install -m 755 "$QHCA_ROOT/tests/vm/qhca_tcp.py" "$layer/usr/local/bin/qhca-tcp"
-install -m 600 "$keydir/id_ed25519.pub" "$layer/root/.ssh/authorized_keys"
+# The middleware checks (tests/vm/test-middleware.sh): UCX's UCP API, and one MPI program
+# built against each MPI of the image. In /usr/bin: MPI starts ranks in other guests through
+# ssh, whose sessions have the system PATH only.
+gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-ucx-check" "$QHCA_ROOT/tests/vm/ucx_check.c" \
+    -lucp -lucs || die "tests/vm/ucx_check.c does not build"
+mkdir -p "$layer/usr/bin"
+for mpi in openmpi mpich; do
+    "mpicc.$mpi" -O2 -Wall -Wextra -o "$layer/usr/bin/qhca-mpi-check.$mpi" \
+        "$QHCA_ROOT/tests/vm/mpi_check.c" || die "tests/vm/mpi_check.c does not build with $mpi"
+done
+# ssh between the guests, for MPI: one key pair that every guest holds and trusts, host
+# keys not checked (each guest makes new ones at boot), the guests by name (vm1 is
+# 192.168.77.1, the fabric's address; the management NICs all have the same one).
+if [ ! -f "$keydir/guest_ed25519" ]; then
+    ssh-keygen -q -t ed25519 -N '' -C qhca-guests -f "$keydir/guest_ed25519"
+fi
+install -m 600 "$keydir/guest_ed25519" "$layer/root/.ssh/id_ed25519"
+install -m 644 "$keydir/guest_ed25519.pub" "$layer/root/.ssh/id_ed25519.pub"
+cat "$keydir/id_ed25519.pub" "$keydir/guest_ed25519.pub" > "$layer/root/.ssh/authorized_keys"
+chmod 600 "$layer/root/.ssh/authorized_keys"
+printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n' \
+    > "$layer/root/.ssh/config"
 chmod 700 "$layer/root" "$layer/root/.ssh"
+# MPI: Open MPI is mpirun and mpiexec (Debian's default MPI; the image's packages are
+# unpacked, not configured, so no alternatives exist); its out-of-band and TCP traffic on
+# the fabric's subnet; it runs as root here, which it wants confirmed. MPICH's hydra gets
+# the fabric's interface from the init (/root/.mpiexec.hydra.conf).
+mkdir -p "$layer/etc/openmpi"
+cat > "$layer/etc/openmpi/openmpi-mca-params.conf" <<'EOT'
+# qhca guests (scripts/build-image.sh; docs/middleware.md says why each line is here).
+# Every management NIC has the same address (10.0.2.15): ranks talk over the fabric's subnet.
+oob_tcp_if_include = 192.168.77.0/24
+btl_tcp_if_include = 192.168.77.0/24
+# Open MPI puts UCX (pml ucx, osc ucx) above its other transports only on the device drivers
+# named here, Mellanox's by default; qhca's verbs are the ones UCX uses on those.
+opal_common_ucx_devices = mlx*,qhca*
+# The openib BTL (gone in Open MPI 5) finds no connection method on a RoCE port, and says so.
+btl = ^openib
+# One-sided: without a BTL that does RDMA (Debian builds no uct BTL), osc rdma (priority 101)
+# takes the BTLs' RDMA emulation over TCP, where its fences never complete; osc ucx does
+# one-sided on the device.
+osc = ^rdma
+EOT
+for prog in mpirun mpiexec; do
+    printf '#!/bin/sh\n# Open MPI (%s.openmpi); the guests run everything as root.\nexport OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nexec %s.openmpi "$@"\n' \
+        "$prog" "$prog" > "$layer/usr/bin/$prog"
+    chmod 755 "$layer/usr/bin/$prog"
+done
 cat > "$layer/etc/passwd" <<'EOT'
 root:x:0:0:root:/root:/bin/sh
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
@@ -146,7 +202,8 @@ EOT
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$layer/etc/group"
 printf 'root:*:19000:0:99999:7:::\n' > "$layer/etc/shadow"
 printf '/bin/sh\n' > "$layer/etc/shells"
-printf '127.0.0.1 localhost\n' > "$layer/etc/hosts"
+{ printf '127.0.0.1 localhost\n'; for i in $(seq 1 254); do echo "192.168.77.$i vm$i"; done; } \
+    > "$layer/etc/hosts"
 # Modules: the base set plus qhca.ko, with a fresh modules.dep for the union.
 moddir="$layer/lib/modules/$KERNEL_REL"
 mkdir -p "$moddir/extra"

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# VM test of the stacks above verbs, Debian bookworm's own packages with their default
+# settings (only transports and devices are named): UCX (tag, stream, put, get, atomics,
+# qhca-ucx-check, over UCX's own choice, over rc and over ud_verbs alone), libfabric
+# (fi_pingpong with data verification: msg, rdm on verbs;ofi_rxm, dgram), and MPI with
+# every result checked (qhca-mpi-check: collectives, a checked 1 MiB ping-pong, put, get,
+# accumulate): Open MPI on UCX (its default here) and on libfabric (mtl ofi), MPICH (over
+# UCX), mpi4py; at 2 guests and at 4. Ranks start in the other guests over ssh by name.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# both SERVER_CMD CLIENT_CMD: the server in guest 2, the client in guest 1; both must
+# succeed, and the output of each says "all checks passed" when CHECKED is set. The
+# server's command goes into single quotes: it has none of its own.
+both() {
+    local srv=$1 cli=$2 out rc
+    "$qhca" exec 2 -- "rm -f /tmp/srv.log /tmp/srv.rc; setsid sh -c '$srv > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc' < /dev/null > /dev/null 2>&1 &" || return 1
+    sleep 1
+    out=$(timeout 180 "$qhca" exec 1 -- "$cli" 2>&1)
+    rc=$?
+    echo "$out" | tail -n 12
+    eventually 30 "$qhca" exec 2 -- 'test -s /tmp/srv.rc' || { echo "server did not finish"; return 1; }
+    echo "server:"; "$qhca" exec 2 -- 'tail -n 4 /tmp/srv.log'
+    [ "$rc" = 0 ] && [ "$("$qhca" exec 2 -- cat /tmp/srv.rc)" = 0 ] || return 1
+    [ -z "${CHECKED:-}" ] || { grep -q "all checks passed" <<<"$out" &&
+                               "$qhca" exec 2 -- 'grep -q "all checks passed" /tmp/srv.log'; }
+}
+
+ucx() {	# ucx [UCX_TLS]: qhca-ucx-check, every result checked on both sides
+    local env=${1:+UCX_TLS=$1 }
+    CHECKED=1 both "${env}qhca-ucx-check" "${env}qhca-ucx-check 192.168.77.2"
+}
+
+fi_pp() {	# fi_pp PROVIDER EP SIZE: fi_pingpong with data verification (-v)
+    both "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3" "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3 192.168.77.2"
+}
+
+mpi() {	# mpi N CMD: CMD runs qhca-mpi-check on guests 1..N, every check must hold
+    local n=$1 cmd=$2 out rc i
+    out=$(timeout 300 "$qhca" exec 1 -- "$cmd" 2>&1)
+    rc=$?
+    echo "$out" | tail -n 14
+    # a run that failed or hung leaves ranks behind
+    [ "$rc" = 0 ] || for i in $(seq 1 "$n"); do
+        "$qhca" exec "$i" -- 'pkill -f qhca-mpi-check; pkill orted; pkill hydra_pmi_proxy' > /dev/null 2>&1
+    done
+    [ "$rc" = 0 ] && grep -q "qhca-mpi-check: $n ranks on $(seq -s, -f 'vm%g' 1 "$n")" <<<"$out" &&
+        grep -q "all checks passed" <<<"$out"
+}
+
+ssh_by_name() {	# every guest reaches every other by name, with the guests' own key
+    local n=$1 i j
+    for i in $(seq 1 "$n"); do
+        for j in $(seq 1 "$n"); do
+            [ "$("$qhca" exec "$i" -- "ssh vm$j hostname")" = "vm$j" ] || { echo "vm$i -> vm$j"; return 1; }
+        done
+    done
+}
+
+mpi4py_allreduce() {	# mpi4py (Open MPI) across the guests
+    local out
+    out=$("$qhca" exec 1 -- "mpirun -np 2 --host vm1,vm2 python3 -c 'from mpi4py import MPI; c = MPI.COMM_WORLD; s = c.allreduce(c.Get_rank() + 1); print(\"mpi4py\", c.Get_rank(), s, MPI.Get_processor_name())'" 2>&1)
+    echo "$out"
+    grep -q "mpi4py 0 3 vm1" <<<"$out" && grep -q "mpi4py 1 3 vm2" <<<"$out"
+}
+
+ompi_ofi="mpirun --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include 'verbs;ofi_rxm'"
+
+vm_up 2
+check "ssh between the guests by name (vm1, vm2)" ssh_by_name 2
+check "UCX (its own transport choice): tag, stream, put, get, atomics checked" ucx
+check "UCX over rc (UCX_TLS=rc): tag, stream, put, get, atomics checked" ucx rc
+check "UCX over ud_verbs alone (UCX_TLS=ud_verbs): the same checks" ucx ud_verbs
+check "ucx_perftest tag_lat, UCX defaults" \
+    both "ucx_perftest -t tag_lat -n 1000" "ucx_perftest -t tag_lat -n 1000 192.168.77.2"
+check "libfabric msg (verbs), fi_pingpong -v, 64 KiB" fi_pp verbs msg 65536
+check "libfabric rdm (verbs;ofi_rxm, default FI_UNIVERSE_SIZE), fi_pingpong -v, 64 KiB" \
+    fi_pp "verbs;ofi_rxm" rdm 65536
+check "libfabric dgram (verbs), fi_pingpong -v, 1 KiB" fi_pp verbs dgram 1024
+check "Open MPI (pml ucx, its default here), 2 guests, every check" \
+    mpi 2 "mpirun -np 2 --host vm1,vm2 qhca-mpi-check.openmpi"
+check "Open MPI over libfabric (mtl ofi, verbs;ofi_rxm), 2 guests" \
+    mpi 2 "$ompi_ofi -np 2 --host vm1,vm2 qhca-mpi-check.openmpi"
+check "MPICH (ch4:ucx), 2 guests, every check" \
+    mpi 2 "mpiexec.mpich -n 2 -hosts vm1,vm2 qhca-mpi-check.mpich"
+check "mpi4py: allreduce across the guests" mpi4py_allreduce
+vm_up 4
+check "ssh between four guests by name" ssh_by_name 4
+check "Open MPI (pml ucx), 4 guests, every check" \
+    mpi 4 "mpirun -np 4 --host vm1,vm2,vm3,vm4 qhca-mpi-check.openmpi"
+check "Open MPI over libfabric (mtl ofi, verbs;ofi_rxm), 4 guests" \
+    mpi 4 "$ompi_ofi -np 4 --host vm1,vm2,vm3,vm4 qhca-mpi-check.openmpi"
+check "MPICH (ch4:ucx), 4 guests, every check" \
+    mpi 4 "mpiexec.mpich -n 4 -hosts vm1,vm2,vm3,vm4 qhca-mpi-check.mpich"
+vm_down
+finish
