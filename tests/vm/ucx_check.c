@@ -12,17 +12,11 @@
  * compare-and-swap on a word of it. Each side checks what it should see and prints it;
  * the exit status is 0 only if every check held.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <ucp/api/ucp.h>
+
+#include "vm_verbs.h"	/* vm_meet_host, vm_xfer: no verbs call */
 
 #define PROG	"qhca-ucx-check"
 #define BIG	(1u << 20)
@@ -46,33 +40,17 @@ static void die(const char *what, ucs_status_t st)
 	exit(1);
 }
 
-static void xfer(void *p, size_t n, int out)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = out ? write(sock, (char *)p + done, n - done) :
-			  read(sock, (char *)p + done, n - done);
-		if (r <= 0) {
-			fprintf(stderr, "%s: the peer went away\n", PROG);
-			exit(2);
-		}
-		done += (size_t)r;
-	}
-}
-
 /* A blob of bytes with its length, over the TCP connection. */
 static void *swap_blob(const void *mine, size_t len, size_t *peer_len)
 {
 	uint64_t n = len, m;
 	void *p;
 
-	xfer(&n, sizeof(n), 1);
-	xfer((void *)mine, len, 1);
-	xfer(&m, sizeof(m), 0);
+	vm_xfer(sock, &n, sizeof(n), 1);
+	vm_xfer(sock, (void *)mine, len, 1);
+	vm_xfer(sock, &m, sizeof(m), 0);
 	p = malloc(m);
-	xfer(p, m, 0);
+	vm_xfer(sock, p, m, 0);
 	if (peer_len)
 		*peer_len = m;
 	return p;
@@ -87,7 +65,7 @@ static void sync_byte(int out)
 	ssize_t r;
 
 	if (out) {
-		xfer(&c, 1, 1);
+		vm_xfer(sock, &c, 1, 1);
 		return;
 	}
 	for (;;) {
@@ -134,39 +112,6 @@ static int same(const uint8_t *p, size_t n, int seed)
 		if (p[i] != (uint8_t)(seed * 29 + i * 11 + (i >> 12)))
 			return 0;
 	return 1;
-}
-
-static void meet(const char *host)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	int one = 1, l, tries = 100;
-
-	if (!host) {
-		l = socket(AF_INET, SOCK_STREAM, 0);
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
-		    (sock = accept(l, NULL, NULL)) < 0) {
-			perror(PROG ": listen");
-			exit(2);
-		}
-		close(l);
-		return;
-	}
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-		fprintf(stderr, "%s: %s is no IPv4 address\n", PROG, host);
-		exit(2);
-	}
-	for (;;) {
-		sock = socket(AF_INET, SOCK_STREAM, 0);
-		if (!connect(sock, (struct sockaddr *)&sa, sizeof(sa)))
-			return;
-		close(sock);
-		if (errno != ECONNREFUSED || tries-- <= 0) {
-			perror(PROG ": connect");
-			exit(2);
-		}
-		usleep(100000);
-	}
 }
 
 int main(int argc, char **argv)
@@ -219,12 +164,12 @@ int main(int argc, char **argv)
 	if ((st = ucp_rkey_pack(ctx, memh, &rkey_buf, &rkey_len)) != UCS_OK)
 		die("ucp_rkey_pack", st);
 
-	meet(server ? NULL : argv[1]);
+	vm_meet_host(PROG, server, server ? NULL : argv[1], PORT, 10, &sock);
 	peer_addr = swap_blob(addr, addr_len, NULL);
 	peer_rkey = swap_blob(rkey_buf, rkey_len, NULL);
 	va = (uintptr_t)buf;
-	xfer(&va, sizeof(va), 1);
-	xfer(&peer_va, sizeof(peer_va), 0);
+	vm_xfer(sock, &va, sizeof(va), 1);
+	vm_xfer(sock, &peer_va, sizeof(peer_va), 0);
 	memset(&ep_params, 0, sizeof(ep_params));
 	ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
 	ep_params.address = peer_addr;
