@@ -616,7 +616,7 @@ static void step_dma(struct qhca_engine *e, const struct qhca_mr *mr, uint32_t k
 int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, void *buf,
 		 size_t len, bool to_guest)
 {
-	uint32_t key = mr->key;
+	const struct qhca_mr *named = mr;	/* the key the access came by, for the trace */
 
 	if (!len)
 		return 0;
@@ -626,7 +626,7 @@ int qhca_mr_xfer(struct qhca_engine *e, const struct qhca_mr *mr, uint64_t va, v
 		mr = mr->parent;	/* windows address the region's virtual addresses */
 	}
 	if (qhca_tracing(e))
-		step_dma(e, mr, key, va, len, to_guest);
+		step_dma(e, mr, named->key, va, len, to_guest);
 	if (mr->flags & QHCA_MR_PHYS)
 		return to_guest ? qhca_dma_write(e, va, buf, len) : qhca_dma_read(e, va, buf, len);
 	return pages_xfer(e, mr->pages, mr->npages, mr->page_shift, va - mr->iova + mr->page_offset,

@@ -134,7 +134,8 @@ int qhca_recv_take(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_recv_c
 	qhca_step(e, "rwqe qp=0x%x srq=0x%x slot=%u gpa=0x%llx wr_id=0x%llx len=%llu sges=%u "
 		  "status=%s", qp->qpn, srq ? srq->handle : 0, wq->ci,
 		  (unsigned long long)qhca_wq_gpa(wq, wq->ci), (unsigned long long)rc->wr_id,
-		  (unsigned long long)rc->sgl.length, rc->sgl.num, rc_fetch ? "bad" : "ok");
+		  (unsigned long long)(rc_fetch ? 0 : rc->sgl.length), rc->sgl.num,
+		  rc_fetch ? "bad" : "ok");
 	wq->ci++;
 	rc->srq = srq;
 	rc->active = true;
