@@ -178,10 +178,6 @@ def match_frames(steps, frames, ports):
 
 
 # ---------------------------------------------------------------- the story
-def hx(v):
-    return v if isinstance(v, str) else "0x%x" % v
-
-
 def nbytes(v):
     n = int(v)
     return "%d B" % n
