@@ -38,7 +38,7 @@ run_tier() {	# run_tier NAME COMMAND...
 unit_tests() {	# unit_tests plain|sanitize
     local build rc=0 t
     build=$(bash "$QHCA_ROOT/scripts/build-host.sh" "$1") || return 1
-    for t in test-engine test-roce test-ib test-transport test-fabric test-ibswitch; do
+    for t in test-engine test-roce test-ib test-transport test-bounds test-fabric test-ibswitch; do
         "$build/$t" || rc=1
     done
     return $rc

@@ -28,6 +28,7 @@ uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, u
 	int64_t eq = qhca_obj_lookup(&e->eq_table, c->eq);
 	uint64_t need;
 	struct qhca_cq *cq;
+	uint16_t st;
 	uint32_t h;
 
 	if (c->log2_entries < 1 || c->log2_entries > CQ_MAX_LOG2 ||
@@ -38,19 +39,16 @@ uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, u
 	need = ring_bytes(c->log2_entries) + sizeof(struct qhca_cq_dbrec);
 	if ((uint64_t)c->pbl.npages << QHCA_PAGE_SHIFT < need)
 		return QHCA_ST_BAD_FIELD;
-	cq = calloc(1, sizeof(*cq));
+	cq = qhca_host_zalloc(e, 1, sizeof(*cq));
 	if (!cq)
 		return QHCA_ST_NO_RESOURCES;
-	if (qhca_pbl_load(e, &c->pbl, (uint32_t)((need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
-			  &cq->pages)) {
-		free(cq);
-		return QHCA_ST_BAD_FIELD;
-	}
-	h = qhca_obj_alloc(&e->cq_table, c->uctx);
+	st = qhca_pbl_load(e, &c->pbl, (uint32_t)((need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			   &cq->pages);
+	h = st == QHCA_ST_OK ? qhca_obj_alloc(&e->cq_table, c->uctx) : 0;
 	if (!h) {
-		free(cq->pages);
-		free(cq);
-		return QHCA_ST_NO_RESOURCES;
+		qhca_host_free(cq->pages);
+		qhca_host_free(cq);
+		return st == QHCA_ST_OK ? QHCA_ST_NO_RESOURCES : st;
 	}
 	qhca_obj_hold(&e->uctx, c->uctx);
 	cq->handle = h;
@@ -89,6 +87,7 @@ uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_c
 	struct qhca_cq *cq = qhca_cq_find(e, cqn);
 	uint64_t need, *pages;
 	uint32_t ci, n, i;
+	uint16_t st;
 
 	if (!cq)
 		return QHCA_ST_BAD_HANDLE;
@@ -105,9 +104,10 @@ uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_c
 		return QHCA_ST_BAD_STATE;	/* the consumer's index is past the producer's */
 	if (n >= (1u << r->log2_entries))
 		return QHCA_ST_BAD_FIELD;	/* what is not polled yet does not fit */
-	if (qhca_pbl_load(e, &r->pbl, (uint32_t)((need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
-			  &pages))
-		return QHCA_ST_BAD_FIELD;
+	st = qhca_pbl_load(e, &r->pbl, (uint32_t)((need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			   &pages);
+	if (st != QHCA_ST_OK)
+		return st;
 	for (i = 0; i < n; i++) {
 		struct qhca_cqe cqe;
 
@@ -115,11 +115,11 @@ uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_c
 				    (uint64_t)((ci + i) & ((1u << cq->log2) - 1)) * sizeof(cqe),
 				    &cqe, sizeof(cqe), false) ||
 		    cq_write(e, pages, r->pbl.npages, r->log2_entries, i, &cqe)) {
-			free(pages);
+			qhca_host_free(pages);
 			return QHCA_ST_DMA_ERROR;
 		}
 	}
-	free(cq->pages);
+	qhca_host_free(cq->pages);
 	cq->pages = pages;
 	cq->npages = r->pbl.npages;
 	cq->log2 = r->log2_entries;
@@ -134,8 +134,8 @@ static void cq_free(struct qhca_engine *e, struct qhca_cq *cq)
 	e->cq[qhca_obj_lookup(&e->cq_table, cq->handle)] = NULL;
 	qhca_obj_free(&e->cq_table, cq->handle);
 	qhca_obj_unhold(&e->uctx, cq->uctx);
-	free(cq->pages);
-	free(cq);
+	qhca_host_free(cq->pages);
+	qhca_host_free(cq);
 }
 
 uint16_t qhca_cq_destroy(struct qhca_engine *e, uint32_t cqn)

@@ -49,6 +49,8 @@ bool qhca_engine_config_check(const struct qhca_engine_config *c, char *why, siz
 		msg = "mac must be a unicast address";
 	else if (c->link != QHCA_LINK_ROCE && c->link != QHCA_LINK_IB)
 		msg = "link must be roce or ib";
+	else if (c->host_mem_mb && (c->host_mem_mb < 16 || c->host_mem_mb > QHCA_MAX_HOST_MEM_MB))
+		msg = "host-mem-mb must be in 16..1048576";
 
 	if (msg && why && why_len)
 		snprintf(why, why_len, "%s", msg);
@@ -260,6 +262,7 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->ops = ops;
 	e->opaque = opaque;
 	e->cfg = *cfg;
+	e->host_budget = (uint64_t)(cfg->host_mem_mb ? cfg->host_mem_mb : QHCA_HOST_MEM_MB) << 20;
 	e->async_eq = -1;
 	qhca_list_init(&e->timed_qps);
 	qhca_list_init(&e->tx_waiters);

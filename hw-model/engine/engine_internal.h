@@ -424,6 +424,8 @@ struct qhca_engine {
 	bool loop_blocked;	/* the loopback queue is half full */
 	bool loop_deferred;	/* the drain stopped at its budget: the timer goes on with it */
 	uint64_t qp_window_bytes;	/* the QPs' win_bytes together */
+	uint64_t host_bytes;	/* host memory guests sized, within host_budget (mem.c) */
+	uint64_t host_budget;
 	/* Work that is proportional to the QPs that need attention, never to max_qp: */
 	struct qhca_list timed_qps;	/* QPs with a deadline */
 	struct qhca_list tx_waiters;	/* QPs with packets to send when tx resumes, FIFO */
@@ -496,8 +498,15 @@ void qhca_obj_unhold(struct qhca_obj_table *t, uint32_t handle);
 uint32_t qhca_obj_users(const struct qhca_obj_table *t, uint32_t handle);
 
 /* mem.c */
-int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
-		  uint64_t **pages);
+/*
+ * Host memory whose size a guest chooses (object records, page lists, send windows): zeroed,
+ * counted in e->host_bytes, and refused (NULL) past e->host_budget. Free with
+ * qhca_host_free, which needs no engine.
+ */
+void *qhca_host_zalloc(struct qhca_engine *e, size_t n, size_t size);
+void qhca_host_free(void *p);
+uint16_t qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
+		       uint64_t **pages);
 int qhca_pages_xfer(struct qhca_engine *e, const uint64_t *pages, uint32_t npages, uint64_t off,
 		    void *buf, size_t len, bool to_guest);
 struct qhca_mr *qhca_mr_find(struct qhca_engine *e, uint32_t key);

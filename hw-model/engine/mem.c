@@ -9,6 +9,55 @@
 
 #include "engine_internal.h"
 
+/* ---------------------------------------------------------------- host memory */
+/*
+ * Every size a guest chooses costs host memory: a QP's record and send window, the page
+ * lists of its rings, a region's list of up to a million pages. Hardware keeps such tables
+ * in memory the driver gives it (ConnectX's ICM); here they live in QEMU's heap under one
+ * budget for the whole device (host-mem-mb), and a create that would pass it fails with
+ * NO_RESOURCES, as it would on a device out of its memory. An allocation carries a header
+ * that names its size and the counter it is charged to, so that a record freed with its
+ * last reference (a region, mem.c) needs no engine.
+ */
+struct host_hdr {
+	uint64_t *charged;	/* e->host_bytes */
+	uint64_t bytes;		/* header included */
+};
+
+void *qhca_host_zalloc(struct qhca_engine *e, size_t n, size_t size)
+{
+	struct host_hdr *h;
+	uint64_t bytes;
+
+	if (size && n > (SIZE_MAX - sizeof(*h)) / size)
+		return NULL;
+	bytes = sizeof(*h) + n * size;
+	if (bytes > e->host_budget - e->host_bytes) {
+		qhca_log_guest(e, "host memory budget: %llu bytes more would pass %llu (in use %llu)",
+			       (unsigned long long)bytes, (unsigned long long)e->host_budget,
+			       (unsigned long long)e->host_bytes);
+		return NULL;
+	}
+	h = calloc(1, bytes);
+	if (!h)
+		return NULL;
+	h->charged = &e->host_bytes;
+	h->bytes = bytes;
+	e->host_bytes += bytes;
+	return h + 1;
+}
+
+void qhca_host_free(void *p)
+{
+	struct host_hdr *h;
+
+	if (!p)
+		return;
+	h = (struct host_hdr *)p - 1;
+	*h->charged -= h->bytes;
+	free(h);
+}
+
 /* ---------------------------------------------------------------- page lists */
 static int read_page_addrs(struct qhca_engine *e, uint64_t addr, uint64_t *out, uint32_t n)
 {
@@ -26,10 +75,12 @@ static int read_page_addrs(struct qhca_engine *e, uint64_t addr, uint64_t *out, 
 	return 0;
 }
 
-int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
-		  uint64_t **pages)
+/* Copy the page list @pbl (at most @max_pages) into the device: OK, BAD_FIELD for a malformed
+ * or unreadable list, NO_RESOURCES past the host memory budget. */
+uint16_t qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t max_pages,
+		       uint64_t **pages)
 {
-	uint64_t *p;
+	uint64_t *p, *dir = NULL;
 	uint32_t i, n = pbl->npages;
 
 	*pages = NULL;
@@ -37,39 +88,37 @@ int qhca_pbl_load(struct qhca_engine *e, const struct qhca_pbl *pbl, uint32_t ma
 	    pbl->rsvd[0] || pbl->rsvd[1] || pbl->rsvd[2]) {
 		qhca_log_guest(e, "bad page list: %u pages (max %u), %u levels", n, max_pages,
 			       pbl->levels);
-		return -1;
+		return QHCA_ST_BAD_FIELD;
 	}
-	p = calloc(n, sizeof(*p));
+	p = qhca_host_zalloc(e, n, sizeof(*p));
 	if (!p)
-		return -1;
+		return QHCA_ST_NO_RESOURCES;
 	if (pbl->levels == 1) {
 		if (read_page_addrs(e, pbl->addr, p, n))
 			goto err;
 	} else {
+		/* A passing copy of 1/512 of the list, which the budget already holds. */
 		uint32_t ndir = (n + QHCA_PBL_PER_PAGE - 1) / QHCA_PBL_PER_PAGE;
-		uint64_t *dir = calloc(ndir, sizeof(*dir));
 
-		if (!dir || read_page_addrs(e, pbl->addr, dir, ndir)) {
-			free(dir);
+		dir = calloc(ndir, sizeof(*dir));
+		if (!dir || read_page_addrs(e, pbl->addr, dir, ndir))
 			goto err;
-		}
 		for (i = 0; i < ndir; i++) {
 			uint32_t cnt = n - i * QHCA_PBL_PER_PAGE;
 
 			if (cnt > QHCA_PBL_PER_PAGE)
 				cnt = QHCA_PBL_PER_PAGE;
-			if (read_page_addrs(e, dir[i], p + (size_t)i * QHCA_PBL_PER_PAGE, cnt)) {
-				free(dir);
+			if (read_page_addrs(e, dir[i], p + (size_t)i * QHCA_PBL_PER_PAGE, cnt))
 				goto err;
-			}
 		}
 		free(dir);
 	}
 	*pages = p;
-	return 0;
+	return QHCA_ST_OK;
 err:
-	free(p);
-	return -1;
+	free(dir);
+	qhca_host_free(p);
+	return QHCA_ST_BAD_FIELD;
 }
 
 /* Copy @len bytes at byte offset @off of a buffer of pages of 2^@shift bytes. */
@@ -141,8 +190,8 @@ static bool access_ok(uint32_t access)
 
 static void mr_free(struct qhca_mr *mr)
 {
-	free(mr->pages);
-	free(mr);
+	qhca_host_free(mr->pages);
+	qhca_host_free(mr);
 }
 
 /* Check @c and build the record of a new region, not yet in the key table. */
@@ -183,24 +232,27 @@ static uint16_t mr_build(struct qhca_engine *e, const struct qhca_mr_create *c,
 		    c->pbl.npages > ((span + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT))
 			return QHCA_ST_BAD_FIELD;
 	}
-	mr = calloc(1, sizeof(*mr));
+	mr = qhca_host_zalloc(e, 1, sizeof(*mr));
 	if (!mr)
 		return QHCA_ST_NO_RESOURCES;
 	if (c->flags & QHCA_MR_FAST_REG) {
-		mr->pages = calloc(c->pbl.npages, sizeof(*mr->pages));
+		mr->pages = qhca_host_zalloc(e, c->pbl.npages, sizeof(*mr->pages));
 		if (!mr->pages) {
-			free(mr);
+			qhca_host_free(mr);
 			return QHCA_ST_NO_RESOURCES;
 		}
 		mr->max_pages = c->pbl.npages;
 		mr->invalid = true;	/* free until a REG_MR */
 	} else if (c->flags & QHCA_MR_WINDOW) {
 		mr->invalid = true;	/* free until a bind */
-	} else if (!(c->flags & QHCA_MR_PHYS) &&
-		   qhca_pbl_load(e, &c->pbl, (uint32_t)(max_size >> QHCA_PAGE_SHIFT) + 1,
-				 &mr->pages)) {
-		free(mr);
-		return QHCA_ST_BAD_FIELD;
+	} else if (!(c->flags & QHCA_MR_PHYS)) {
+		uint16_t st = qhca_pbl_load(e, &c->pbl, (uint32_t)(max_size >> QHCA_PAGE_SHIFT) + 1,
+					    &mr->pages);
+
+		if (st != QHCA_ST_OK) {
+			qhca_host_free(mr);
+			return st;
+		}
 	}
 	mr->pd = c->pd;
 	mr->access = c->access;
@@ -350,12 +402,13 @@ uint16_t qhca_mr_destroy(struct qhca_engine *e, uint32_t key)
  */
 static struct qhca_mr *mr_renew(struct qhca_engine *e, struct qhca_mr *old)
 {
-	struct qhca_mr *mr = malloc(sizeof(*mr));
-	uint64_t *pages = old->max_pages ? calloc(old->max_pages, sizeof(*pages)) : NULL;
+	struct qhca_mr *mr = qhca_host_zalloc(e, 1, sizeof(*mr));
+	uint64_t *pages = old->max_pages ? qhca_host_zalloc(e, old->max_pages, sizeof(*pages)) :
+			  NULL;
 
 	if (!mr || (old->max_pages && !pages)) {
-		free(mr);
-		free(pages);
+		qhca_host_free(mr);
+		qhca_host_free(pages);
 		return NULL;
 	}
 	*mr = *old;

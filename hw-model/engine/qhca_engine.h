@@ -64,8 +64,13 @@ struct qhca_engine_config {
 	uint8_t link;		/* the port's link layer: QHCA_LINK_ROCE or QHCA_LINK_IB */
 	uint8_t mac[6];
 	uint64_t key_secret;	/* mixed into MR keys (see mem.c); 0 in tests */
+	/* Host memory for everything a guest sizes (object records, their page lists, send
+	 * windows), all objects together, in MiB: a create past it fails with NO_RESOURCES
+	 * (mem.c, "host memory"). 0: QHCA_HOST_MEM_MB. */
+	uint32_t host_mem_mb;
 	/* Host bytes for the snapshots of send WQEs in flight, all QPs together; past it new
-	 * QPs get smaller windows (qp.c). 0: QHCA_QP_WINDOW_BUDGET. Not a property. */
+	 * QPs get smaller windows (qp.c). 0: QHCA_QP_WINDOW_BUDGET or half of host_mem_mb,
+	 * whichever is less. Not a property. */
 	uint64_t qp_window_budget;
 };
 
@@ -76,6 +81,8 @@ struct qhca_engine_config {
 #define QHCA_MAX_CQE		(1u << 22)
 #define QHCA_MAX_SGE		32
 #define QHCA_MAX_INLINE		1024
+#define QHCA_HOST_MEM_MB	1024		/* default of host_mem_mb */
+#define QHCA_MAX_HOST_MEM_MB	(1u << 20)
 
 /* Check a configuration; on failure return false and put the reason in @why. */
 bool qhca_engine_config_check(const struct qhca_engine_config *cfg, char *why, size_t why_len);

@@ -50,18 +50,19 @@ static uint64_t wqe_addr_off(const struct qhca_wq *wq, uint32_t idx)
 	return (uint64_t)(idx & ((1u << wq->log2) - 1)) << wq->stride_log2;
 }
 
-static int wq_load(struct qhca_engine *e, struct qhca_wq *wq, const struct qhca_pbl *pbl,
-		   uint32_t log2, uint32_t stride_log2, uint32_t min_stride_log2)
+/* A ring's geometry and page list: OK, BAD_FIELD or NO_RESOURCES (the host memory budget). */
+static uint16_t wq_load(struct qhca_engine *e, struct qhca_wq *wq, const struct qhca_pbl *pbl,
+			uint32_t log2, uint32_t stride_log2, uint32_t min_stride_log2)
 {
 	uint64_t bytes;
 
 	memset(wq, 0, sizeof(*wq));
 	/* Both exponents come from the guest: range-check them before any shift. */
 	if (log2 > 15 || stride_log2 < min_stride_log2 || stride_log2 > 12)
-		return -1;
+		return QHCA_ST_BAD_FIELD;
 	bytes = (uint64_t)1 << (log2 + stride_log2);
 	if ((1u << log2) > e->cfg.max_qp_wr || (uint64_t)pbl->npages << QHCA_PAGE_SHIFT < bytes)
-		return -1;
+		return QHCA_ST_BAD_FIELD;
 	wq->log2 = log2;
 	wq->stride_log2 = stride_log2;
 	wq->npages = pbl->npages;
@@ -245,11 +246,11 @@ void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event)
 /* ---------------------------------------------------------------- create and destroy */
 static void qp_mem_free(struct qhca_qp *qp)
 {
-	free(qp->inline_mem);
-	free(qp->win);
-	free(qp->sq.pages);
-	free(qp->rq.pages);
-	free(qp);
+	qhca_host_free(qp->inline_mem);
+	qhca_host_free(qp->win);
+	qhca_host_free(qp->sq.pages);
+	qhca_host_free(qp->rq.pages);
+	qhca_host_free(qp);
 }
 
 /*
@@ -263,6 +264,7 @@ static void qp_mem_free(struct qhca_qp *qp)
 static void win_alloc_size(struct qhca_engine *e, struct qhca_qp *qp, uint32_t max_inline)
 {
 	uint64_t budget = e->cfg.qp_window_budget ? e->cfg.qp_window_budget :
+			  e->host_budget / 2 < QHCA_QP_WINDOW_BUDGET ? e->host_budget / 2 :
 			  QHCA_QP_WINDOW_BUDGET;
 	uint64_t slot = sizeof(*qp->win) + max_inline;
 
@@ -328,20 +330,23 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	}
 	if (st)
 		return st;
-	qp = calloc(1, sizeof(*qp));
+	qp = qhca_host_zalloc(e, 1, sizeof(*qp));
 	if (!qp)
 		return QHCA_ST_NO_RESOURCES;
 	/* The SQ holds the header, a UD segment and the SGEs or inline data of a WQE. */
-	if ((!tgt && wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6)) ||
-	    (!srq && !tgt && c->type != QHCA_QPT_XRC_INI &&
-	     wq_load(e, &qp->rq, &c->rq_pbl, c->rq_log2, c->rq_stride_log2, 4)))
-		goto err_bad;
+	if (!tgt)
+		st = wq_load(e, &qp->sq, &c->sq_pbl, c->sq_log2, c->sq_stride_log2, 6);
+	if (!st && !srq && !tgt && c->type != QHCA_QPT_XRC_INI)
+		st = wq_load(e, &qp->rq, &c->rq_pbl, c->rq_log2, c->rq_stride_log2, 4);
+	if (st)
+		goto err;
+	st = QHCA_ST_NO_RESOURCES;
 	win_alloc_size(e, qp, c->max_inline);
-	qp->win = calloc(qp->win_size, sizeof(*qp->win));
+	qp->win = qhca_host_zalloc(e, qp->win_size, sizeof(*qp->win));
 	if (!qp->win)
 		goto err;
 	if (c->max_inline) {
-		qp->inline_mem = malloc((size_t)qp->win_size * c->max_inline);
+		qp->inline_mem = qhca_host_zalloc(e, qp->win_size, c->max_inline);
 		if (!qp->inline_mem)
 			goto err;
 		for (i = 0; i < qp->win_size; i++)
@@ -384,12 +389,9 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	*qpn = qp->qpn;
 	qhca_log(e, QHCA_LOG_EVENT, "QP 0x%x type %u created", qp->qpn, qp->type);
 	return QHCA_ST_OK;
-err_bad:
-	qp_mem_free(qp);
-	return QHCA_ST_BAD_FIELD;
 err:
 	qp_mem_free(qp);
-	return QHCA_ST_NO_RESOURCES;
+	return st;
 }
 
 static void qp_free(struct qhca_engine *e, struct qhca_qp *qp)
@@ -655,6 +657,7 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 {
 	struct qhca_cq *cq = c->cq ? qhca_cq_find(e, c->cq) : NULL;
 	struct qhca_srq *srq;
+	uint16_t st;
 	uint32_t h;
 
 	if (qhca_obj_lookup(&e->pd, c->pd) < 0 ||
@@ -664,19 +667,15 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 	if (c->rsvd0 || c->rsvd1 || c->log2 > 15 || c->limit > (1u << c->log2) ||
 	    (!c->xrcd && c->cq) || (cq && cq->uctx != c->uctx))
 		return QHCA_ST_BAD_FIELD;
-	srq = calloc(1, sizeof(*srq));
+	srq = qhca_host_zalloc(e, 1, sizeof(*srq));
 	if (!srq)
 		return QHCA_ST_NO_RESOURCES;
-	if (wq_load(e, &srq->wq, &c->pbl, c->log2, c->stride_log2, 4)) {
-		free(srq->wq.pages);
-		free(srq);
-		return QHCA_ST_BAD_FIELD;
-	}
-	h = qhca_obj_alloc(&e->srq_table, c->uctx);
+	st = wq_load(e, &srq->wq, &c->pbl, c->log2, c->stride_log2, 4);
+	h = st == QHCA_ST_OK ? qhca_obj_alloc(&e->srq_table, c->uctx) : 0;
 	if (!h) {
-		free(srq->wq.pages);
-		free(srq);
-		return QHCA_ST_NO_RESOURCES;
+		qhca_host_free(srq->wq.pages);
+		qhca_host_free(srq);
+		return st == QHCA_ST_OK ? QHCA_ST_NO_RESOURCES : st;
 	}
 	qhca_obj_hold(&e->pd, c->pd);
 	qhca_obj_hold(&e->uctx, c->uctx);
@@ -713,20 +712,20 @@ uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca
 	uint32_t stride, i;
 	struct qhca_wq nw;
 	uint8_t *wqe;
+	uint16_t st;
 
 	if (!srq)
 		return QHCA_ST_BAD_HANDLE;
 	if (r->rsvd0 || r->rsvd1 || r->stride_log2 != srq->wq.stride_log2 || r->log2 > 15 ||
 	    srq->wq.pi - srq->wq.ci > (1u << r->log2))
 		return QHCA_ST_BAD_FIELD;	/* what is posted must fit */
-	if (wq_load(e, &nw, &r->pbl, r->log2, r->stride_log2, 4)) {
-		free(nw.pages);
-		return QHCA_ST_BAD_FIELD;
-	}
+	st = wq_load(e, &nw, &r->pbl, r->log2, r->stride_log2, 4);
+	if (st != QHCA_ST_OK)
+		return st;
 	stride = 1u << nw.stride_log2;
 	wqe = malloc(stride);
 	if (!wqe) {
-		free(nw.pages);
+		qhca_host_free(nw.pages);
 		return QHCA_ST_NO_RESOURCES;
 	}
 	for (i = srq->wq.ci; i != srq->wq.pi; i++) {
@@ -734,14 +733,14 @@ uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca
 		    qhca_pages_xfer(e, nw.pages, nw.npages, wqe_addr_off(&nw, i), wqe, stride,
 				    true)) {
 			free(wqe);
-			free(nw.pages);
+			qhca_host_free(nw.pages);
 			return QHCA_ST_DMA_ERROR;
 		}
 	}
 	free(wqe);
 	nw.pi = srq->wq.pi;
 	nw.ci = srq->wq.ci;
-	free(srq->wq.pages);
+	qhca_host_free(srq->wq.pages);
 	srq->wq = nw;
 	if (srq->limit > (1u << nw.log2))
 		srq->limit = 0;
@@ -768,8 +767,8 @@ static void srq_free(struct qhca_engine *e, struct qhca_srq *srq)
 	qhca_obj_unhold(&e->xrcd, srq->xrcd);
 	if (srq->cq)
 		srq->cq->refs--;
-	free(srq->wq.pages);
-	free(srq);
+	qhca_host_free(srq->wq.pages);
+	qhca_host_free(srq);
 }
 
 uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn)

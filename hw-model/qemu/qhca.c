@@ -519,6 +519,7 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_UINT32("max-sge", QhcaState, cfg.max_sge, 30),
     DEFINE_PROP_UINT32("max-inline", QhcaState, cfg.max_inline, 256),
     DEFINE_PROP_UINT32("mtu", QhcaState, cfg.mtu, 4096),
+    DEFINE_PROP_UINT32("host-mem-mb", QhcaState, cfg.host_mem_mb, QHCA_HOST_MEM_MB),
     DEFINE_PROP_BOOL("tx-batch", QhcaState, tx_batch, true),
     DEFINE_PROP_STRING("link", QhcaState, link),
 };

@@ -259,16 +259,31 @@ static inline struct qhca_pbl pbl_for(struct node *n, uint64_t buf, size_t size)
 	return p;
 }
 
-static inline void node_init(struct node *n, int id)
+/* The limits of the QEMU device's properties at their defaults (hw-model/qemu/qhca.c). */
+static inline struct qhca_engine_config harness_default_cfg(void)
 {
 	struct qhca_engine_config c = {
-		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 16, .max_qp_wr = 1024,
-		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
-		.max_sge = 4, .max_inline = 256, .mtu = 4096, .link = harness_link,
-		.mac = { 0x52, 0x54, 0, 0x51, 0x48, (uint8_t)(id + 1) },
+		.db_pages = 256, .msix_vectors = 5, .max_pd = 1024, .max_qp = 262144,
+		.max_qp_wr = 32768, .max_cq = 1024, .max_cqe = 4194303, .max_mr = 4096,
+		.max_mr_size_mb = 4096, .max_srq = 256, .max_sge = 30, .max_inline = 256,
+		.mtu = 4096, .link = harness_link, .host_mem_mb = QHCA_HOST_MEM_MB,
 	};
+
+	return c;
+}
+
+/* A node with the configuration @c (its MAC is set here). */
+static inline void node_init_cfg(struct node *n, int id, struct qhca_engine_config c)
+{
 	struct qhca_cmd_create_eq eqc;
 	uint64_t aq;
+
+	c.mac[0] = 0x52;
+	c.mac[1] = 0x54;
+	c.mac[2] = 0;
+	c.mac[3] = 0x51;
+	c.mac[4] = 0x48;
+	c.mac[5] = (uint8_t)(id + 1);
 
 	if (!n->mem)
 		n->mem = malloc(MEM_SIZE);
@@ -298,7 +313,19 @@ static inline void node_init(struct node *n, int id)
 	n->uctx = 0;
 }
 
-static inline void setup(void)
+static inline void node_init(struct node *n, int id)
+{
+	struct qhca_engine_config c = {
+		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 16, .max_qp_wr = 1024,
+		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
+		.max_sge = 4, .max_inline = 256, .mtu = 4096, .link = harness_link,
+	};
+
+	node_init_cfg(n, id, c);
+}
+
+/* Two nodes; with the QEMU device's default limits if @defaults, else small ones. */
+static inline void setup_limits(bool defaults)
 {
 	static bool seeded;
 
@@ -314,8 +341,18 @@ static inline void setup(void)
 	drop_pct = dup_pct = reorder_pct = link_cap = 0;
 	tx_blocks = 0;
 	host_errors = 0;
-	node_init(&nodes[0], 0);
-	node_init(&nodes[1], 1);
+	if (defaults) {
+		node_init_cfg(&nodes[0], 0, harness_default_cfg());
+		node_init_cfg(&nodes[1], 1, harness_default_cfg());
+	} else {
+		node_init(&nodes[0], 0);
+		node_init(&nodes[1], 1);
+	}
+}
+
+static inline void setup(void)
+{
+	setup_limits(false);
 }
 
 static inline void teardown(void)
