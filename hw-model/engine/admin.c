@@ -676,12 +676,27 @@ static int post_completion(struct qhca_engine *e, const struct qhca_cqe_admin *c
 	return 0;
 }
 
-/* Run commands until the SQ is empty or the CQ is full; interrupt once at the end. */
+/*
+ * The work of one doorbell or timer callback: a guest can queue 4095 commands, and some
+ * move many megabytes (a RESIZE_SRQ copies the WQEs posted, a CREATE_MR reads a page list
+ * of up to 8 MiB). Past either budget the rest goes on from the engine's timer, armed at
+ * once, so that QEMU's main loop (and the vCPUs that wait for its lock) has its turn.
+ */
+#define ADMIN_CMD_BUDGET	64
+#define ADMIN_BYTE_BUDGET	(16u << 20)
+
+/*
+ * Run commands until the SQ is empty, the CQ is full or the budget is spent (then
+ * admin_pending: the timer goes on); interrupt once at the end.
+ */
 static void process(struct qhca_engine *e)
 {
 	uint32_t mask = depth(e) - 1;
+	uint64_t bytes = e->dma_bytes;
+	unsigned cmds = 0;
 	bool posted = false;
 
+	e->admin_pending = false;
 	while (running(e) && e->asq_head != e->asq_tail) {
 		struct qhca_cmd cmd;
 		struct qhca_cqe_admin cqe;
@@ -689,6 +704,11 @@ static void process(struct qhca_engine *e)
 
 		if (((e->acq_tail + 1) & mask) == e->acq_head)
 			break;	/* completion ring full: wait for an ACQ_HEAD doorbell */
+		if (cmds == ADMIN_CMD_BUDGET || e->dma_bytes - bytes >= ADMIN_BYTE_BUDGET) {
+			e->admin_pending = true;
+			break;
+		}
+		cmds++;
 		if (qhca_dma_read(e, e->asq_base + (uint64_t)e->asq_head * QHCA_CMD_SIZE, &cmd,
 				  sizeof(cmd))) {
 			fatal(e, QHCA_ERR_DMA);
@@ -719,10 +739,20 @@ static void process(struct qhca_engine *e)
 	}
 	if (posted && !(e->intr_mask & 1))
 		e->ops->notify(e->opaque, 0);
+	if (e->admin_pending)
+		qhca_timer_update(e);
 }
 
+void qhca_admin_resume(struct qhca_engine *e)
+{
+	if (e->admin_pending)
+		process(e);
+}
+
+/* The rings start over; work a budget deferred is dropped (the caller updates the timer). */
 void qhca_admin_reset(struct qhca_engine *e)
 {
+	e->admin_pending = false;
 	e->asq_head = e->asq_tail = 0;
 	e->acq_head = e->acq_tail = 0;
 	e->acq_phase = QHCA_CQE_PHASE;
@@ -765,7 +795,8 @@ void qhca_admin_sq_doorbell(struct qhca_engine *e, uint32_t tail)
 	if (!ring_index_ok(e, tail, "SQ tail", QHCA_ERR_AQ_TAIL))
 		return;
 	e->asq_tail = tail;
-	process(e);
+	if (!e->admin_pending)	/* else the timer's run goes on, to this tail */
+		process(e);
 }
 
 void qhca_admin_cq_doorbell(struct qhca_engine *e, uint32_t head)
@@ -773,5 +804,6 @@ void qhca_admin_cq_doorbell(struct qhca_engine *e, uint32_t head)
 	if (!ring_index_ok(e, head, "CQ head", QHCA_ERR_AQ_HEAD))
 		return;
 	e->acq_head = head;
-	process(e);
+	if (!e->admin_pending)
+		process(e);
 }

@@ -195,7 +195,7 @@ static void complete_acked(struct qhca_qp *qp)
 		if (sw->done)
 			continue;
 		if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
-			sw->rd.seen = true;
+			qhca_rd_reached(sw);
 		} else if (qhca_psn_diff(sw->last_psn, qp->ack_psn) < 0) {
 			sw->done = true;
 			sw->status = QHCA_WC_SUCCESS;
@@ -203,130 +203,12 @@ static void complete_acked(struct qhca_qp *qp)
 	}
 }
 
-/* ---------------------------------------------------------------- READ responses */
-/*
- * A READ's responses are placed as they come, also out of order up to QHCA_READ_HORIZON
- * past the first one missing (reordering then costs nothing), and only the ones lost are
- * asked for again (tx_read in req.c: a duplicate READ may ask for any part of the
- * original, IBA 9.7.5.1.2; rxe and our responder answer it from its RETH). The responder
- * answers requests in order, each from its first PSN up, so the requester knows which
- * responses can still come: those of the requests in flight (rd.piece) from the last one
- * seen of each on, less a margin for reordering (three, as TCP's duplicate ACK
- * threshold). A response of a later request shows the earlier ones answered in full, and
- * an ACK or an answer past the READ shows its first request answered. What can no longer
- * come is asked for again at once; only a lost last request, or the last responses of
- * it, leave a READ to the timer. An ATOMIC has one answer: an ACK or answer past it
- * without it means it was lost, and it goes again once (rd.retry) until answered.
- */
-/* The @n oldest requests of READ @sw were answered: what they did not bring is lost. */
-static void read_drop(struct qhca_send_wqe *sw, unsigned n)
-{
-	unsigned j;
-
-	if (!n)
-		return;
-	for (j = 0; j < n; j++)
-		if (qhca_psn_diff(sw->rd.piece[j].hi + 1, sw->rd.lost_to) > 0)
-			sw->rd.lost_to = (sw->rd.piece[j].hi + 1) & 0xffffff;
-	memmove(sw->rd.piece, sw->rd.piece + n, (sw->rd.npieces - n) * sizeof(sw->rd.piece[0]));
-	sw->rd.npieces -= n;
-	sw->rd.first = false;
-}
-
-/*
- * Response @psn of READ @sw came: what it shows of its requests in flight. Within one
- * request, a response that three later ones came after is lost (the third highest PSN
- * come so far is where the ones still to come start): a response that overtook many
- * others does not make them lost. The last response of a request ends it.
- */
-static void read_seen(struct qhca_send_wqe *sw, uint32_t psn)
-{
-	uint32_t third;
-	int j;
-
-	for (j = sw->rd.npieces - 1; j >= 0; j--)
-		if (qhca_psn_diff(psn, sw->rd.piece[j].lo) >= 0 &&
-		    qhca_psn_diff(psn, sw->rd.piece[j].hi) <= 0)
-			break;
-	if (j < 0)
-		return;		/* of a request answered already */
-	read_drop(sw, (unsigned)j);
-	if (psn == sw->rd.piece[0].hi) {
-		read_drop(sw, 1);
-		return;
-	}
-	if (qhca_psn_diff(psn, sw->rd.piece[0].h1) > 0) {
-		third = sw->rd.piece[0].h2;
-		sw->rd.piece[0].h2 = sw->rd.piece[0].h1;
-		sw->rd.piece[0].h1 = psn;
-	} else if (qhca_psn_diff(psn, sw->rd.piece[0].h2) > 0) {
-		third = sw->rd.piece[0].h2;
-		sw->rd.piece[0].h2 = psn;
-	} else {
-		third = psn;
-	}
-	if (qhca_psn_diff(third, sw->rd.piece[0].lo) > 0) {
-		sw->rd.piece[0].lo = third;
-		if (qhca_psn_diff(third, sw->rd.lost_to) > 0)
-			sw->rd.lost_to = third;
-	}
-}
-
-/* Does READ @sw have responses to ask for again? */
-static bool read_lost(const struct qhca_send_wqe *sw)
-{
-	uint32_t psn, end = sw->rd.lost_to;
-
-	if (qhca_psn_diff(end, sw->read_next) > QHCA_READ_HORIZON + 1)
-		end = (sw->read_next + QHCA_READ_HORIZON + 1) & 0xffffff;
-	for (psn = sw->read_next; qhca_psn_diff(psn, end) < 0; psn = (psn + 1) & 0xffffff)
-		if (qhca_read_want(sw, psn))
-			return true;
-	return false;
-}
-
-/* The requester goes back to SQ slot @idx to ask for what it lost. */
-static void rd_wake(struct qhca_qp *qp, uint32_t idx)
-{
-	if ((int32_t)(idx - qp->tx_idx) < 0)
-		qp->tx_idx = idx;
-}
-
-/*
- * An answer that shows the responder has answered everything before @x (an ACK of @x - 1,
- * a NAK of @x, a READ response or an ATOMIC acknowledgement at @x): the READs before @x
- * had their first request answered in full, an ATOMIC before @x without its answer lost it.
- */
+/* ---------------------------------------------------------------- READ and ATOMIC */
+/* What an answer at @x shows of the READs and ATOMICs before it (rdrecov.c): a loss
+ * halves the window. */
 static void rd_check(struct qhca_qp *qp, uint32_t x)
 {
-	bool lost = false;
-	uint32_t i;
-
-	if (!qp->rd_atomic_out)
-		return;
-	for (i = qp->sq.ci; i != qp->sq_next; i++) {
-		struct qhca_send_wqe *sw = qhca_sq_slot(qp, i);
-
-		if (qhca_psn_diff(sw->first_psn, x) >= 0)
-			break;
-		if (sw->done || !qhca_wr_is_rd_atomic(sw->hdr.opcode))
-			continue;
-		sw->rd.seen = true;
-		if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
-			if (!sw->rd.first || qhca_psn_diff(x, sw->last_psn) <= 0)
-				continue;
-			read_drop(sw, 1);
-			if (!read_lost(sw))
-				continue;
-		} else {
-			if (sw->rd.retry || qhca_psn_diff(x, sw->read_next) <= 0)
-				continue;
-			qhca_req_rewind_rd(qp, i, false);
-		}
-		lost = true;
-		rd_wake(qp, i);
-	}
-	if (lost)
+	if (qhca_rd_answered(qp, x))
 		cwnd_loss(qp, false);
 }
 
@@ -481,15 +363,15 @@ static void comp_err_nak(struct qhca_engine *e, struct qhca_qp *qp, const struct
 			    QHCA_WC_REM_OP_ERR);
 }
 
-/* READ response data lands in the WQE's buffers where it belongs, also out of order (see
- * "READ responses"); the READs complete in order. */
+/* READ response data lands in the WQE's buffers where it belongs, also out of order
+ * (rdrecov.c, "READ responses"); the READs complete in order. */
 static void comp_read_response(struct qhca_engine *e, struct qhca_qp *qp,
 			       const struct roce_pkt *p)
 {
+	enum qhca_read_resp r;
 	struct qhca_send_wqe *sw;
 	uint32_t k, want, idx;
 	bool lost;
-	int32_t d;
 	uint64_t off;
 
 	qp->rewound = false;	/* see comp_seq_nak */
@@ -508,19 +390,17 @@ static void comp_read_response(struct qhca_engine *e, struct qhca_qp *qp,
 		e->cnt.roce_rx_out_of_seq++;
 		return;
 	}
-	lost = read_lost(sw);
-	sw->rd.seen = true;
-	read_seen(sw, p->psn);
-	d = qhca_psn_diff(p->psn, sw->read_next);
-	if (d < 0 || qhca_read_have(sw, p->psn)) {
+	lost = qhca_read_lost(sw);
+	r = qhca_read_response(sw, p->psn);
+	if (r == QHCA_READ_DUP) {
 		e->cnt.roce_rx_dup++;
-	} else if (d > QHCA_READ_HORIZON) {
+	} else if (r == QHCA_READ_FAR) {
 		e->cnt.roce_rx_out_of_seq++;	/* too far ahead to keep: asked for again */
 	} else {
 		k = (uint32_t)qhca_psn_diff(p->psn, sw->first_psn);
-		off = (uint64_t)k * qp->mtu;
-		want = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
-		if (p->payload_len != want) {
+		off = (uint64_t)k * sw->mtu;
+		want = qhca_pkt_len(sw->length, sw->mtu, k);
+		if (k >= sw->npkts || p->payload_len != want) {
 			fail_at(qp, sw->first_psn, QHCA_WC_BAD_RESP_ERR);
 			return;
 		}
@@ -529,28 +409,18 @@ static void comp_read_response(struct qhca_engine *e, struct qhca_qp *qp,
 			fail_at(qp, sw->first_psn, QHCA_WC_LOC_PROT_ERR);
 			return;
 		}
-		if (d) {
+		if (r == QHCA_READ_AHEAD)
 			e->cnt.roce_rx_out_of_seq++;
-			sw->rd.map |= 1ull << (d - 1);
-		} else {
-			/* It and the ones after it that came before it. */
-			sw->read_next = (sw->read_next + 1) & 0xffffff;
-			while (sw->rd.map & 1) {
-				sw->rd.map >>= 1;
-				sw->read_next = (sw->read_next + 1) & 0xffffff;
-			}
-			sw->rd.map >>= 1;
-		}
-		if (qhca_psn_diff(sw->read_next, sw->last_psn) > 0) {
+		if (qhca_read_placed(sw, p->psn)) {
 			sw->done = true;
 			sw->status = QHCA_WC_SUCCESS;
 			return;
 		}
 	}
-	if (read_lost(sw)) {
+	if (qhca_read_lost(sw)) {
 		if (!lost)
 			cwnd_loss(qp, false);
-		rd_wake(qp, idx);
+		qhca_rd_wake(qp, idx);
 	}
 }
 

@@ -88,6 +88,7 @@ int qhca_dma_read(struct qhca_engine *e, uint64_t addr, void *buf, size_t len)
 {
 	if (!dma_range_ok(e, addr, len, "read"))
 		return -1;
+	e->dma_bytes += len;	/* counted for the admin queue's budget */
 	if (len && e->ops->dma_read(e->opaque, addr, buf, len)) {
 		qhca_log_guest(e, "read of %zu bytes at 0x%llx failed", len, (unsigned long long)addr);
 		return -1;
@@ -99,6 +100,7 @@ int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t
 {
 	if (!dma_range_ok(e, addr, len, "write"))
 		return -1;
+	e->dma_bytes += len;
 	if (len && e->ops->dma_write(e->opaque, addr, buf, len)) {
 		qhca_log_guest(e, "write of %zu bytes at 0x%llx failed", len, (unsigned long long)addr);
 		return -1;
@@ -264,7 +266,6 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->cfg = *cfg;
 	e->host_budget = (uint64_t)(cfg->host_mem_mb ? cfg->host_mem_mb : QHCA_HOST_MEM_MB) << 20;
 	e->async_eq = -1;
-	qhca_list_init(&e->timed_qps);
 	qhca_list_init(&e->tx_waiters);
 	if (qhca_obj_table_init(&e->uctx, cfg->db_pages - 1) ||
 	    qhca_obj_table_init(&e->pd, cfg->max_pd) ||
@@ -282,7 +283,7 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->pkt = malloc(ROCE_MAX_HDR + 4096 + 8);
 	e->payload = malloc(4096);
 	if (!e->mr || !e->cq || !e->srq || !e->qp || !e->pkt || !e->payload ||
-	    qhca_loopback_init(e))
+	    qhca_loopback_init(e) || qhca_timer_init(e))
 		goto err;
 	qhca_engine_reset(e);
 	return 0;
@@ -344,6 +345,7 @@ void qhca_engine_fini(struct qhca_engine *e)
 	e->qp = NULL;
 	e->pkt = e->payload = NULL;
 	qhca_loopback_fini(e);
+	qhca_timer_fini(e);
 	qhca_mcast_reset(e);
 	free(e->eth.frame);
 	e->eth.frame = NULL;
@@ -370,6 +372,7 @@ void qhca_engine_reset(struct qhca_engine *e)
 	qhca_mcast_reset(e);
 	memcpy(e->mac, e->cfg.mac, 6);	/* the property's address until SET_MAC */
 	e->loop_count = 0;
+	e->loop_deferred = false;
 	e->tx_blocked = e->loop_blocked = false;
 	qhca_obj_table_clear(&e->uctx);
 	qhca_obj_table_clear(&e->pd);

@@ -57,7 +57,8 @@ struct qhca_mr {
 	uint32_t refs;		/* messages in flight moving bytes through it (mem.c) */
 	/* memory windows: the region bound to (with a reference), the QP of a type 2B one */
 	struct qhca_mr *parent;
-	uint32_t qpn;
+	uint32_t qpn;		/* for the trace and the device's view */
+	uint64_t qp_serial;	/* the binding QP's qhca_qp.serial: never a later QP's */
 	uint32_t windows;	/* regions: windows bound to it (DESTROY_MR is BUSY) */
 };
 
@@ -146,6 +147,25 @@ struct qhca_srq {
 	struct qhca_list xrc_msgs;
 };
 
+/*
+ * What a READ or ATOMIC in flight knows of its answer (rdrecov.c, "READ responses"). The
+ * responder has the request (seen); an ATOMIC was sent again, its answer not come yet
+ * (retry). A READ: the responses after its read_next that arrived (map, bit i: read_next
+ * + 1 + i); every response before lost_to that did not arrive and is not asked for again
+ * is lost; the requests whose responses may still come, oldest first (first: the first is
+ * the one for the whole READ that went out first).
+ */
+struct qhca_rd_recovery {
+	uint64_t map;
+	uint32_t lost_to;
+	bool seen, retry, first;
+	uint8_t npieces;
+	struct {
+		uint32_t lo, hi;	/* responses still to come */
+		uint32_t h1, h2;	/* the two highest that came */
+	} piece[QHCA_READ_PIECES];
+};
+
 /* A send WQE the requester has started: a snapshot, so the guest cannot change it. */
 struct qhca_send_wqe {
 	struct qhca_sq_wqe hdr;
@@ -153,29 +173,12 @@ struct qhca_send_wqe {
 		struct qhca_ud_seg ud;		/* UD and GSI QPs */
 		struct qhca_reg_mr_seg reg;	/* REG_MR */
 		struct qhca_bind_mw_seg bind;	/* BIND_MW */
-		/*
-		 * READ and ATOMIC, which have no segment: their recovery (comp.c, "READ
-		 * responses"). The responder has the request (seen); an ATOMIC was sent
-		 * again, its answer not come yet (retry). A READ: the responses after
-		 * read_next that arrived (map, bit i: read_next + 1 + i); every response
-		 * before lost_to that did not arrive and is not asked for again is lost; the
-		 * requests whose responses may still come, oldest first (first: the first is
-		 * the one for the whole READ that went out first).
-		 */
-		struct {
-			uint64_t map;
-			uint32_t lost_to;
-			bool seen, retry, first;
-			uint8_t npieces;
-			struct {
-				uint32_t lo, hi;	/* responses still to come */
-				uint32_t h1, h2;	/* the two highest that came */
-			} piece[QHCA_READ_PIECES];
-		} rd;
 	};
+	struct qhca_rd_recovery rd;	/* READ and ATOMIC (rdrecov.c) */
 	struct qhca_sgl sgl;	/* held from start to completion */
 	uint8_t *inline_data;	/* max_inline bytes, for INLINE WQEs */
 	uint64_t length;	/* message length */
+	uint32_t mtu;		/* the path MTU when it started: its packets' geometry */
 	uint32_t first_psn;	/* 24-bit PSNs of its first and last packet */
 	uint32_t last_psn;
 	uint32_t npkts;
@@ -209,6 +212,7 @@ struct qhca_recv_ctx {
 struct qhca_qp {
 	uint32_t handle;
 	uint32_t qpn;
+	uint64_t serial;	/* unique for the engine's life (QPNs come back) */
 	uint8_t type;		/* enum qhca_qp_type */
 	uint8_t state;		/* enum qhca_qp_state */
 	bool sig_all;
@@ -251,7 +255,7 @@ struct qhca_qp {
 	bool dup;		/* send the packet at dup_psn twice (the head of a resend) */
 	uint32_t dup_psn;
 	uint64_t deadline;	/* retransmission or RNR timer; UINT64_MAX: none */
-	struct qhca_list timer_link;	/* on e->timed_qps while a deadline is set */
+	uint32_t timer_idx;	/* its place in e->timer_heap + 1; 0: no deadline (xmit.c) */
 	struct qhca_list tx_link;	/* on e->tx_waiters while blocked by the platform */
 	bool rnr_wait;
 	uint32_t rd_atomic_out;	/* READ/ATOMIC requests in flight */
@@ -271,6 +275,7 @@ struct qhca_qp {
 	struct {
 		bool active, dropped;
 		uint32_t len, psn, k, n;
+		uint32_t mtu;		/* the path MTU when the READ came: its geometry */
 		uint64_t va;
 		struct qhca_mr *mr;	/* with a reference while active; NULL for 0 bytes */
 	} rr;
@@ -423,11 +428,17 @@ struct qhca_engine {
 	bool tx_blocked;	/* the platform's transmit queue is full */
 	bool loop_blocked;	/* the loopback queue is half full */
 	bool loop_deferred;	/* the drain stopped at its budget: the timer goes on with it */
+	bool admin_pending;	/* the admin queue stopped at its budget: the timer goes on */
+	uint64_t dma_bytes;	/* guest memory moved, all told: the admin queue's budget */
 	uint64_t qp_window_bytes;	/* the QPs' win_bytes together */
+	uint64_t qp_serial;	/* the last qhca_qp.serial given */
 	uint64_t host_bytes;	/* host memory guests sized, within host_budget (mem.c) */
 	uint64_t host_budget;
 	/* Work that is proportional to the QPs that need attention, never to max_qp: */
-	struct qhca_list timed_qps;	/* QPs with a deadline */
+	struct qhca_qp **timer_heap;	/* QPs with a deadline, a min-heap of max_qp (xmit.c) */
+	uint32_t timer_n;
+	uint64_t timer_armed;	/* what the platform's timer holds; UINT64_MAX: nothing */
+	uint64_t timer_steps;	/* heap steps, all told: the timers' cost, for the tests */
 	struct qhca_list tx_waiters;	/* QPs with packets to send when tx resumes, FIFO */
 	uint32_t gsi_qpn;	/* our QP that answers to QP1, or 0 */
 	uint32_t smi_qpn;	/* our QP that answers to QP0 (InfiniBand), or 0 */
@@ -597,31 +608,6 @@ static inline bool qhca_wr_is_local(uint8_t op)
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
 /* Go back to @psn (@nak: a PSN-sequence NAK of it, else the timer). */
 void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, bool nak);
-/* The READ or ATOMIC in SQ slot @idx asks again for what it still waits for (@nak: the
- * responder does not have its request). */
-void qhca_req_rewind_rd(struct qhca_qp *qp, uint32_t idx, bool nak);
-/* Has READ @sw received its response @psn? */
-static inline bool qhca_read_have(const struct qhca_send_wqe *sw, uint32_t psn)
-{
-	int32_t d = (int32_t)((psn - sw->read_next) << 8) >> 8;
-
-	return d < 0 || (d > 0 && d <= QHCA_READ_HORIZON && ((sw->rd.map >> (d - 1)) & 1));
-}
-
-/* Is response @psn of READ @sw to be asked for again: not arrived, lost, and not in a
- * request still being answered (comp.c, "READ responses")? */
-static inline bool qhca_read_want(const struct qhca_send_wqe *sw, uint32_t psn)
-{
-	unsigned j;
-
-	if (qhca_read_have(sw, psn) || (int32_t)((psn - sw->rd.lost_to) << 8) >> 8 >= 0)
-		return false;
-	for (j = 0; j < sw->rd.npieces; j++)
-		if ((int32_t)((psn - sw->rd.piece[j].lo) << 8) >> 8 >= 0 &&
-		    (int32_t)((psn - sw->rd.piece[j].hi) << 8) >> 8 <= 0)
-			return false;
-	return true;
-}
 void qhca_req_release(struct qhca_qp *qp);
 /* Move message bytes [off, off + len) of @sw between its buffers and @buf. */
 int qhca_wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off, uint8_t *buf,
@@ -634,6 +620,39 @@ void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_comp_ready(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_comp_arm_timer(struct qhca_engine *e, struct qhca_qp *qp);
 
+/* rdrecov.c: READ and ATOMIC recovery (struct qhca_rd_recovery, "READ responses") */
+/* READ or ATOMIC @sw starts (its PSNs set): nothing asked, nothing come. */
+void qhca_rd_start(struct qhca_send_wqe *sw);
+/* An ACK or NAK past READ or ATOMIC @sw: the responder has its request. */
+void qhca_rd_reached(struct qhca_send_wqe *sw);
+/* The requester goes back to SQ slot @idx to ask for what it lost. */
+void qhca_rd_wake(struct qhca_qp *qp, uint32_t idx);
+/* The READ or ATOMIC in SQ slot @idx asks again for what it still waits for (@nak: the
+ * responder does not have its request). */
+void qhca_rd_rewind(struct qhca_qp *qp, uint32_t idx, bool nak);
+/* The responder answered everything before @x: true if a READ or ATOMIC before it found
+ * answers lost (it asks again: qhca_rd_wake). */
+bool qhca_rd_answered(struct qhca_qp *qp, uint32_t x);
+/* Does READ @sw have responses to ask for again? */
+bool qhca_read_lost(const struct qhca_send_wqe *sw);
+/* What a response to a READ is, to the READ */
+enum qhca_read_resp {
+	QHCA_READ_DUP,		/* arrived before, or before read_next */
+	QHCA_READ_FAR,		/* past the horizon: too far ahead to keep, asked for again */
+	QHCA_READ_NEXT,		/* at read_next: to place */
+	QHCA_READ_AHEAD,	/* after read_next, within the horizon: to place */
+};
+/* Response @psn of READ @sw came: note what it shows of its requests in flight. */
+enum qhca_read_resp qhca_read_response(struct qhca_send_wqe *sw, uint32_t psn);
+/* Response @psn (NEXT or AHEAD) was placed in @sw's buffers: true if all have come. */
+bool qhca_read_placed(struct qhca_send_wqe *sw, uint32_t psn);
+/* The next run of lost responses READ @sw may ask for again, within a window of @cwnd
+ * responses: the first in *@psn, how many in *@n; false if none now. */
+bool qhca_read_again(const struct qhca_send_wqe *sw, uint32_t cwnd, uint32_t *psn,
+		     uint32_t *n);
+/* READ @sw asked for @n responses from @psn (@whole: the first request, for all of them). */
+void qhca_read_asked(struct qhca_send_wqe *sw, uint32_t psn, uint32_t n, bool whole);
+
 /* xmit.c: transmit path, loopback, back-pressure and timers */
 static inline bool qhca_tx_stopped(const struct qhca_engine *e)
 {
@@ -643,6 +662,8 @@ static inline bool qhca_tx_stopped(const struct qhca_engine *e)
 uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_t opcode);
 void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p);
 void qhca_timer_update(struct qhca_engine *e);
+int qhca_timer_init(struct qhca_engine *e);
+void qhca_timer_fini(struct qhca_engine *e);
 void qhca_tx_wait(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_qp_set_deadline(struct qhca_engine *e, struct qhca_qp *qp, uint64_t deadline);
 /* Take @qp off the engine's lists (reset or destroy). */
@@ -658,6 +679,18 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
 void qhca_resp_request(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
 void qhca_resp_reset(struct qhca_engine *e, struct qhca_qp *qp);
 bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp);
+
+/*
+ * Payload bytes of packet @k of a message of @len bytes cut into @mtu-byte packets; 0 past
+ * its end. A message keeps the MTU it started with (qhca_send_wqe.mtu, rr.mtu): a path MTU
+ * changed meanwhile never moves its packets' offsets past its bytes.
+ */
+static inline uint32_t qhca_pkt_len(uint64_t len, uint32_t mtu, uint32_t k)
+{
+	uint64_t off = (uint64_t)k * mtu;
+
+	return off >= len ? 0 : len - off < mtu ? (uint32_t)(len - off) : mtu;
+}
 
 /* 24-bit PSN arithmetic: a - b as a signed distance. */
 static inline int32_t qhca_psn_diff(uint32_t a, uint32_t b)
@@ -710,5 +743,7 @@ void qhca_admin_reset(struct qhca_engine *e);
 bool qhca_admin_enable(struct qhca_engine *e);
 void qhca_admin_sq_doorbell(struct qhca_engine *e, uint32_t tail);
 void qhca_admin_cq_doorbell(struct qhca_engine *e, uint32_t head);
+/* Go on with the commands a doorbell left (admin_pending), from the engine's timer. */
+void qhca_admin_resume(struct qhca_engine *e);
 
 #endif /* QHCA_ENGINE_INTERNAL_H */

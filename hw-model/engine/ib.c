@@ -2,7 +2,8 @@
 /*
  * The InfiniBand link layer: LRH (IBA 7.7), GRH (8.3), ICRC (7.8.1) and VCRC (7.8.2)
  * around the transport headers of roce.c; PortInfo and NodeInfo (14.2.5) in and out of
- * their 64-byte SMP form; the PortInfo rules that a CA's and a switch's SMA share.
+ * their 64-byte SMP form; the PortInfo rules, the M_Key check and Trap 256 that a CA's and
+ * a switch's SMA share.
  */
 #include <string.h>
 
@@ -369,6 +370,7 @@ uint16_t ib_port_info_set(struct ib_port_info *pi, const struct ib_port_info *re
 		pi->sm_sl = req->sm_sl;
 		pi->subnet_timeout = req->subnet_timeout;
 		pi->client_rereg = req->client_rereg;
+		pi->mkey_violations = req->mkey_violations;	/* RW: the SM may clear it */
 	}
 	/* Enabled fields: 0 keeps them, all ones (0xff, 15) means "what is supported". */
 	if (req->width_enabled)
@@ -429,4 +431,78 @@ void ib_mad_make_resp(uint8_t *mad, uint16_t status)
 	if (mad[IB_MAD_CLASS] == IB_MCLASS_SMP_DR)
 		status |= IB_SMP_DIRECTION;
 	ib_put16(mad + IB_MAD_STATUS, status);
+}
+
+/* ---------------------------------------------------------------- M_Key (14.2.4) */
+enum ib_mkey_result ib_mkey_check(struct ib_port_info *pi, const uint8_t *mad,
+				  uint64_t now_ns)
+{
+	uint8_t method = mad[IB_MAD_METHOD];
+	bool match;
+
+	if (method != IB_METHOD_GET && method != IB_METHOD_SET &&
+	    method != IB_METHOD_TRAP_REPRESS)
+		return IB_MKEY_PASS;
+	/* 14.2.4, the lease: one that ran out takes the protection away (the key stays). */
+	if (pi->mkey_lease_end && now_ns >= pi->mkey_lease_end) {
+		pi->mkey_lease_end = 0;
+		pi->mkey_protect = 0;
+	}
+	match = !pi->mkey || ib_get64(mad + IB_SMP_MKEY) == pi->mkey;
+	if (match) {
+		pi->mkey_lease_end = 0;		/* the SM is there: the lease holds */
+		return IB_MKEY_PASS;
+	}
+	/* 14.2.4, the protection levels: without the key only a Get at levels 0, 1 passes */
+	if (method == IB_METHOD_GET && pi->mkey_protect < 2)
+		return pi->mkey_protect ? IB_MKEY_PASS_HIDE : IB_MKEY_PASS;
+	if (pi->mkey_violations != 0xffff)
+		pi->mkey_violations++;
+	if (!pi->mkey_lease_end && pi->mkey_lease) {
+		uint64_t period = (uint64_t)pi->mkey_lease * 1000000000ull;
+
+		pi->mkey_lease_end = now_ns > UINT64_MAX - period ? UINT64_MAX : now_ns + period;
+	}
+	return IB_MKEY_FAIL;
+}
+
+void ib_mkey_hide(uint8_t *mad, enum ib_mkey_result r)
+{
+	if (r != IB_MKEY_PASS)
+		memset(mad + IB_SMP_DATA, 0, 8);	/* PortInfo's first field: M_Key */
+}
+
+/*
+ * The Notice of Trap 256 (14.2.5.1): IsGeneric, type Security, the producer's node type,
+ * the trap number, the issuer's LID; its data details: the LID where the violation
+ * happened, the directed-route SLID, method, attribute and modifier of the SMP and the
+ * M_Key it carried; for a directed-route SMP also the DRNotice bit and its hop count (the
+ * return path is left out: DRPathTruncated set, as 30 bytes cannot hold 63 hops).
+ */
+void ib_trap_bad_mkey(uint8_t *trap, const uint8_t *bad, uint8_t node_type,
+		      uint16_t issuer_lid, uint64_t tid)
+{
+	uint8_t *n = trap + IB_SMP_DATA;
+
+	memset(trap, 0, IB_MAD_LEN);
+	trap[IB_MAD_BASE_VERSION] = 1;
+	trap[IB_MAD_CLASS] = IB_MCLASS_SMP_LID;
+	trap[IB_MAD_CLASS_VERSION] = 1;
+	trap[IB_MAD_METHOD] = IB_METHOD_TRAP;
+	ib_put64(trap + IB_MAD_TID, tid);
+	ib_put16(trap + IB_MAD_ATTR_ID, IB_ATTR_NOTICE);
+	n[0] = 0x80 | IB_NOTICE_SECURITY;		/* IsGeneric, Type */
+	n[3] = node_type;				/* ProducerType (24 bits) */
+	ib_put16(n + 4, IB_TRAP_BAD_MKEY);
+	ib_put16(n + 6, issuer_lid);
+	/* data details */
+	ib_put16(n + 10, issuer_lid);
+	n[14] = bad[IB_MAD_METHOD];
+	memcpy(n + 16, bad + IB_MAD_ATTR_ID, 2);
+	memcpy(n + 18, bad + IB_MAD_ATTR_MOD, 4);
+	memcpy(n + 22, bad + IB_SMP_MKEY, 8);
+	if (bad[IB_MAD_CLASS] == IB_MCLASS_SMP_DR) {
+		memcpy(n + 12, bad + IB_SMP_DR_SLID, 2);
+		n[30] = (uint8_t)(0x80 | 0x40 | (bad[IB_MAD_HOP_CNT] & 0x3f));
+	}
 }

@@ -233,6 +233,9 @@ struct ib_port_info {
 	uint16_t mkey_violations, pkey_violations, qkey_violations;
 	uint8_t guid_cap, client_rereg, subnet_timeout, resp_time;
 	uint8_t init_type_reply;
+	/* Not in the attribute: the SMA's M_Key lease timer (14.2.4), when it runs out on the
+	 * SMA's clock (ns), 0 while it is stopped. */
+	uint64_t mkey_lease_end;
 };
 
 void ib_port_info_pack(const struct ib_port_info *pi, uint8_t data[IB_SMP_DATA_LEN]);
@@ -271,5 +274,46 @@ uint16_t ib_sma_vl_arb(uint8_t tables[4][IB_SMP_DATA_LEN], uint8_t *mad, bool se
 /* Turn the request @mad (Get or Set) into its response in place: GetResp with @status, the
  * D bit for a directed-route SMP. */
 void ib_mad_make_resp(uint8_t *mad, uint16_t status);
+
+/*
+ * The M_Key check of an SMA (IBA 14.2.4), one implementation for a CA port and a switch
+ * (whose port 0 holds the switch's M_Key): @pi is the port's PortInfo, @mad the SubnGet,
+ * SubnSet or SubnTrapRepress that came in (LID-routed or directed-route alike), @now_ns
+ * the SMA's own clock. The check passes when the port's M_Key is 0 or the SMP carries it;
+ * otherwise what the M_KeyProtectBits allow (14.2.4, the levels of protection):
+ *
+ *   0: Get: passes, PortInfo's M_Key readable.     Set, TrapRepress: fail.
+ *   1: Get: passes, PortInfo's M_Key reads as 0.   Set, TrapRepress: fail.
+ *   2, 3: everything fails.
+ *
+ * A failure counts in M_KeyViolations (saturating) and starts the lease timer unless it
+ * runs already or M_KeyLeasePeriod is 0 (no lease: protection for ever); a Get, Set or
+ * TrapRepress with the key stops it; once it runs out, the M_KeyProtectBits are 0
+ * (the lease, 14.2.4), so an SM that lost the key recovers the port. A failed SMP must
+ * change nothing and get no response: the caller drops it (and may send Trap 256).
+ * Other methods (responses, traps) are not the SMA's and always pass.
+ */
+enum ib_mkey_result {
+	IB_MKEY_PASS,		/* the key matched, or the port has none */
+	IB_MKEY_PASS_HIDE,	/* a Get allowed without the key: PortInfo's M_Key reads 0 */
+	IB_MKEY_FAIL,		/* drop it: no change, no response */
+};
+
+enum ib_mkey_result ib_mkey_check(struct ib_port_info *pi, const uint8_t *mad,
+				  uint64_t now_ns);
+/* The M_Key field of a PortInfo response in @mad, as @r says it reads. */
+void ib_mkey_hide(uint8_t *mad, enum ib_mkey_result r);
+
+/*
+ * Trap 256, "Bad M_Key" (the Notice attribute, 14.2.5.1, and the trap's data details): a
+ * LID-routed SubnTrap(Notice) into @trap (IB_MAD_LEN bytes) from the port at
+ * @issuer_lid, of a node of @node_type (producer type: CA or switch), about the SMP @bad
+ * that failed the check. @tid: the trap's transaction ID. The M_Key field of the trap
+ * stays 0: the key is not sent on the wire for a trap.
+ */
+#define IB_TRAP_BAD_MKEY	256
+#define IB_NOTICE_SECURITY	2	/* Notice type (IsGeneric set apart) */
+void ib_trap_bad_mkey(uint8_t *trap, const uint8_t *bad, uint8_t node_type,
+		      uint16_t issuer_lid, uint64_t tid);
 
 #endif /* QHCA_IB_H */

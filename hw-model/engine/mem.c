@@ -498,7 +498,8 @@ uint8_t qhca_mr_invalidate(struct qhca_engine *e, const struct qhca_qp *qp, uint
 		return QHCA_WC_LOC_QP_OP_ERR;
 	}
 	if (mr->pd != qhca_qp_pd(qp) ||
-	    (remote && (mr->flags & QHCA_MR_MW_TYPE2) && !mr->invalid && mr->qpn != qp->qpn)) {
+	    (remote && (mr->flags & QHCA_MR_MW_TYPE2) && !mr->invalid &&
+	     mr->qp_serial != qp->serial)) {
 		*why = mr->pd != qhca_qp_pd(qp) ? "key of another protection domain" :
 		       "window bound to another QP";
 		return QHCA_WC_LOC_PROT_ERR;
@@ -562,6 +563,7 @@ uint8_t qhca_mw_bind(struct qhca_engine *e, const struct qhca_qp *qp,
 	mw->length = b->length;
 	mw->access = b->access & remote;
 	mw->qpn = qp->qpn;
+	mw->qp_serial = qp->serial;
 	mw->invalid = false;
 	return QHCA_WC_SUCCESS;
 }
@@ -639,7 +641,7 @@ struct qhca_mr *qhca_rkey_check(struct qhca_engine *e, const struct qhca_qp *qp,
 {
 	struct qhca_mr *mr = key_check(e, key, qhca_qp_pd(qp), va, len, access, why);
 
-	if (mr && (mr->flags & QHCA_MR_MW_TYPE2) && mr->qpn != qp->qpn) {
+	if (mr && (mr->flags & QHCA_MR_MW_TYPE2) && mr->qp_serial != qp->serial) {
 		*why = "type 2 window bound to another QP";
 		mr = NULL;
 	}

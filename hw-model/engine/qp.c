@@ -372,9 +372,9 @@ uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, u
 	qp->mtu = c->type == QHCA_QPT_UD || c->type == QHCA_QPT_GSI || c->type == QHCA_QPT_SMI ?
 		  e->cfg.mtu : 1024;
 	qp->deadline = UINT64_MAX;
-	qhca_list_init(&qp->timer_link);
 	qhca_list_init(&qp->tx_link);
 	qhca_list_init(&qp->xrc_link);
+	qp->serial = ++e->qp_serial;
 	if (scq)
 		scq->refs++;
 	if (rcq)
@@ -468,6 +468,7 @@ static void qp_to_reset(struct qhca_engine *e, struct qhca_qp *qp)
 	qp->sq_next = qp->tx_idx = 0;
 	qhca_qp_unlink(e, qp);
 	qp->rd_atomic_out = 0;
+	qp->retries = qp->rnr_retries = 0;	/* a QP reused after RETRY_EXC_ERR starts anew */
 	qhca_req_release(qp);
 	for (i = 0; i < qp->win_size; i++)
 		qp->win[i].done = false;
@@ -722,7 +723,11 @@ uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca
 	st = wq_load(e, &nw, &r->pbl, r->log2, r->stride_log2, 4);
 	if (st != QHCA_ST_OK)
 		return st;
+	/* What the device ever reads of a receive WQE: its header and up to max_sge SGEs
+	 * (528 bytes at most): 32768 WQEs of 4 KiB move 17 MiB, not 128. */
 	stride = 1u << nw.stride_log2;
+	if (stride > sizeof(struct qhca_rq_wqe) + e->cfg.max_sge * sizeof(struct qhca_sge))
+		stride = sizeof(struct qhca_rq_wqe) + e->cfg.max_sge * sizeof(struct qhca_sge);
 	wqe = malloc(stride);
 	if (!wqe) {
 		qhca_host_free(nw.pages);

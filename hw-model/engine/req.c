@@ -127,6 +127,9 @@ int qhca_wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off,
 		  uint32_t len, bool to_guest)
 {
 	if (sw->hdr.flags & QHCA_WQE_INLINE) {
+		/* sw->length is at most the QP's max_inline: the bytes snapshotted */
+		if (off > sw->length || len > sw->length - off || to_guest)
+			return -1;
 		memcpy(buf, sw->inline_data + off, len);
 		return 0;
 	}
@@ -185,7 +188,7 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 {
 	bool ud = qhca_qp_datagram(qp);
 	struct roce_pkt p;
-	uint64_t off = (uint64_t)k * qp->mtu;
+	uint64_t off = (uint64_t)k * sw->mtu;
 	uint32_t len = 0;
 
 	memset(&p, 0, sizeof(p));
@@ -196,8 +199,8 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 	if (sw->hdr.opcode == QHCA_WR_RDMA_READ) {
 		p.reth_va = sw->hdr.remote_addr + off;
 		p.reth_rkey = sw->hdr.rkey;
-		p.reth_len = sw->length - off < (uint64_t)m * qp->mtu ?
-			     (uint32_t)(sw->length - off) : m * qp->mtu;
+		p.reth_len = off >= sw->length ? 0 : sw->length - off < (uint64_t)m * sw->mtu ?
+			     (uint32_t)(sw->length - off) : m * sw->mtu;
 		p.ackreq = true;
 	} else if (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE) {
 		memcpy(e->payload, &sw->hdr.compare_add, 8);
@@ -217,7 +220,7 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 	} else {
 		uint8_t *buf = qhca_tx_payload(e, ud ? &sw->ud.av : &qp->av, p.opcode);
 
-		len = sw->length - off < qp->mtu ? (uint32_t)(sw->length - off) : qp->mtu;
+		len = qhca_pkt_len(sw->length, sw->mtu, k);
 		if (len && qhca_wqe_xfer(e, sw, off, buf, len, false)) {
 			qhca_log_guest(e, "QP 0x%x: gather of PSN 0x%x failed", qp->qpn,
 				       (sw->first_psn + k) & 0xffffff);
@@ -269,11 +272,6 @@ static uint32_t ack_interval(const struct qhca_qp *qp)
 	return qp->cwnd >= 32 ? 16 : qp->cwnd >= 2 ? qp->cwnd / 2 : 1;
 }
 
-static inline uint32_t min_u32(uint32_t a, uint32_t b)
-{
-	return a < b ? a : b;
-}
-
 /* Count a reliable packet at @psn that asked for @m PSNs: sent again if below snd_max. */
 static void tx_account(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, uint32_t m)
 {
@@ -287,15 +285,16 @@ static void tx_account(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, 
 /*
  * A READ asks for its responses: the first time for all of them in one request (its PSNs
  * are the responder's, so that request covers the whole range; it goes out when its PSN
- * is in the window), later for the ones lost (comp.c, "READ responses"), each run of them
- * in a request of its own (a duplicate READ may ask for a subset of the original), as far
- * as the horizon of responses placed out of order allows and with at most a window of
+ * is in the window), later for the ones lost (rdrecov.c, "READ responses"), each run of
+ * them in a request of its own (a duplicate READ may ask for a subset of the original), as
+ * far as the horizon of responses placed out of order allows and with at most a window of
  * responses asked for again in flight: lost responses are what the window paces here.
  */
 static enum tx_result tx_read(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
 {
 	for (;;) {
-		uint32_t s, n, end, j, room = qp->cwnd;
+		uint32_t s, n;
+		bool whole;
 
 		if (qhca_tx_stopped(e))
 			return TX_BLOCKED;
@@ -305,27 +304,8 @@ static enum tx_result tx_read(struct qhca_engine *e, struct qhca_qp *qp, struct 
 				return TX_WINDOW;
 			s = sw->first_psn;
 			n = sw->npkts;
-		} else {
-			/* responses asked for again and still to come (not the first request's) */
-			for (j = sw->rd.first; j < sw->rd.npieces; j++)
-				room -= min_u32(room, (uint32_t)qhca_psn_diff(sw->rd.piece[j].hi,
-									sw->rd.piece[j].lo) + 1);
-			if (!room || sw->rd.npieces == QHCA_READ_PIECES || qp->rnr_wait)
-				return TX_DONE;		/* asks again when answers come */
-			/* the first lost response not asked for again, and the ones after it */
-			end = (sw->read_next + QHCA_READ_HORIZON + 1) & 0xffffff;
-			if (qhca_psn_diff(sw->rd.lost_to, end) < 0)
-				end = sw->rd.lost_to;
-			if (qhca_psn_diff(end, sw->read_next) < 0)
-				end = sw->read_next;
-			for (s = sw->read_next; s != end && !qhca_read_want(sw, s);
-			     s = (s + 1) & 0xffffff)
-				;
-			if (s == end)
-				return TX_DONE;
-			for (n = 1; n < room && ((s + n) & 0xffffff) != end &&
-				    qhca_read_want(sw, (s + n) & 0xffffff); n++)
-				;
+		} else if (qp->rnr_wait || !qhca_read_again(sw, qp->cwnd, &s, &n)) {
+			return TX_DONE;		/* asks again when answers come */
 		}
 		if (send_packet(e, qp, sw, (uint32_t)qhca_psn_diff(s, sw->first_psn), n, true)) {
 			sw->tx_next = sw->npkts;
@@ -334,16 +314,10 @@ static enum tx_result tx_read(struct qhca_engine *e, struct qhca_qp *qp, struct 
 			return TX_DONE;
 		}
 		tx_account(e, qp, s, n);
-		if (!sw->tx_next) {
+		whole = !sw->tx_next;
+		if (whole)
 			sw->tx_next = sw->npkts;
-			sw->rd.npieces = 0;
-			sw->rd.first = true;
-		}
-		sw->rd.piece[sw->rd.npieces].lo = s;
-		sw->rd.piece[sw->rd.npieces].hi = (s + n - 1) & 0xffffff;
-		sw->rd.piece[sw->rd.npieces].h1 = (s - 1) & 0xffffff;
-		sw->rd.piece[sw->rd.npieces].h2 = (s - 1) & 0xffffff;
-		sw->rd.npieces++;
+		qhca_read_asked(sw, s, n, whole);
 	}
 }
 
@@ -422,8 +396,6 @@ static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
 
 _Static_assert(sizeof(struct qhca_bind_mw_seg) == sizeof(struct qhca_reg_mr_seg),
 	       "wqe_load reads either segment as sw->reg");
-_Static_assert(sizeof(((struct qhca_send_wqe *)0)->rd) <= sizeof(struct qhca_ud_seg),
-	       "READ recovery fits where READs have no segment: the snapshot does not grow");
 
 /* REG_MR, BIND_MW and LOCAL_INV, executed when the requester reaches them in SQ order. */
 static uint8_t local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
@@ -498,17 +470,16 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 			sw->status = status;
 			break;
 		}
-		sw->npkts = sw->length ? (uint32_t)((sw->length + qp->mtu - 1) / qp->mtu) : 1;
+		sw->mtu = qp->mtu;
+		sw->npkts = sw->length ? (uint32_t)((sw->length + sw->mtu - 1) / sw->mtu) : 1;
 		if (sw->hdr.opcode != QHCA_WR_RDMA_READ && qhca_wr_is_rd_atomic(sw->hdr.opcode))
 			sw->npkts = 1;
 		sw->first_psn = qp->psn;
 		sw->last_psn = (qp->psn + sw->npkts - 1) & 0xffffff;
 		sw->read_next = sw->first_psn;
 		sw->tx_next = 0;
-		if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
-			memset(&sw->rd, 0, sizeof(sw->rd));
-			sw->rd.lost_to = sw->first_psn;
-		}
+		if (qhca_wr_is_rd_atomic(sw->hdr.opcode))
+			qhca_rd_start(sw);
 		qp->psn = (qp->psn + sw->npkts) & 0xffffff;
 		if (qhca_wr_is_rd_atomic(sw->hdr.opcode))
 			qp->rd_atomic_out++;
@@ -539,34 +510,10 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 	qhca_loopback_drain(e);
 }
 
-/* Ask again for what the READ or ATOMIC in SQ slot @idx still waits for: after a timeout
- * every response missing (all of them, and the request, if none came), after a NAK of
- * its PSN or one before it the whole request (the responder does not have it). */
-void qhca_req_rewind_rd(struct qhca_qp *qp, uint32_t idx, bool nak)
-{
-	struct qhca_send_wqe *sw = qhca_sq_slot(qp, idx);
-
-	if (nak)
-		sw->rd.seen = false;
-	sw->rd.npieces = 0;
-	sw->rd.first = false;
-	if (sw->hdr.opcode != QHCA_WR_RDMA_READ) {
-		sw->tx_next = 0;
-		sw->rd.retry = true;
-	} else if (!sw->rd.seen) {
-		sw->tx_next = 0;
-		sw->rd.lost_to = sw->first_psn;
-	} else {
-		sw->rd.lost_to = (sw->last_psn + 1) & 0xffffff;
-	}
-	if ((int32_t)(idx - qp->tx_idx) < 0)
-		qp->tx_idx = idx;
-}
-
 /*
  * Send again everything not acknowledged from @psn on (go back N): move the cursors of the
  * WQEs concerned back, then send as the window allows. A READ or ATOMIC before @psn that
- * still waits for its answer is rd_check's (comp.c); from @psn on, it asks again for what
+ * still waits for its answer is qhca_rd_answered's (rdrecov.c); from @psn on, it asks again for what
  * it has not received. The caller sends (qhca_req_run); packets are counted as
  * retransmitted when they go out (tx_wqe).
  */
@@ -580,7 +527,7 @@ void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn
 			continue;
 		if (qhca_wr_is_rd_atomic(sw->hdr.opcode)) {
 			if (qhca_psn_diff(sw->read_next, psn) >= 0)
-				qhca_req_rewind_rd(qp, i, nak);
+				qhca_rd_rewind(qp, i, nak);
 			continue;
 		}
 		if (qhca_psn_diff(sw->last_psn, psn) < 0)

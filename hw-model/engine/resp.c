@@ -166,8 +166,8 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	}
 	while (qp->rr.k < qp->rr.n) {
 		uint32_t k = qp->rr.k, n = qp->rr.n;
-		uint64_t off = (uint64_t)k * qp->mtu;
-		uint32_t chunk = qp->rr.len - off < qp->mtu ? (uint32_t)(qp->rr.len - off) : qp->mtu;
+		uint64_t off = (uint64_t)k * qp->rr.mtu;
+		uint32_t chunk = qhca_pkt_len(qp->rr.len, qp->rr.mtu, k);
 		uint8_t op = n == 1 ? ROCE_OP_READ_RESPONSE_ONLY :
 			     k == 0 ? ROCE_OP_READ_RESPONSE_FIRST :
 			     k == n - 1 ? ROCE_OP_READ_RESPONSE_LAST : ROCE_OP_READ_RESPONSE_MIDDLE;
@@ -197,6 +197,11 @@ bool qhca_resp_pump(struct qhca_engine *e, struct qhca_qp *qp)
 	return true;
 }
 
+static uint32_t read_npkts(struct qhca_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+}
+
 /* Answer a READ of [va, va + len) through @mr (checked; NULL for 0 bytes) from response
  * PSN @psn on. */
 static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_mr *mr,
@@ -209,13 +214,9 @@ static void send_read_responses(struct qhca_engine *e, struct qhca_qp *qp, struc
 	qp->rr.len = len;
 	qp->rr.psn = psn;
 	qp->rr.k = 0;
-	qp->rr.n = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	qp->rr.mtu = qp->mtu;
+	qp->rr.n = read_npkts(qp, len);
 	qhca_resp_pump(e, qp);
-}
-
-static uint32_t read_npkts(struct qhca_qp *qp, uint32_t len)
-{
-	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
 }
 
 static struct qhca_rd_atomic *rd_slot(struct qhca_qp *qp)

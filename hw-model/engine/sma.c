@@ -239,17 +239,72 @@ static uint16_t sma_node_info(struct qhca_engine *e, uint8_t *mad)
 	return 0;
 }
 
+/*
+ * An SMP failed the M_Key check: Trap 256 to the SM (14.2.4 asks for it when the port
+ * knows where the SM is). The device sends it on the wire itself, from QP0 on VL15, when
+ * the SM is on another port; a trap for an SM on this port would have to go up this
+ * port's own QP0, which the SMA cannot reach from here: not sent (the SM sees
+ * M_KeyViolations in its sweep).
+ */
+static void sma_bad_mkey(struct qhca_engine *e, const uint8_t *mad)
+{
+	const struct ib_port_info *pi = &e->ib.pi;
+	uint8_t trap[IB_MAD_LEN], buf[IB_MAX_HDR + IB_MAD_LEN + ROCE_ICRC_LEN + IB_VCRC_LEN];
+	struct roce_pkt p;
+	size_t n;
+
+	qhca_log(e, QHCA_LOG_EVENT, "SMA: %s of attribute 0x%04x with a bad M_Key dropped "
+		 "(protection %u, %u violations)", mad[IB_MAD_METHOD] == IB_METHOD_SET ? "Set" :
+		 "Get", ib_get16(mad + IB_MAD_ATTR_ID), pi->mkey_protect, pi->mkey_violations);
+	if (!pi->lid || !pi->sm_lid || qhca_ib_lid_ours(e, pi->sm_lid) || !e->link_up ||
+	    qhca_tx_stopped(e))
+		return;
+	ib_trap_bad_mkey(trap, mad, IB_NODE_CA, pi->lid,
+			 0x5148434100000000ull | pi->mkey_violations);
+	memset(&p, 0, sizeof(p));
+	p.ib = true;
+	p.vl = IB_VL_SMP;
+	p.dlid = pi->sm_lid;
+	p.slid = pi->lid;
+	p.sl = pi->sm_sl;
+	p.opcode = ROCE_TS_UD | ROCE_OP_SEND_ONLY;
+	p.pkey = 0xffff;
+	p.payload = trap;
+	p.payload_len = IB_MAD_LEN;
+	n = ib_build(&p, buf, sizeof(buf));
+	if (!n)
+		return;
+	e->cnt.roce_tx_pkts++;
+	e->cnt.roce_tx_bytes += n;
+	e->ops->xmit(e->opaque, buf, n);
+}
+
 /* An SMP for the SMA: answered in @mad (true), or not the SMA's to answer (false). */
 static bool sma_process(struct qhca_engine *e, uint8_t *mad)
 {
 	uint8_t method = mad[IB_MAD_METHOD];
 	uint16_t attr = ib_get16(mad + IB_MAD_ATTR_ID), st;
 	bool set = method == IB_METHOD_SET;
+	enum ib_mkey_result mk;
 
 	/* Responses, traps and SMInfo belong to the subnet manager's agents. */
 	if ((method != IB_METHOD_GET && !set) || attr == IB_ATTR_SM_INFO ||
 	    (attr & 0xff00) == 0xff00)
 		return false;
+	/*
+	 * The M_Key check (14.2.4) before anything else, for SMPs from the wire and from this
+	 * port's own stack alike: every MAD reaches the SMA through MAD_IFC, and the device
+	 * cannot tell the guest kernel's own queries from SMPs it received on QP0 (a real
+	 * HCA's firmware checks local MADs too unless the driver says "ignore M_Key"). One
+	 * that fails is dropped: no change, no response; the driver then gives it to the
+	 * guest's agents, which answer a Get or Set nobody serves with "unsupported", as
+	 * for a MAD that mthca's or mlx4's firmware refused.
+	 */
+	mk = ib_mkey_check(&e->ib.pi, mad, e->ops->now_ns(e->opaque));
+	if (mk == IB_MKEY_FAIL) {
+		sma_bad_mkey(e, mad);
+		return false;
+	}
 	if (mad[IB_MAD_CLASS_VERSION] != 1) {
 		ib_mad_make_resp(mad, IB_MAD_ST_BAD_VERSION);
 		return true;
@@ -267,6 +322,7 @@ static bool sma_process(struct qhca_engine *e, uint8_t *mad)
 		break;
 	case IB_ATTR_PORT_INFO:
 		st = sma_port_info(e, mad, set);
+		ib_mkey_hide(mad, mk);
 		break;
 	case IB_ATTR_PKEY_TABLE:
 		st = sma_pkey_table(e, mad, set);

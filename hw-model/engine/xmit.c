@@ -3,7 +3,8 @@
  * qhca transmit path: packets to the platform's netdev or, addressed to our own MAC, to
  * the loopback queue that delivers them after the current work; back-pressure (the QPs
  * waiting to send, resumed in FIFO order); the QPs with a deadline and the engine's one
- * timer. Work here is proportional to the QPs that need attention, never to max_qp.
+ * timer. Work here is proportional to the QPs that need attention, never to max_qp: the
+ * deadlines are a heap, O(log n) to change one, whatever the QPs that are not due.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -204,36 +205,136 @@ void qhca_loopback_fini(struct qhca_engine *e)
 }
 
 /* ---------------------------------------------------------------- the engine's timer */
+/*
+ * The QPs with a deadline form a binary min-heap on it: timer_heap[0] is due first, the
+ * children of entry i are 2i + 1 and 2i + 2, and a QP knows its place (timer_idx, + 1).
+ * Setting, moving or cancelling a deadline takes O(log n) steps and finding the earliest
+ * one, so the QPs that wait on long timeouts cost nothing while others come and go. The
+ * heap has room for every QP the device can have (max_qp), allocated with the engine.
+ */
+int qhca_timer_init(struct qhca_engine *e)
+{
+	e->timer_heap = calloc(e->cfg.max_qp, sizeof(*e->timer_heap));
+	e->timer_n = 0;
+	e->timer_armed = UINT64_MAX;
+	return e->timer_heap ? 0 : -1;
+}
+
+void qhca_timer_fini(struct qhca_engine *e)
+{
+	free(e->timer_heap);
+	e->timer_heap = NULL;
+	e->timer_n = 0;
+}
+
+static void heap_put(struct qhca_engine *e, uint32_t i, struct qhca_qp *qp)
+{
+	e->timer_heap[i] = qp;
+	qp->timer_idx = i + 1;
+}
+
+/* Move @qp, at @i, towards the root while it is due before its parent. */
+static void heap_up(struct qhca_engine *e, uint32_t i, struct qhca_qp *qp)
+{
+	while (i) {
+		uint32_t parent = (i - 1) / 2;
+
+		e->timer_steps++;
+		if (e->timer_heap[parent]->deadline <= qp->deadline)
+			break;
+		heap_put(e, i, e->timer_heap[parent]);
+		i = parent;
+	}
+	heap_put(e, i, qp);
+}
+
+/* Move @qp, at @i, towards the leaves while a child is due before it. */
+static void heap_down(struct qhca_engine *e, uint32_t i, struct qhca_qp *qp)
+{
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= e->timer_n)
+			break;
+		e->timer_steps++;
+		if (c + 1 < e->timer_n &&
+		    e->timer_heap[c + 1]->deadline < e->timer_heap[c]->deadline)
+			c++;
+		if (qp->deadline <= e->timer_heap[c]->deadline)
+			break;
+		heap_put(e, i, e->timer_heap[c]);
+		i = c;
+	}
+	heap_put(e, i, qp);
+}
+
+/* @qp at @i has a new deadline: up or down to its place. */
+static void heap_fix(struct qhca_engine *e, uint32_t i, struct qhca_qp *qp)
+{
+	if (i && e->timer_heap[(i - 1) / 2]->deadline > qp->deadline)
+		heap_up(e, i, qp);
+	else
+		heap_down(e, i, qp);
+}
+
+static void heap_remove(struct qhca_engine *e, struct qhca_qp *qp)
+{
+	uint32_t i = qp->timer_idx - 1;
+	struct qhca_qp *last = e->timer_heap[--e->timer_n];
+
+	e->timer_heap[e->timer_n] = NULL;
+	qp->timer_idx = 0;
+	if (last != qp)
+		heap_fix(e, i, last);	/* the last entry fills the hole */
+}
+
+/* Set @qp's deadline (UINT64_MAX: none); the caller then calls qhca_timer_update. */
 void qhca_qp_set_deadline(struct qhca_engine *e, struct qhca_qp *qp, uint64_t deadline)
 {
 	qp->deadline = deadline;
-	if (deadline == UINT64_MAX)
-		qhca_list_del(&qp->timer_link);
-	else if (qhca_list_empty(&qp->timer_link))
-		qhca_list_add_tail(&e->timed_qps, &qp->timer_link);
+	if (deadline == UINT64_MAX) {
+		if (qp->timer_idx)
+			heap_remove(e, qp);
+	} else if (qp->timer_idx) {
+		heap_fix(e, qp->timer_idx - 1, qp);
+	} else if (e->timer_n < e->cfg.max_qp) {
+		heap_up(e, e->timer_n++, qp);
+	} else {
+		/* Not reached: there are at most max_qp QPs. */
+		qhca_log(e, QHCA_LOG_ERR, "QP 0x%x: no room for its timer", qp->qpn);
+		qp->deadline = UINT64_MAX;
+	}
 }
 
 void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp)
 {
-	qp->deadline = UINT64_MAX;
-	qhca_list_del(&qp->timer_link);
+	qhca_qp_set_deadline(e, qp, UINT64_MAX);
 	qhca_list_del(&qp->tx_link);
 }
 
-/* Arm the platform's timer for the earliest deadline of the QPs that have one. */
-void qhca_timer_update(struct qhca_engine *e)
+/* When the engine wants its timer: the earliest deadline, or at once for work that a
+ * budget deferred (the loopback drain, the admin queue). */
+static uint64_t timer_next(const struct qhca_engine *e)
 {
-	uint64_t next = e->loop_deferred ? 0 : UINT64_MAX;	/* a deferred loopback drain */
-	struct qhca_list *l;
+	if (e->loop_deferred || e->admin_pending)
+		return 0;
+	return e->timer_n ? e->timer_heap[0]->deadline : UINT64_MAX;
+}
 
-	for (l = e->timed_qps.next; l != &e->timed_qps; l = l->next) {
-		struct qhca_qp *qp = qhca_container_of(l, struct qhca_qp, timer_link);
-
-		if (qp->deadline < next)
-			next = qp->deadline;
-	}
+static void timer_arm(struct qhca_engine *e, uint64_t next)
+{
+	e->timer_armed = next;
 	if (e->ops->timer_arm)
 		e->ops->timer_arm(e->opaque, next);
+}
+
+/* Arm the platform's timer for what the engine wants, if that changed. */
+void qhca_timer_update(struct qhca_engine *e)
+{
+	uint64_t next = timer_next(e);
+
+	if (next != e->timer_armed)
+		timer_arm(e, next);
 }
 
 void qhca_engine_tx_block(struct qhca_engine *e)
@@ -271,22 +372,25 @@ void qhca_engine_tx_resume(struct qhca_engine *e)
 	qhca_loopback_drain(e);
 }
 
-/* Run the timers that expired. A QP's handler may change any QP's deadline, so the scan
- * starts over after each; every handled QP leaves with a deadline in the future or none. */
+/* QPs one timer callback expires at most; the rest go on at once from the next. */
+#define TIMER_BUDGET	1024
+
+/*
+ * The platform's timer fired: run the QPs' timers that expired, earliest first (a QP's
+ * handler may move any deadline; each handled QP leaves with a deadline in the future or
+ * none), then the admin commands and the looped-back frames that a budget deferred, and
+ * arm the timer for what is left.
+ */
 void qhca_engine_timer(struct qhca_engine *e)
 {
 	uint64_t now = e->ops->now_ns(e->opaque);
-	struct qhca_list *l;
+	unsigned budget = TIMER_BUDGET;
 
-again:
-	for (l = e->timed_qps.next; l != &e->timed_qps; l = l->next) {
-		struct qhca_qp *qp = qhca_container_of(l, struct qhca_qp, timer_link);
-
-		if (qp->deadline <= now) {
-			qhca_req_timer(e, qp, now);
-			goto again;
-		}
+	while (e->timer_n && e->timer_heap[0]->deadline <= now && budget) {
+		qhca_req_timer(e, e->timer_heap[0], now);
+		budget--;
 	}
-	qhca_timer_update(e);
+	qhca_admin_resume(e);
 	qhca_loopback_drain(e);
+	timer_arm(e, timer_next(e));	/* it fired (or was called early): tell it always */
 }

@@ -21,6 +21,7 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "system/dma.h"
+#include "system/runstate.h"
 #include "trace.h"
 
 #include "qhca_engine.h"
@@ -38,7 +39,8 @@ struct QhcaState {
     MemoryRegion doorbells;
     NICState *nic;
     NICConf conf;
-    QEMUTimer *timer;           /* the engine's retransmission and RNR timer */
+    QEMUTimer *timer;           /* the engine's timer: retransmission and RNR deadlines */
+    QEMUBH *timer_bh;           /* ... and work due now (see qhca_ops_timer_arm) */
     int64_t err_window_ns;      /* rate limit of host-side error reports */
     unsigned err_in_window, err_suppressed;
 
@@ -219,13 +221,26 @@ static uint64_t qhca_ops_now_ns(void *opaque)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
+/*
+ * The engine's one timer. Work due now (what a budget left: admin commands, looped-back
+ * frames, QPs overdue) runs from a bottom half, after the main loop has polled and let go
+ * of its lock once: an expired QEMUTimer would not do, the timer list runs a timer armed
+ * in the past again in the same pass. While the VM is stopped the guest's clock stands
+ * still, and so does the device: the QEMUTimer fires when it runs again.
+ */
 static void qhca_ops_timer_arm(void *opaque, uint64_t deadline_ns)
 {
     QhcaState *s = opaque;
 
     if (deadline_ns == UINT64_MAX) {
         timer_del(s->timer);
+        qemu_bh_cancel(s->timer_bh);
+    } else if (deadline_ns <= qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) &&
+               runstate_is_running()) {
+        timer_del(s->timer);
+        qemu_bh_schedule(s->timer_bh);
     } else {
+        qemu_bh_cancel(s->timer_bh);
         timer_mod_ns(s->timer, MIN(deadline_ns, (uint64_t)INT64_MAX));
     }
 }
@@ -444,8 +459,10 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         return;
     }
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
+    s->timer_bh = qemu_bh_new_guarded(qhca_timer_cb, s, &DEVICE(s)->mem_reentrancy_guard);
     s->engine = qhca_engine_new(&s->cfg, &qhca_engine_ops, s);
     if (!s->engine) {
+        qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
         error_setg(errp, "qhca: cannot allocate the object tables");
         return;
@@ -463,6 +480,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
     if (msix_init_exclusive_bar(pci, s->cfg.msix_vectors, QHCA_BAR_MSIX, errp)) {
         qhca_engine_free(s->engine);
         s->engine = NULL;
+        qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
         return;
     }
@@ -488,6 +506,7 @@ static void qhca_exit(PCIDevice *pci)
     msix_uninit_exclusive_bar(pci);
     qhca_engine_free(s->engine);
     s->engine = NULL;
+    qemu_bh_delete(s->timer_bh);
     timer_free(s->timer);
 }
 

@@ -108,12 +108,55 @@ static const struct qhca_engine_ops fz_ops = {
 	.step = fz_step,
 };
 
-static const struct qhca_engine_config fz_cfg = {
-	.db_pages = 4, .msix_vectors = 4, .max_pd = 4, .max_qp = 8, .max_qp_wr = 64,
-	.max_cq = 8, .max_cqe = 64, .max_mr = 8, .max_mr_size_mb = 1, .max_srq = 2,
-	.max_sge = 4, .max_inline = 64, .mtu = 1024,
-	.mac = { 0x52, 0x54, 0, 0x51, 0x48, 1 },
+/*
+ * The limits of a run, in turn: small ones (deep state is reached quickly), the QEMU
+ * device's defaults, and the largest every property allows (rings of 32768 WQEs of 4 KiB,
+ * 4M CQEs, 1 KiB inline, 32 SGEs, regions of 1 TiB, 4096 doorbell pages, 64 vectors).
+ * Two things are smaller than the device's: the object tables hold at most 4096 objects
+ * of a kind (a table's set-up and reset take time in proportion to its size: 262144 QPs
+ * made a run 100 ms, and the table code does not depend on its size), and the host memory
+ * budget is 256 MiB so that a run stays within libFuzzer's RSS limit (the default budget
+ * is held by unit test-bounds). QHCA_FUZZ_LIMITS=small|default|max fixes one.
+ */
+enum { FZ_SMALL, FZ_DEFAULT, FZ_MAX };
+
+static const struct qhca_engine_config fz_limits[3] = {
+	[FZ_SMALL] = {
+		.db_pages = 4, .msix_vectors = 4, .max_pd = 4, .max_qp = 8, .max_qp_wr = 64,
+		.max_cq = 8, .max_cqe = 64, .max_mr = 8, .max_mr_size_mb = 1, .max_srq = 2,
+		.max_sge = 4, .max_inline = 64, .mtu = 1024,
+		.mac = { 0x52, 0x54, 0, 0x51, 0x48, 1 },
+	},
+	[FZ_DEFAULT] = {
+		.db_pages = 256, .msix_vectors = 5, .max_pd = 1024, .max_qp = 4096,
+		.max_qp_wr = 32768, .max_cq = 1024, .max_cqe = 4194303, .max_mr = 4096,
+		.max_mr_size_mb = 4096, .max_srq = 256, .max_sge = 30, .max_inline = 256,
+		.mtu = 4096, .host_mem_mb = 256,
+		.mac = { 0x52, 0x54, 0, 0x51, 0x48, 1 },
+	},
+	[FZ_MAX] = {
+		.db_pages = QHCA_MAX_DB_PAGES, .msix_vectors = 64, .max_pd = 4096,
+		.max_qp = 4096, .max_qp_wr = QHCA_MAX_QP_WR, .max_cq = 4096,
+		.max_cqe = QHCA_MAX_CQE, .max_mr = 4096, .max_mr_size_mb = 1u << 20,
+		.max_srq = 4096, .max_sge = QHCA_MAX_SGE,
+		.max_inline = QHCA_MAX_INLINE, .mtu = 4096, .host_mem_mb = 256,
+		.mac = { 0x52, 0x54, 0, 0x51, 0x48, 1 },
+	},
 };
+#define fz_cfg	fz_limits[FZ_SMALL]	/* the MAC, the same in all three */
+
+static const struct qhca_engine_config *fz_pick_limits(unsigned run)
+{
+	static int fixed = -2;
+
+	if (fixed == -2) {
+		const char *v = getenv("QHCA_FUZZ_LIMITS");
+
+		fixed = !v ? -1 : !strcmp(v, "small") ? FZ_SMALL :
+			!strcmp(v, "default") ? FZ_DEFAULT : !strcmp(v, "max") ? FZ_MAX : -1;
+	}
+	return &fz_limits[fixed >= 0 ? fixed : run % 3];
+}
 
 struct fz_state {
 	struct qhca_engine e;
@@ -226,14 +269,15 @@ static void fz_setup_link(struct fz_state *s, int deep, uint8_t link)
 	static const uint8_t types[4] = { QHCA_QPT_RC, QHCA_QPT_UC, QHCA_QPT_UD, QHCA_QPT_GSI };
 	int i;
 
-	struct qhca_engine_config cfg = fz_cfg;
+	struct qhca_engine_config cfg;
 
 	memset(fz_mem, 0, sizeof(fz_mem));
 	fz_now = 1000;
+	cfg = *fz_pick_limits(++fz_runs);
 	cfg.link = link;
 	if (qhca_engine_init(&s->e, &cfg, &fz_ops, NULL))
 		abort();
-	qhca_engine_set_tracing(&s->e, ++fz_runs & 1);
+	qhca_engine_set_tracing(&s->e, fz_runs & 1);
 	if (link == QHCA_LINK_IB)
 		fz_ib_activate(s);
 	qhca_engine_reg_write(&s->e, QHCA_REG_ASQ_BASE_LO, (uint32_t)FZ_ASQ);

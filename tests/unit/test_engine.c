@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Engine unit tests: registers, configuration checks, the admin queue (phase bit, wrap,
- * full completion ring, fatal errors) and every admin command with good and bad input.
+ * full completion ring, fatal errors, the work one doorbell does) and every admin command
+ * with good and bad input.
  * The engine runs against a fake guest memory of 1 MiB at GUEST_BASE.
  */
 #include <stdint.h>
@@ -71,11 +72,26 @@ static void fake_log(void *opaque, enum qhca_log_level level, const char *func,
 		fprintf(stderr, "    [%d] %s: %s\n", level, func, msg);
 }
 
+/* The engine's timer: @armed is what it asked for last (UINT64_MAX: nothing). */
+static uint64_t fake_clock, armed = UINT64_MAX;
+
+static uint64_t fake_now(void *opaque)
+{
+	return fake_clock;
+}
+
+static void fake_timer_arm(void *opaque, uint64_t deadline)
+{
+	armed = deadline;
+}
+
 static const struct qhca_engine_ops ops = {
 	.dma_read = fake_dma_read,
 	.dma_write = fake_dma_write,
 	.notify = fake_notify,
 	.xmit = fake_xmit,
+	.now_ns = fake_now,
+	.timer_arm = fake_timer_arm,
 	.log = fake_log,
 };
 
@@ -103,6 +119,8 @@ static void start(const struct qhca_engine_config *cfg)
 	memset(irq_vec, 0, sizeof(irq_vec));
 	sq_tail = cq_head = 0;
 	phase = QHCA_CQE_PHASE;
+	fake_clock = 1000;
+	armed = UINT64_MAX;
 	CHECK_EQ(qhca_engine_init(&eng, cfg, &ops, NULL), 0);
 	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_LO, (uint32_t)ASQ);
 	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_HI, 0);
@@ -817,6 +835,209 @@ static void test_eth_start_validation(void)
 	stop();
 }
 
+/* ---------------------------------------------------------------- work per doorbell */
+/*
+ * One doorbell runs a bounded piece of the admin queue (admin.c: 64 commands or 16 MiB
+ * moved, whichever comes first); the engine asks for its timer at once and goes on from
+ * there, after the platform has had its turn.
+ */
+#define ADMIN_BUDGET	64
+#define BIG_LOG2	QHCA_AQ_DEPTH_MAX_LOG2
+#define BIG		(1u << BIG_LOG2)	/* 4096 commands: 4095 in one doorbell */
+#define BIG_ASQ		(GUEST_BASE + 0x40000)	/* 256 KiB */
+#define BIG_ACQ		(GUEST_BASE + 0x80000)	/* 64 KiB */
+
+static void start_big(void)
+{
+	struct qhca_engine_config c = default_cfg();
+
+	memset(guest, 0, sizeof(guest));
+	irqs = guest_errors = host_errors = 0;
+	fake_clock = 1000;
+	armed = UINT64_MAX;
+	CHECK_EQ(qhca_engine_init(&eng, &c, &ops, NULL), 0);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_BASE_LO, (uint32_t)BIG_ASQ);
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_BASE_LO, (uint32_t)BIG_ACQ);
+	qhca_engine_reg_write(&eng, QHCA_REG_AQ_DEPTH, BIG_LOG2);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), QHCA_STATUS_READY);
+}
+
+/* A NOP with id @id in slot @slot of the big ring. */
+static void big_nop(uint32_t slot, uint16_t id)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_NOP, .cmd_id = id } };
+
+	memcpy(guest + (BIG_ASQ - GUEST_BASE) + (size_t)slot * QHCA_CMD_SIZE, &cmd, sizeof(cmd));
+}
+
+static const struct qhca_cqe_admin *big_cqe(uint32_t slot)
+{
+	return (const struct qhca_cqe_admin *)(guest + (BIG_ACQ - GUEST_BASE) + slot * 16);
+}
+
+/* Completions [first, first + n) of the big ring: ids from @id on, in order, phase @ph. */
+static unsigned big_bad_cqes(uint32_t first, uint32_t n, uint16_t id, uint16_t ph)
+{
+	unsigned bad = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct qhca_cqe_admin *c = big_cqe((first + i) % BIG);
+
+		if (c->cmd_id != (uint16_t)(id + i) || c->status != QHCA_ST_OK ||
+		    c->sq_head != (first + i + 1) % BIG || (c->flags & QHCA_CQE_PHASE) != ph)
+			bad++;
+	}
+	return bad;
+}
+
+/* The platform's side of the timer: fire it while it is armed, each time checking that a
+ * callback does no more than the budget. Returns how many times it fired. */
+static unsigned run_timer(void)
+{
+	unsigned n = 0;
+
+	while (armed != UINT64_MAX && n < 100000) {
+		uint64_t cmds = eng.admin_cmds;
+
+		if (armed > fake_clock)
+			fake_clock = armed;
+		armed = UINT64_MAX;
+		qhca_engine_timer(&eng);
+		CHECK(eng.admin_cmds - cmds <= ADMIN_BUDGET);
+		n++;
+	}
+	return n;
+}
+
+static void test_admin_work_per_doorbell(void)
+{
+	uint32_t i;
+
+	start_big();
+	for (i = 0; i < BIG - 1; i++)
+		big_nop(i, (uint16_t)i);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, 1000);
+	CHECK_EQ(eng.admin_cmds, ADMIN_BUDGET);
+	CHECK_EQ(irqs, 1);			/* the piece done is reported at once */
+	CHECK(armed <= fake_clock);		/* and the rest goes on at once */
+	CHECK_EQ(big_bad_cqes(0, ADMIN_BUDGET, 0, QHCA_CQE_PHASE), 0);
+	CHECK((big_cqe(ADMIN_BUDGET)->flags & QHCA_CQE_PHASE) == 0);	/* not yet written */
+	/* Doorbells while work is pending start no second run, and the new tail is kept. */
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, BIG - 1);
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_HEAD, 0);
+	CHECK_EQ(eng.admin_cmds, ADMIN_BUDGET);
+	/* The timer does the rest, a budget at a time: 4095 commands in 64 pieces. */
+	CHECK_EQ(run_timer(), (BIG - 1 + ADMIN_BUDGET - 1) / ADMIN_BUDGET - 1);
+	CHECK_EQ(eng.admin_cmds, BIG - 1);
+	CHECK_EQ(eng.admin_errors, 0);
+	CHECK_EQ(big_bad_cqes(0, BIG - 1, 0, QHCA_CQE_PHASE), 0);
+	CHECK_EQ(irqs, (BIG - 1 + ADMIN_BUDGET - 1) / ADMIN_BUDGET);
+	/* Around both rings: the last slot of the first pass, then the other phase. */
+	qhca_engine_reg_write(&eng, QHCA_REG_ACQ_HEAD, BIG - 1);
+	for (i = 0; i < 200; i++)
+		big_nop((BIG - 1 + i) % BIG, (uint16_t)(BIG - 1 + i));
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, (BIG - 1 + 200) % BIG);
+	CHECK_EQ(eng.admin_cmds, BIG - 1 + ADMIN_BUDGET);
+	run_timer();
+	CHECK_EQ(eng.admin_cmds, BIG - 1 + 200);
+	CHECK_EQ(big_bad_cqes(BIG - 1, 1, BIG - 1, QHCA_CQE_PHASE), 0);
+	CHECK_EQ(big_bad_cqes(0, 199, BIG, 0), 0);
+	CHECK_EQ(armed, UINT64_MAX);
+	stop();
+}
+
+/* Disable or reset while work is pending: the work is gone, the timer cancelled. */
+static void test_admin_reset_while_pending(void)
+{
+	uint32_t i;
+
+	start_big();
+	for (i = 0; i < BIG - 1; i++)
+		big_nop(i, (uint16_t)i);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, BIG - 1);
+	CHECK_EQ(eng.admin_cmds, ADMIN_BUDGET);
+	CHECK(armed <= fake_clock);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, 0);	/* disable */
+	CHECK_EQ(armed, UINT64_MAX);
+	qhca_engine_timer(&eng);	/* a callback already on its way does nothing */
+	CHECK_EQ(eng.admin_cmds, ADMIN_BUDGET);
+	/* Enabled again, the rings start over from slot 0. */
+	memset(guest + (BIG_ACQ - GUEST_BASE), 0, BIG * 16);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_ENABLE);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, 10);
+	CHECK_EQ(eng.admin_cmds, ADMIN_BUDGET + 10);
+	CHECK_EQ(big_bad_cqes(0, 10, 0, QHCA_CQE_PHASE), 0);
+	CHECK_EQ(armed, UINT64_MAX);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, BIG - 1);
+	CHECK_EQ(eng.admin_cmds, 2 * ADMIN_BUDGET + 10);
+	CHECK(armed <= fake_clock);
+	qhca_engine_reg_write(&eng, QHCA_REG_CTRL, QHCA_CTRL_RESET);
+	CHECK_EQ(armed, UINT64_MAX);
+	qhca_engine_timer(&eng);
+	CHECK_EQ(eng.admin_cmds, 2 * ADMIN_BUDGET + 10);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_STATUS), 0);
+	stop();
+}
+
+/*
+ * Bytes count too: a RESIZE_SRQ that moves a full SRQ of 32768 WQEs of 4 KiB (of each the
+ * 528 bytes the device reads: header and 32 SGEs; 17 MiB read, 17 MiB written; every page
+ * of the ring is the same guest page) ends its doorbell's work.
+ */
+#define SRQ_DIR		(GUEST_BASE + 0x10000)	/* 64 entries: the list page */
+#define SRQ_LIST	(GUEST_BASE + 0x11000)	/* 512 entries: the page */
+#define SRQ_PAGE	(GUEST_BASE + 0x20000)
+
+static void test_admin_bytes_per_doorbell(void)
+{
+	struct qhca_engine_config c = default_cfg();
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_CREATE_SRQ, .len = sizeof(cmd.obj) } };
+	struct qhca_cmd nop = { .hdr = { .opcode = QHCA_CMD_NOP } };
+	struct qhca_pbl pbl = { .addr = SRQ_DIR, .npages = 32768, .levels = 2 };
+	struct qhca_srq_create sc = { .log2 = 15, .stride_log2 = 12, .pbl = pbl };
+	struct qhca_srq_resize rs = { .log2 = 15, .stride_log2 = 12, .pbl = pbl };
+	struct qhca_cqe_admin cqe;
+	uint32_t pd, srqn, i;
+	uint16_t id;
+	uint64_t cmds;
+
+	c.max_qp_wr = 32768;
+	c.max_sge = 32;
+	start(&c);
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, QHCA_HANDLE_KERNEL, &pd), QHCA_ST_OK);
+	for (i = 0; i < 64; i++)
+		memcpy(guest + (SRQ_DIR - GUEST_BASE) + i * 8, &(uint64_t){ SRQ_LIST }, 8);
+	for (i = 0; i < 512; i++)
+		memcpy(guest + (SRQ_LIST - GUEST_BASE) + i * 8, &(uint64_t){ SRQ_PAGE }, 8);
+	sc.pd = pd;
+	memcpy(guest + (OUTBUF - GUEST_BASE), &sc, sizeof(sc));
+	cmd.obj.in_addr = OUTBUF;
+	cmd.obj.in_len = sizeof(sc);
+	CHECK_EQ(exec(&cmd, &srqn, NULL), QHCA_ST_OK);
+	qhca_engine_db_write(&eng, QHCA_DB_SRQ, (32768ull << 32) | srqn, 8);	/* full */
+	memcpy(guest + (OUTBUF - GUEST_BASE), &rs, sizeof(rs));
+	cmd.hdr.opcode = QHCA_CMD_RESIZE_SRQ;
+	cmd.obj.handle = srqn;
+	cmd.obj.in_len = sizeof(rs);
+	cmds = eng.admin_cmds;
+	id = queue_cmd(&cmd);
+	for (i = 0; i < 3; i++)
+		queue_cmd(&nop);
+	qhca_engine_reg_write(&eng, QHCA_REG_ASQ_TAIL, sq_tail);
+	CHECK_EQ(eng.admin_cmds, cmds + 1);	/* 34 MiB moved: the NOPs wait */
+	CHECK(armed <= fake_clock);
+	CHECK_EQ(run_timer(), 1);
+	CHECK_EQ(eng.admin_cmds, cmds + 4);
+	for (i = 0; i < 4; i++) {
+		CHECK(take_cqe(&cqe));
+		CHECK_EQ(cqe.cmd_id, (uint16_t)(id + i));
+		CHECK_EQ(cqe.status, QHCA_ST_OK);
+	}
+	stop();
+}
+
 static const struct unit_test tests[] = {
 	{ "identity_registers", test_identity_registers },
 	{ "config_check", test_config_check },
@@ -838,6 +1059,9 @@ static const struct unit_test tests[] = {
 	{ "eth_transmit", test_eth_transmit },
 	{ "eth_receive", test_eth_receive },
 	{ "eth_start_validation", test_eth_start_validation },
+	{ "admin_work_per_doorbell", test_admin_work_per_doorbell },
+	{ "admin_reset_while_pending", test_admin_reset_while_pending },
+	{ "admin_bytes_per_doorbell", test_admin_bytes_per_doorbell },
 	{}
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests of the InfiniBand link layer (link=ib): LRH/GRH building and parsing, VCRC
- * and ICRC, the SMA and PMA through MAD_IFC, and the transport between two engines whose
+ * and ICRC, the SMA and PMA through MAD_IFC, the M_Key check of the SMA (protection levels,
+ * violations, the lease, Trap 256), and the transport between two engines whose
  * ports a test "subnet manager" brought to ACTIVE: RC by LID, UD with and without a GRH,
  * QP0 on VL15 before the port is active, multicast groups, and what a port drops.
  */
@@ -372,6 +373,260 @@ static void test_pma(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- M_Key (IBA 14.2.4) */
+#define MKEY	0x1122334455667788ull
+#define BADKEY	0x1122334455667789ull
+
+/* An SMP with M_Key @key to @n's SMA: 1 with the response in @out, 0 if dropped. */
+static int smp_key(struct node *n, uint8_t cls, uint8_t method, uint16_t attr, uint32_t mod,
+		   uint64_t key, const uint8_t *data, uint8_t *out)
+{
+	uint8_t in[IB_MAD_LEN];
+
+	smp(in, cls, method, attr, mod);
+	ib_put64(in + IB_SMP_MKEY, key);
+	if (data)
+		memcpy(in + IB_SMP_DATA, data, IB_SMP_DATA_LEN);
+	return qhca_mad_ifc(&n->e, in, out);
+}
+
+/* PortInfo read with the right key (the M_Key must be @key, or 0 if none is set). */
+static struct ib_port_info port_info(struct node *n, uint64_t key)
+{
+	uint8_t out[IB_MAD_LEN];
+	struct ib_port_info pi;
+
+	memset(&pi, 0, sizeof(pi));
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, key, NULL,
+			 out), 1);
+	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), 0);
+	ib_port_info_unpack(out + IB_SMP_DATA, &pi);
+	return pi;
+}
+
+/* The SM sets M_Key @nkey, protection @level and lease @lease, sending @key. */
+static int set_mkey(struct node *n, uint64_t key, uint64_t nkey, uint8_t level, uint16_t lease)
+{
+	uint8_t d[IB_SMP_DATA_LEN], out[IB_MAD_LEN];
+	struct ib_port_info pi = port_info(n, key);
+
+	pi.mkey = nkey;
+	pi.mkey_protect = level;
+	pi.mkey_lease = lease;
+	pi.state = IB_PORT_NOP;
+	pi.phys_state = IB_PHYS_NOP;
+	ib_port_info_pack(&pi, d);
+	return smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, key, d, out);
+}
+
+/* Set LID @lid and SM LID @sm_lid with M_Key @key (state NOP). */
+static int sm_set_port_key(struct node *n, uint64_t key, uint16_t lid, uint16_t sm_lid)
+{
+	uint8_t d[IB_SMP_DATA_LEN], out[IB_MAD_LEN];
+	struct ib_port_info pi = port_info(n, key);
+
+	pi.lid = lid;
+	pi.sm_lid = sm_lid;
+	pi.state = IB_PORT_NOP;
+	pi.phys_state = IB_PHYS_NOP;
+	ib_port_info_pack(&pi, d);
+	return smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, key, d, out);
+}
+
+static void test_mkey_levels(void)
+{
+	uint8_t out[IB_MAD_LEN], d[IB_SMP_DATA_LEN];
+	struct node *n = &nodes[0];
+	struct ib_port_info pi;
+	uint16_t viol = 0;
+	unsigned level;
+
+	ib_setup();
+	CHECK_EQ(sm_set_port(n, 7, 3, IB_PORT_ARMED), 0);
+	CHECK_EQ(sm_set_port(n, 7, 3, IB_PORT_ACTIVE), 0);
+	(void)async_events(n);
+	for (level = 0; level < 4; level++) {
+		bool get_ok = level < 2;
+
+		CHECK_EQ(set_mkey(n, level ? MKEY : 0, MKEY, (uint8_t)level, 0), 1);
+		pi = port_info(n, MKEY);
+		CHECK_EQ(pi.mkey, MKEY);
+		CHECK_EQ(pi.mkey_protect, level);
+		/* Get without the key: levels 0, 1 answer (1 hides the key), 2, 3 drop it */
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1,
+				 BADKEY, NULL, out), get_ok);
+		if (get_ok) {
+			ib_port_info_unpack(out + IB_SMP_DATA, &pi);
+			CHECK_EQ(pi.mkey, level ? 0 : MKEY);
+			CHECK_EQ(pi.lid, 7);
+		} else {
+			viol++;
+		}
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_DR, IB_METHOD_GET, IB_ATTR_NODE_INFO, 0, 0, NULL,
+				 out), get_ok);
+		viol += !get_ok;
+		/* Sets without the key change nothing at any level, and are not answered */
+		memset(d, 0, sizeof(d));
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0,
+				 BADKEY, d, out), 0);
+		viol++;
+		CHECK_EQ(n->e.ib.pkeys[0], 0xffff);
+		pi = port_info(n, MKEY);
+		pi.lid = 9;
+		pi.sm_lid = 9;
+		pi.mkey = 0;
+		pi.mkey_protect = 0;
+		pi.state = IB_PORT_DOWN;
+		pi.phys_state = IB_PHYS_NOP;
+		ib_port_info_pack(&pi, d);
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_DR, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, BADKEY,
+				 d, out), 0);
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, 0, d,
+				 out), 0);
+		viol += 2;
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_GUID_INFO, 0, BADKEY,
+				 d, out), 0);
+		viol++;
+		CHECK_EQ(n->e.ib.guids[1], 0);
+		pi = port_info(n, MKEY);
+		CHECK_EQ(pi.lid, 7);
+		CHECK_EQ(pi.sm_lid, 3);
+		CHECK_EQ(pi.mkey, MKEY);
+		CHECK_EQ(pi.mkey_protect, level);
+		CHECK_EQ(pi.state, IB_PORT_ACTIVE);
+		CHECK_EQ(pi.mkey_violations, viol);
+		CHECK_EQ(async_events(n), 0);
+		/* with the key, a Set works (a P_Key added, then the table as it was) */
+		memset(d, 0, sizeof(d));
+		ib_put16(d, 0xffff);
+		ib_put16(d + 2, 0x8005);
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, MKEY,
+				 d, out), 1);
+		CHECK_EQ(ib_get16(out + IB_MAD_STATUS), 0);
+		CHECK(qhca_ib_pkey_ok(&n->e, 0x0005));
+		ib_put16(d + 2, 0);
+		CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, MKEY,
+				 d, out), 1);
+		(void)async_events(n);
+	}
+	/* the SM may clear the counter (RW); it stops at 0xffff */
+	pi = port_info(n, MKEY);
+	pi.mkey_violations = 0xfffe;
+	pi.state = IB_PORT_NOP;
+	ib_port_info_pack(&pi, d);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, MKEY, d, out),
+		 1);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, 0, d, out), 0);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1, 0, d, out), 0);
+	CHECK_EQ(port_info(n, MKEY).mkey_violations, 0xffff);
+	/* M_Key 0: no check at all, whatever the protection bits say */
+	CHECK_EQ(set_mkey(n, MKEY, 0, 3, 0), 1);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, BADKEY, NULL,
+			 out), 1);
+	CHECK_EQ(set_mkey(n, BADKEY, MKEY, 2, 0), 1);
+	CHECK_EQ(port_info(n, MKEY).mkey, MKEY);
+	teardown();
+}
+
+/* A failed check sends Trap 256 to a remote SM: LID-routed, VL15, to the SM LID. */
+static void test_mkey_trap(void)
+{
+	uint8_t out[IB_MAD_LEN], d[IB_SMP_DATA_LEN] = { 0 };
+	struct node *n = &nodes[0];
+	const struct frame *f;
+	struct roce_pkt p;
+
+	ib_setup();
+	CHECK_EQ(sm_set_port(n, 7, 3, IB_PORT_ARMED), 0);
+	CHECK_EQ(set_mkey(n, 0, MKEY, 1, 0), 1);
+	pump();
+	CHECK_EQ(link_n, 0);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_DR, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, BADKEY, d,
+			 out), 0);
+	CHECK_EQ(link_n, 1);
+	if (link_n == 1) {
+		f = link_at(0);
+		CHECK_EQ(ib_parse(f->data, f->len, &p), ROCE_OK);
+		CHECK_EQ(p.vl, IB_VL_SMP);
+		CHECK_EQ(p.dlid, 3);
+		CHECK_EQ(p.slid, 7);
+		CHECK_EQ(p.dqpn, 0);
+		CHECK_EQ(p.payload_len, IB_MAD_LEN);
+		CHECK_EQ(p.payload[IB_MAD_CLASS], IB_MCLASS_SMP_LID);
+		CHECK_EQ(p.payload[IB_MAD_METHOD], IB_METHOD_TRAP);
+		CHECK_EQ(ib_get16(p.payload + IB_MAD_ATTR_ID), IB_ATTR_NOTICE);
+		CHECK_EQ(ib_get64(p.payload + IB_SMP_MKEY), 0);		/* not the key */
+		CHECK_EQ(p.payload[IB_SMP_DATA], 0x80 | IB_NOTICE_SECURITY);
+		CHECK_EQ(p.payload[IB_SMP_DATA + 3], IB_NODE_CA);
+		CHECK_EQ(ib_get16(p.payload + IB_SMP_DATA + 4), 256);
+		CHECK_EQ(ib_get16(p.payload + IB_SMP_DATA + 6), 7);
+		CHECK_EQ(p.payload[IB_SMP_DATA + 14], IB_METHOD_SET);
+		CHECK_EQ(ib_get16(p.payload + IB_SMP_DATA + 16), IB_ATTR_PKEY_TABLE);
+		CHECK_EQ(ib_get64(p.payload + IB_SMP_DATA + 22), BADKEY);
+	}
+	pump();
+	/* a Get that level 1 allows is no violation: no trap */
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, BADKEY, NULL,
+			 out), 1);
+	CHECK_EQ(link_n, 0);
+	/* the SM on this very port: nothing on the wire */
+	CHECK_EQ(sm_set_port_key(n, MKEY, 7, 7), 1);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, BADKEY, d,
+			 out), 0);
+	CHECK_EQ(link_n, 0);
+	teardown();
+}
+
+/* The lease (14.2.4): a violation starts it, the key stops it, running out clears the
+ * protection; a period of 0 never runs out. */
+static void test_mkey_lease(void)
+{
+	uint8_t out[IB_MAD_LEN], d[IB_SMP_DATA_LEN] = { 0 };
+	struct node *n = &nodes[0];
+	const uint64_t s = 1000000000ull;
+	struct ib_port_info pi;
+
+	ib_setup();
+	CHECK_EQ(set_mkey(n, 0, MKEY, 3, 5), 1);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, 0, d, out), 0);
+	now += 5 * s - 1;
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 0);
+	now += 1;		/* five seconds after the first violation: protection gone */
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 1);
+	ib_port_info_unpack(out + IB_SMP_DATA, &pi);
+	CHECK_EQ(pi.mkey_protect, 0);
+	CHECK_EQ(pi.mkey, MKEY);			/* level 0: readable, as it is */
+	CHECK_EQ(pi.mkey_violations, 2);
+	/* the key still guards Sets (level 0) */
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, 0, d, out), 0);
+	CHECK_EQ(n->e.ib.pkeys[0], 0xffff);
+	/* the SM comes back in time: its key stops the timer */
+	CHECK_EQ(set_mkey(n, MKEY, MKEY, 3, 5), 1);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0, 0, d, out), 0);
+	now += 3 * s;
+	(void)port_info(n, MKEY);
+	now += 3 * s;
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 0);
+	now += 5 * s - 1;	/* that violation started it again */
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 0);
+	now += 1;
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 1);
+	/* no lease: protected for ever */
+	CHECK_EQ(set_mkey(n, MKEY, MKEY, 2, 0), 1);
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 0);
+	now += 100000 * s;
+	CHECK_EQ(smp_key(n, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1, 0, NULL, out),
+		 0);
+	CHECK_EQ(port_info(n, MKEY).mkey_protect, 2);
+	teardown();
+}
+
 /* ---------------------------------------------------------------- transport */
 /* The last frame node @from put on the link (peeked before pump() delivers it). */
 static const uint8_t *last_frame(void)
@@ -582,6 +837,9 @@ int main(int argc, char **argv)
 		{ "lrh_malformed", test_lrh_malformed },
 		{ "sma", test_sma },
 		{ "pma", test_pma },
+		{ "mkey_levels", test_mkey_levels },
+		{ "mkey_trap", test_mkey_trap },
+		{ "mkey_lease", test_mkey_lease },
 		{ "ib_rc", test_ib_rc },
 		{ "ib_ud", test_ib_ud },
 		{ "ib_qp0", test_ib_qp0 },

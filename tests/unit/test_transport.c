@@ -780,6 +780,44 @@ static void test_retry_exceeded(void)
 	teardown();
 }
 
+/*
+ * A QP reset after RETRY_EXC_ERR and connected again starts with its retries unspent: one
+ * lost packet is sent again, not the end of the QP (issue 25, finding 9).
+ */
+static void test_reset_clears_retries(void)
+{
+	struct qhca_qp_attr at;
+	struct qp a, b;
+	uint64_t lbuf;
+	uint32_t lkey;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	drop_pct = 100;
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 64, lkey);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_RETRY_EXC_ERR, 0, 0);
+	drop_pct = 0;
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_RESET;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	CHECK_EQ(modify(&b, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	a.sq_pi = b.rq_pi = 0;
+	connect_pair(&a, &b);
+	post_recv(&b, 2, lbuf, 64, lkey);	/* any buffer: node 1 checks nothing here */
+	drop_pct = 100;
+	sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf, 64, lkey)->rkey = 0;
+	post_send(&a);			/* the first try is lost */
+	drop_pct = 0;
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_REM_ACCESS_ERR, 0, 0);	/* it got there */
+	teardown();
+}
+
 /* ---------------------------------------------------------------- RC under loss */
 /*
  * Bulk RC traffic as ib_write_bw makes it (64 KiB messages, 16 in flight, path MTU 1024)
@@ -1815,7 +1853,7 @@ static void test_destroy_in_flight(void)
 			qhca_engine_reg_write(&nodes[1].e, QHCA_REG_CTRL, QHCA_CTRL_RESET);
 		}
 		pump();
-		CHECK(qhca_list_empty(&nodes[0].e.timed_qps));
+		CHECK_EQ(nodes[0].e.timer_n, 0);
 		CHECK(qhca_list_empty(&nodes[0].e.tx_waiters));
 		teardown();
 	}
@@ -2433,6 +2471,119 @@ static void test_mw_type2(void)
 	/* Deallocated while bound: the region is free to go. */
 	CHECK_EQ(qhca_mr_destroy(&nodes[1].e, variant(mwkey, 0x99)), QHCA_ST_OK);
 	CHECK_EQ(qhca_mr_destroy(&nodes[1].e, rkey), QHCA_ST_OK);
+	teardown();
+}
+
+/*
+ * A type 2 window answers the QP it was bound through and no later QP that takes the same
+ * number: QPNs have three bits of generation, so churning connections brought the old
+ * window's rkey back for a new QP of the PD (issue 25, finding 7).
+ */
+static void test_mw_type2_outlives_qp(void)
+{
+	const uint32_t rw = QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_READ;
+	struct node *n1 = &nodes[1];
+	uint32_t lkey, rkey, key, old, qpn = 0, i;
+	struct qhca_qp_create c;
+	struct qp a, b, a2, b2;
+	uint64_t lbuf, rbuf;
+	struct cq cq;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(n1, QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(n1, 4096, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_MW_BIND, &rbuf);
+	key = variant(make_mw(n1, QHCA_MR_MW_TYPE2), 0x31);
+	fill(&nodes[0], lbuf, 4096, 9);
+	bind_mw(&b, 1, key, rkey, rbuf, 4096, rw | QHCA_ACCESS_LOCAL_WRITE, QHCA_WC_SUCCESS);
+	write_to(&a, 2, lbuf, lkey, rbuf, key, 16, QHCA_WC_SUCCESS);
+	old = b.qpn;
+	/* b goes; QPs come and go on node 1 until one has b's number again. */
+	cq = make_cq(n1, 8);
+	c = (struct qhca_qp_create){ .pd = n1->pd, .type = QHCA_QPT_RC, .sq_log2 = 7,
+				     .rq_log2 = 6, .sq_stride_log2 = SQ_STRIDE_LOG2,
+				     .rq_stride_log2 = RQ_STRIDE_LOG2, .send_cq = cq.cqn,
+				     .recv_cq = cq.cqn,
+				     .sq_pbl = pbl_for(n1, b.sq, SQ_SIZE << SQ_STRIDE_LOG2),
+				     .rq_pbl = pbl_for(n1, b.rq, 64u << RQ_STRIDE_LOG2) };
+	CHECK_EQ(qhca_qp_destroy(&n1->e, b.qpn), QHCA_ST_OK);
+	for (i = 0; i < 1000 && qpn != old; i++) {
+		if (qpn)
+			CHECK_EQ(qhca_qp_destroy(&n1->e, qpn), QHCA_ST_OK);
+		CHECK_EQ(qhca_qp_create(&n1->e, &c, &qpn), QHCA_ST_OK);
+	}
+	CHECK_EQ(qpn, old);
+	b2 = (struct qp){ .n = n1, .qpn = qpn, .sq = b.sq, .rq = b.rq, .log2 = 6, .scq = cq,
+			  .rcq = cq };
+	a2 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	connect_pair(&a2, &b2);
+	write_to(&a2, 3, lbuf, lkey, rbuf + 1024, key, 16, QHCA_WC_REM_ACCESS_ERR);
+	CHECK(all_zero(n1, va_to_gpa(rbuf) + 16, 4096 - 16));
+	teardown();
+}
+
+/*
+ * A message keeps the geometry it started with. A guest that raises the path MTU (RTS to
+ * RTS) after a 1024-byte inline SEND went out at 256 and was lost made the old code send
+ * the retransmission's packets from offsets past the inline bytes: QEMU's heap on the wire
+ * (issue 25, finding 3). Now the four packets go out again as they were, and the peer gets
+ * exactly the bytes.
+ */
+static void test_mtu_change_mid_message(void)
+{
+	struct qhca_engine_config cfg = harness_default_cfg();
+	struct node *n = &nodes[0];
+	struct qhca_qp_create c;
+	struct qhca_qp_attr at;
+	struct qhca_sq_wqe *h;
+	uint64_t rbuf;
+	uint32_t rkey, i;
+	uint8_t *data;
+	struct qp a, b;
+
+	cfg.max_inline = 1024;
+	setup_cfg(&cfg);
+	harness_path_mtu = 1;	/* 256 bytes */
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	memset(&a, 0, sizeof(a));
+	a.n = n;
+	a.scq = make_cq(n, 8);
+	a.rcq = make_cq(n, 8);
+	a.sq = galloc(n, 16u << 11);
+	a.rq = galloc(n, 64u << RQ_STRIDE_LOG2);
+	c = (struct qhca_qp_create){ .pd = n->pd, .type = QHCA_QPT_RC, .sq_log2 = 4, .rq_log2 = 6,
+				     .sq_stride_log2 = 11, .rq_stride_log2 = RQ_STRIDE_LOG2,
+				     .max_inline = 1024, .send_cq = a.scq.cqn, .recv_cq = a.rcq.cqn,
+				     .sq_pbl = pbl_for(n, a.sq, 16u << 11),
+				     .rq_pbl = pbl_for(n, a.rq, 64u << RQ_STRIDE_LOG2) };
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &a.qpn), QHCA_ST_OK);
+	connect_pair(&a, &b);
+	harness_path_mtu = 3;
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_LOCAL_WRITE, &rbuf);
+	post_recv(&b, 1, rbuf, 4096, rkey);
+	h = gptr(n, a.sq);
+	memset(h, 0, 2048);
+	h->wr_id = 2;
+	h->opcode = QHCA_WR_SEND;
+	h->flags = QHCA_WQE_SIGNALED | QHCA_WQE_INLINE;
+	h->inline_len = 1024;
+	data = (uint8_t *)(h + 1);
+	for (i = 0; i < 1024; i++)
+		data[i] = (uint8_t)(i * 13 + 5);
+	drop_pct = 100;
+	ring(n, QHCA_DB_SQ, a.qpn, ++a.sq_pi);
+	drop_pct = 0;
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_RTS;
+	at.path_mtu = 5;	/* 4096 */
+	CHECK_EQ(modify(&a, QHCA_QP_STATE | QHCA_QP_PATH_MTU, &at), QHCA_ST_OK);
+	pump();
+	expect_cqe(n, &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_SEND, UINT32_MAX);
+	expect_cqe(&nodes[1], &b.rcq, 1, QHCA_WC_SUCCESS, QHCA_WC_RECV, 1024);
+	CHECK(!memcmp(gptr(&nodes[1], va_to_gpa(rbuf)), data, 1024));
+	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf) + 1024, 3072));
 	teardown();
 }
 
@@ -3253,6 +3404,7 @@ static const struct unit_test tests[] = {
 	{ "rnr_then_silence", test_rnr_then_silence },
 	{ "lossy_link_recovers", test_lossy_link_recovers },
 	{ "retry_exceeded", test_retry_exceeded },
+	{ "reset_clears_retries", test_reset_clears_retries },
 	{ "lossy_bulk", test_lossy_bulk },
 	{ "lossless_bulk", test_lossless_bulk },
 	{ "window_reopens", test_window_reopens },
@@ -3278,6 +3430,8 @@ static const struct unit_test tests[] = {
 	{ "reregister_in_flight", test_reregister_in_flight },
 	{ "fenced_invalidate", test_fenced_invalidate },
 	{ "mw_type2", test_mw_type2 },
+	{ "mw_type2_outlives_qp", test_mw_type2_outlives_qp },
+	{ "mtu_change_mid_message", test_mtu_change_mid_message },
 	{ "mw_type1", test_mw_type1 },
 	{ "rereg", test_rereg },
 	{ "resize_cq", test_resize_cq },

@@ -324,8 +324,8 @@ static inline void node_init(struct node *n, int id)
 	node_init_cfg(n, id, c);
 }
 
-/* Two nodes; with the QEMU device's default limits if @defaults, else small ones. */
-static inline void setup_limits(bool defaults)
+/* Two nodes with the limits @c (NULL: small ones). */
+static inline void setup_cfg(const struct qhca_engine_config *c)
 {
 	static bool seeded;
 
@@ -341,13 +341,21 @@ static inline void setup_limits(bool defaults)
 	drop_pct = dup_pct = reorder_pct = link_cap = 0;
 	tx_blocks = 0;
 	host_errors = 0;
-	if (defaults) {
-		node_init_cfg(&nodes[0], 0, harness_default_cfg());
-		node_init_cfg(&nodes[1], 1, harness_default_cfg());
+	if (c) {
+		node_init_cfg(&nodes[0], 0, *c);
+		node_init_cfg(&nodes[1], 1, *c);
 	} else {
 		node_init(&nodes[0], 0);
 		node_init(&nodes[1], 1);
 	}
+}
+
+/* Two nodes; with the QEMU device's default limits if @defaults, else small ones. */
+static inline void setup_limits(bool defaults)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+
+	setup_cfg(defaults ? &c : NULL);
 }
 
 static inline void setup(void)
