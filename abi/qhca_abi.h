@@ -141,9 +141,11 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_ETH_STOP = 0x31,
 	QHCA_CMD_SET_MAC = 0x32,	/* in: qhca_cmd_set_mac; the port's MAC from now on */
 	/* InfiniBand link layer (link=ib); BAD_STATE on a RoCE port. */
-	QHCA_CMD_MAD_IFC = 0x33,	/* body qhca_cmd_obj, handle: port; in, out: 256-byte
-					 * MADs; result0: 1 if out holds the SMA's or PMA's
-					 * response, 0 if the MAD is not for them */
+	QHCA_CMD_MAD_IFC = 0x33,	/* body qhca_cmd_obj, handle: port, with
+					 * QHCA_MAD_IFC_IGNORE_MKEY for the driver's own
+					 * queries; in, out: 256-byte MADs; result0: 1 if out
+					 * holds the SMA's or PMA's response, 0 if the MAD is
+					 * not for them */
 	QHCA_CMD_MODIFY_PORT = 0x34,	/* in: qhca_cmd_modify_port */
 	QHCA_CMD_SET_NODE_DESC = 0x35,	/* body qhca_cmd_obj: in: 64 bytes of NodeDescription */
 	/* Verbs objects: body struct qhca_cmd_obj, arguments in guest memory at in_addr. */
@@ -282,6 +284,14 @@ struct qhca_cmd_obj {
 QHCA_ABI_ASSERT_SIZE(struct qhca_cmd_obj, 32);
 
 #define QHCA_CMD_SIZE			64
+
+/*
+ * MAD_IFC's handle: the port, and this bit for a Get of the driver's own (its GID and
+ * P_Key caches), which the SMA answers without the M_Key, as mlx4's MAD_IFC_IGNORE_MKEY;
+ * PortInfo's M_Key reads 0 in its answer (an SM may give every port the same key), and
+ * a Set still needs the key. SMPs from the fabric go without the bit.
+ */
+#define QHCA_MAD_IFC_IGNORE_MKEY	(1u << 31)
 #define QHCA_CMD_BODY_SIZE		(QHCA_CMD_SIZE - sizeof(struct qhca_cmd_hdr))
 
 struct qhca_cmd {

@@ -536,9 +536,10 @@ static uint16_t cmd_mad_ifc(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	if (st)
 		return st;
 	OBJ_ARGS(in, sizeof(in), sizeof(out));
-	if (cmd->obj.handle != 1)
+	if ((cmd->obj.handle & ~QHCA_MAD_IFC_IGNORE_MKEY) != 1)
 		return QHCA_ST_BAD_FIELD;
-	res->result0 = (uint32_t)qhca_mad_ifc(e, in, out);
+	res->result0 = (uint32_t)qhca_mad_ifc(e, in, out,
+					      cmd->obj.handle & QHCA_MAD_IFC_IGNORE_MKEY);
 	if (res->result0 && qhca_dma_write(e, cmd->obj.out_addr, out, sizeof(out)))
 		return QHCA_ST_DMA_ERROR;
 	return QHCA_ST_OK;

@@ -708,7 +708,9 @@ bool qhca_ib_active(const struct qhca_engine *e);
 bool qhca_ib_lid_ours(const struct qhca_engine *e, uint16_t dlid);
 uint16_t qhca_ib_slid(const struct qhca_engine *e, uint8_t path_bits, uint16_t dlid);
 bool qhca_ib_pkey_ok(const struct qhca_engine *e, uint16_t pkey);
-int qhca_mad_ifc(struct qhca_engine *e, const uint8_t *in, uint8_t *out);
+/* A MAD for the port's SMA or PMA: 1 with the response in @out; @own: the driver's own
+ * query, answered without the M_Key (QHCA_MAD_IFC_IGNORE_MKEY). */
+int qhca_mad_ifc(struct qhca_engine *e, const uint8_t *in, uint8_t *out, bool own);
 uint16_t qhca_mcast_attach(struct qhca_engine *e, uint32_t qpn, const struct qhca_mcast *m);
 uint16_t qhca_mcast_detach(struct qhca_engine *e, uint32_t qpn, const struct qhca_mcast *m);
 void qhca_mcast_forget_qp(struct qhca_engine *e, uint32_t qpn);

@@ -280,7 +280,7 @@ static void sma_bad_mkey(struct qhca_engine *e, const uint8_t *mad)
 }
 
 /* An SMP for the SMA: answered in @mad (true), or not the SMA's to answer (false). */
-static bool sma_process(struct qhca_engine *e, uint8_t *mad)
+static bool sma_process(struct qhca_engine *e, uint8_t *mad, bool own)
 {
 	uint8_t method = mad[IB_MAD_METHOD];
 	uint16_t attr = ib_get16(mad + IB_MAD_ATTR_ID), st;
@@ -295,12 +295,15 @@ static bool sma_process(struct qhca_engine *e, uint8_t *mad)
 	 * The M_Key check (14.2.4) before anything else, for SMPs from the wire and from this
 	 * port's own stack alike: every MAD reaches the SMA through MAD_IFC, and the device
 	 * cannot tell the guest kernel's own queries from SMPs it received on QP0 (a real
-	 * HCA's firmware checks local MADs too unless the driver says "ignore M_Key"). One
-	 * that fails is dropped: no change, no response; the driver then gives it to the
-	 * guest's agents, which answer a Get or Set nobody serves with "unsupported", as
-	 * for a MAD that mthca's or mlx4's firmware refused.
+	 * HCA's firmware checks local MADs too unless the driver says "ignore M_Key", as ours
+	 * does for the Gets of its own caches: @own, which never show the key itself, since
+	 * an SM may give every port the same). One that fails is dropped: no
+	 * change, no response; the driver then gives it to the guest's agents, which answer
+	 * a Get or Set nobody serves with "unsupported", as for a MAD that mthca's or mlx4's
+	 * firmware refused.
 	 */
-	mk = ib_mkey_check(&e->ib.pi, mad, e->ops->now_ns(e->opaque));
+	mk = own && !set ? IB_MKEY_PASS_HIDE : ib_mkey_check(&e->ib.pi, mad,
+							       e->ops->now_ns(e->opaque));
 	if (mk == IB_MKEY_FAIL) {
 		sma_bad_mkey(e, mad);
 		return false;
@@ -431,7 +434,7 @@ static bool pma_process(struct qhca_engine *e, uint8_t *mad)
  * stack. Returns 1 with the response in @out, or 0 if no agent of the device's answers it
  * (the driver then gives it to the agents in the guest: the SM, the SA client).
  */
-int qhca_mad_ifc(struct qhca_engine *e, const uint8_t *in, uint8_t *out)
+int qhca_mad_ifc(struct qhca_engine *e, const uint8_t *in, uint8_t *out, bool own)
 {
 	bool answered = false;
 
@@ -441,7 +444,7 @@ int qhca_mad_ifc(struct qhca_engine *e, const uint8_t *in, uint8_t *out)
 	switch (in[IB_MAD_CLASS]) {
 	case IB_MCLASS_SMP_LID:
 	case IB_MCLASS_SMP_DR:
-		answered = sma_process(e, out);
+		answered = sma_process(e, out, own);
 		break;
 	case IB_MCLASS_PERF:
 		answered = pma_process(e, out);

@@ -258,7 +258,7 @@ static void fz_ib_activate(struct fz_state *s)
 		mad[64 + 16 + 1] = 1;		/* LID 1 */
 		mad[64 + 18 + 1] = 1;		/* SM LID 1 */
 		mad[64 + 32] = (uint8_t)state;
-		qhca_mad_ifc(&s->e, mad, out);
+		qhca_mad_ifc(&s->e, mad, out, false);
 	}
 }
 

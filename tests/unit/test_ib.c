@@ -197,7 +197,7 @@ static uint16_t sm_set_port(struct node *n, uint16_t lid, uint16_t sm_lid, uint8
 	struct ib_port_info pi;
 
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	ib_port_info_unpack(out + IB_SMP_DATA, &pi);
 	pi.lid = lid;
 	pi.sm_lid = sm_lid;
@@ -205,7 +205,7 @@ static uint16_t sm_set_port(struct node *n, uint16_t lid, uint16_t sm_lid, uint8
 	pi.phys_state = IB_PHYS_NOP;
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PORT_INFO, 1);
 	ib_port_info_pack(&pi, in + IB_SMP_DATA);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(out[IB_MAD_METHOD], IB_METHOD_GET_RESP);
 	return ib_get16(out + IB_MAD_STATUS);
 }
@@ -266,7 +266,7 @@ static void test_sma(void)
 	CHECK_EQ(async_events(&nodes[0]), 0);
 	/* NodeInfo: a CA of one port, its GUIDs */
 	smp(in, IB_MCLASS_SMP_DR, IB_METHOD_GET, IB_ATTR_NODE_INFO, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(out[IB_MAD_METHOD], IB_METHOD_GET_RESP);
 	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), IB_SMP_DIRECTION);	/* DR: the D bit */
 	CHECK_EQ(ib_get64(out + IB_MAD_TID), 0x1234);
@@ -276,7 +276,7 @@ static void test_sma(void)
 	CHECK_EQ(ib_get64(out + IB_SMP_DATA + 20), qhca_port_guid(&n->e));
 	/* PortInfo after the link came up: INIT, no LID yet */
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	ib_port_info_unpack(out + IB_SMP_DATA, &pi);
 	CHECK_EQ(pi.state, IB_PORT_INIT);
 	CHECK_EQ(pi.phys_state, IB_PHYS_LINK_UP);
@@ -303,44 +303,44 @@ static void test_sma(void)
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0);
 	ib_put16(in + IB_SMP_DATA, 0xffff);
 	ib_put16(in + IB_SMP_DATA + 2, 0x8001);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), 0);
 	CHECK_EQ(ib_get16(out + IB_SMP_DATA + 2), 0x8001);
 	CHECK_EQ(async_events(n), 1u << QHCA_EVENT_PKEY_CHANGE);
 	CHECK(qhca_ib_pkey_ok(&n->e, 0x0001));
 	CHECK(!qhca_ib_pkey_ok(&n->e, 0x0002));
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PKEY_TABLE, 1);	/* no block 1 */
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), IB_MAD_ST_BAD_VALUE);
 	/* ClientReregister reads back as set, once, and raises its event */
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1);
-	qhca_mad_ifc(&n->e, in, out);
+	qhca_mad_ifc(&n->e, in, out, false);
 	out[IB_SMP_DATA + 51] |= 0x80;
 	out[IB_SMP_DATA + 32] &= 0xf0;		/* state: NOP */
 	memcpy(in + IB_SMP_DATA, out + IB_SMP_DATA, IB_SMP_DATA_LEN);
 	in[IB_MAD_METHOD] = IB_METHOD_SET;
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK(out[IB_SMP_DATA + 51] & 0x80);
 	CHECK(async_events(n) & (1u << QHCA_EVENT_CLIENT_REREG));
 	in[IB_MAD_METHOD] = IB_METHOD_GET;
-	qhca_mad_ifc(&n->e, in, out);
+	qhca_mad_ifc(&n->e, in, out, false);
 	CHECK(!(out[IB_SMP_DATA + 51] & 0x80));
 	/* what is not the SMA's: SMInfo, responses, traps; unknown attributes refused */
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_SM_INFO, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 0);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 0);
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET_RESP, IB_ATTR_NODE_INFO, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 0);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 0);
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_LFT, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), IB_MAD_ST_BAD_ATTR);
 	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_NODE_INFO, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), IB_MAD_ST_BAD_ATTR);
 	in[IB_MAD_CLASS_VERSION] = 2;
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), IB_MAD_ST_BAD_VERSION);
 	smp(in, IB_MCLASS_SA, IB_METHOD_GET, 0x35, 0);			/* the SA's */
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 0);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 0);
 	teardown();
 }
 
@@ -353,22 +353,22 @@ static void test_pma(void)
 	n->e.cnt.roce_tx_bytes = 4000;
 	n->e.cnt.roce_rx_pkts = 9;
 	smp(in, IB_MCLASS_PERF, IB_METHOD_GET, IB_ATTR_CLASS_PORT_INFO, 0);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK(ib_get16(out + IB_PERF_DATA + 2) & (1u << 9));
 	smp(in, IB_MCLASS_PERF, IB_METHOD_GET, IB_ATTR_PORT_COUNTERS, 0);
 	in[IB_PERF_DATA + 1] = 1;
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get32(out + IB_PERF_DATA + 24), 1000);	/* 4-byte words */
 	CHECK_EQ(ib_get32(out + IB_PERF_DATA + 36), 9);
 	/* Set with CounterSelect clears them */
 	in[IB_MAD_METHOD] = IB_METHOD_SET;
 	ib_put16(in + IB_PERF_DATA + 2, 0xf000);
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get32(out + IB_PERF_DATA + 24), 0);
 	n->e.cnt.roce_rx_pkts += 5;
 	smp(in, IB_MCLASS_PERF, IB_METHOD_GET, IB_ATTR_PORT_COUNTERS_EXT, 0);
 	in[IB_PERF_DATA + 1] = 1;
-	CHECK_EQ(qhca_mad_ifc(&n->e, in, out), 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
 	CHECK_EQ(ib_get64(out + IB_PERF_DATA + 32), 5);
 	teardown();
 }
@@ -387,7 +387,7 @@ static int smp_key(struct node *n, uint8_t cls, uint8_t method, uint16_t attr, u
 	ib_put64(in + IB_SMP_MKEY, key);
 	if (data)
 		memcpy(in + IB_SMP_DATA, data, IB_SMP_DATA_LEN);
-	return qhca_mad_ifc(&n->e, in, out);
+	return qhca_mad_ifc(&n->e, in, out, false);
 }
 
 /* PortInfo read with the right key (the M_Key must be @key, or 0 if none is set). */
@@ -627,6 +627,36 @@ static void test_mkey_lease(void)
 	teardown();
 }
 
+/*
+ * The driver's own Gets (its GID and P_Key caches) carry no key: MAD_IFC's "ignore M_Key"
+ * answers them at every level, never with the key itself, and a Set with it still needs
+ * the key.
+ */
+static void test_mkey_own_queries(void)
+{
+	uint8_t in[IB_MAD_LEN], out[IB_MAD_LEN], d[IB_SMP_DATA_LEN] = { 0 };
+	struct node *n = &nodes[0];
+	struct ib_port_info pi;
+
+	ib_setup();
+	CHECK_EQ(set_mkey(n, 0, MKEY, 3, 0), 1);
+	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PORT_INFO, 1);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 0);	/* from the fabric: dropped */
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, true), 1);
+	CHECK_EQ(ib_get16(out + IB_MAD_STATUS), 0);
+	ib_port_info_unpack(out + IB_SMP_DATA, &pi);
+	CHECK_EQ(pi.mkey, 0);
+	CHECK_EQ(pi.mkey_protect, 3);
+	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_PKEY_TABLE, 0);
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, true), 1);
+	CHECK_EQ(ib_get16(out + IB_SMP_DATA), 0xffff);
+	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_SET, IB_ATTR_PKEY_TABLE, 0);
+	memcpy(in + IB_SMP_DATA, d, sizeof(d));
+	CHECK_EQ(qhca_mad_ifc(&n->e, in, out, true), 0);
+	CHECK_EQ(n->e.ib.pkeys[0], 0xffff);
+	teardown();
+}
+
 /* ---------------------------------------------------------------- transport */
 /* The last frame node @from put on the link (peeked before pump() delivers it). */
 static const uint8_t *last_frame(void)
@@ -840,6 +870,7 @@ int main(int argc, char **argv)
 		{ "mkey_levels", test_mkey_levels },
 		{ "mkey_trap", test_mkey_trap },
 		{ "mkey_lease", test_mkey_lease },
+		{ "mkey_own_queries", test_mkey_own_queries },
 		{ "ib_rc", test_ib_rc },
 		{ "ib_ud", test_ib_ud },
 		{ "ib_qp0", test_ib_qp0 },
