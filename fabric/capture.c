@@ -12,10 +12,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "fabric.h"
 
@@ -112,23 +115,37 @@ int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t 
 	static const char app[] = "qhca-fabric";
 	struct fabric_capture *c;
 	struct timespec wall, mono;
+	struct stat st, old;
 	uint8_t b[256];
 	size_t n;
-	int i;
+	int i, fd;
 
 	if (strlen(path) >= sizeof(c->path)) {
 		snprintf(err, errlen, "capture path too long");
 		return -1;
 	}
-	fabric_capture_stop(sw);
+	/* A capture that runs goes on if the new one cannot start, unless it is the same file. */
+	if (sw->cap && !stat(path, &st) && !fstat(fileno(sw->cap->f), &old) &&
+	    st.st_dev == old.st_dev && st.st_ino == old.st_ino)
+		fabric_capture_stop(sw);
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	c->f = fopen(path, "w");
+	/* A regular file: a FIFO or a device could make the switch wait for ever. */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		snprintf(err, errlen, "capture %s: not a regular file", path);
+		free(c);
+		return -1;
+	}
+	c->f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!c->f) {
 		snprintf(err, errlen, "capture %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		free(c);
 		return -1;
 	}
@@ -169,6 +186,7 @@ int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t 
 		if (write_block(c, 1, b, n))
 			goto fail;
 	}
+	fabric_capture_stop(sw);
 	sw->cap = c;
 	fabric_log("capture: started %s", path);
 	return 0;

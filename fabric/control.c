@@ -3,6 +3,12 @@
  * qhca-fabric control: a unix socket that takes one command a line and answers each with
  * one line of JSON, the commands themselves, and timed events (at, script). The protocol is
  * in docs/fabric.md; tools/qhca fabric is one client of it, socat another.
+ *
+ * Every word of a command is the client's, and a script's every byte: each is checked
+ * before use, a command that is refused changes nothing, and a reply is valid JSON (ASCII,
+ * whatever bytes the command held) however long it gets. Scripts that load scripts nest at
+ * most FABRIC_SCRIPT_DEPTH deep, and the work and memory of timed events are bounded
+ * (fabric.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -20,23 +28,19 @@
 #define MAX_TOKENS	64
 #define SCRIPT_MAX	(256u << 10)
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
+#define sb_printf fabric_sb_printf
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+void fabric_sb_printf(struct fabric_sbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
-	for (;;) {
+	while (!b->failed) {
 		va_start(ap, fmt);
 		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
 		va_end(ap);
 		if (n < 0)
-			return;
+			break;
 		if (b->p && b->len + (size_t)n < b->cap) {
 			b->len += (size_t)n;
 			return;
@@ -48,13 +52,15 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
 			cap *= 2;
 		p = realloc(b->p, cap);
 		if (!p)
-			return;
+			break;
 		b->p = p;
 		b->cap = cap;
 	}
+	b->failed = true;
 }
 
-static void sb_json_str(struct sbuf *b, const char *s)
+/* A JSON string of any bytes: what is not printable ASCII as \u00XX (bytes as Latin-1). */
+static void sb_json_str(struct fabric_sbuf *b, const char *s)
 {
 	sb_printf(b, "\"");
 	for (; *s; s++) {
@@ -62,7 +68,7 @@ static void sb_json_str(struct sbuf *b, const char *s)
 
 		if (c == '"' || c == '\\')
 			sb_printf(b, "\\%c", c);
-		else if (c < 0x20)
+		else if (c < 0x20 || c >= 0x7f)
 			sb_printf(b, "\\u%04x", c);
 		else
 			sb_printf(b, "%c", c);
@@ -118,7 +124,7 @@ static int parse_time_ns(const char *v, uint64_t *ns)
 	return 0;
 }
 
-static void json_impair(struct sbuf *b, const struct fabric_impair *im)
+static void json_impair(struct fabric_sbuf *b, const struct fabric_impair *im)
 {
 	sb_printf(b, "{\"loss\":%.4g,\"reorder\":%.4g,\"dup\":%.4g,\"corrupt\":%.4g,"
 		     "\"delay_us\":%u,\"jitter_us\":%u,\"rate_mbit\":%u,\"mtu\":%u,\"drop\":%u}",
@@ -126,7 +132,7 @@ static void json_impair(struct sbuf *b, const struct fabric_impair *im)
 		  im->delay_us, im->jitter_us, im->rate_mbit, im->mtu, im->drop);
 }
 
-static void json_stats(struct sbuf *b, const struct fabric_dir_stats *st)
+static void json_stats(struct fabric_sbuf *b, const struct fabric_dir_stats *st)
 {
 	sb_printf(b, "{\"frames\":%llu,\"dropped\":%llu,\"reordered\":%llu,\"duplicated\":%llu,"
 		     "\"corrupted\":%llu,\"delayed\":%llu}",
@@ -135,7 +141,7 @@ static void json_stats(struct sbuf *b, const struct fabric_dir_stats *st)
 		  (unsigned long long)st->corrupted, (unsigned long long)st->delayed);
 }
 
-static void show(struct fabric *sw, struct sbuf *b)
+static void show(struct fabric *sw, struct fabric_sbuf *b)
 {
 	const struct fabric_timed *t;
 	const struct fabric_delayed *d;
@@ -181,120 +187,298 @@ static void show(struct fabric *sw, struct sbuf *b)
 	}
 	sb_printf(b, "]");
 	if (sw->ib) {
-		char *j = malloc(65536);
-
-		if (j) {
-			fabric_ib_show(sw, j, 65536);
-			sb_printf(b, ",%s", j);
-			free(j);
-		}
+		sb_printf(b, ",");
+		fabric_ib_show(sw, b);
 	}
 }
 
-static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct sbuf *reply,
+/* ---------------------------------------------------------------- timed events */
+
+static size_t timed_size(size_t cmd_len)
+{
+	return sizeof(struct fabric_timed) + cmd_len + 1;
+}
+
+/* A timed event: @cmd at @due_ns, from scripts nested @depth deep. */
+static struct fabric_timed *timed_new(const char *cmd, uint64_t due_ns, int depth)
+{
+	size_t len = strlen(cmd);
+	struct fabric_timed *t = malloc(timed_size(len));
+
+	if (!t)
+		return NULL;
+	t->next = NULL;
+	t->due_ns = due_ns;
+	t->depth = depth;
+	memcpy(t->cmd, cmd, len + 1);
+	return t;
+}
+
+/* Into the list at @head by due time, after every event due no later (a stable order). */
+static void timed_insert(struct fabric_timed **head, struct fabric_timed *t)
+{
+	struct fabric_timed **pp = head;
+
+	while (*pp && (*pp)->due_ns <= t->due_ns)
+		pp = &(*pp)->next;
+	t->next = *pp;
+	*pp = t;
+}
+
+/* Two sorted lists into one, @a's first among those due at the same time. */
+static struct fabric_timed *timed_join(struct fabric_timed *a, struct fabric_timed *b)
+{
+	struct fabric_timed *head = NULL, **pp = &head;
+
+	while (a && b) {
+		struct fabric_timed **from = b->due_ns < a->due_ns ? &b : &a;
+
+		*pp = *from;
+		pp = &(*from)->next;
+		*from = (*from)->next;
+	}
+	*pp = a ? a : b;
+	return head;
+}
+
+/* Sort @list by due time, keeping the order of events due at the same time: a script's
+ * events in any order cost n log n, not n squared. */
+static struct fabric_timed *timed_sort(struct fabric_timed *list)
+{
+	struct fabric_timed *slow = list, *fast, *second;
+
+	if (!list || !list->next)
+		return list;
+	for (fast = list->next; fast && fast->next; fast = fast->next->next)
+		slow = slow->next;
+	second = slow->next;
+	slow->next = NULL;
+	return timed_join(timed_sort(list), timed_sort(second));
+}
+
+/* May @n more events of @bytes in all be pending? 0, or -1 with the reason in @err. */
+static int timed_room(const struct fabric *sw, size_t n, size_t bytes, char *err,
+		      size_t errlen)
+{
+	if (n <= FABRIC_TIMED_MAX - sw->ntimed && bytes <= FABRIC_TIMED_BYTES - sw->timed_bytes)
+		return 0;
+	snprintf(err, errlen, "too many timed events: %u pending, %zu more would pass the limit "
+		 "of %u events or %u MiB", sw->ntimed, n, FABRIC_TIMED_MAX,
+		 FABRIC_TIMED_BYTES >> 20);
+	return -1;
+}
+
+/* The events of @list join the pending ones, after those due at the same time. */
+static void timed_merge(struct fabric *sw, struct fabric_timed *list)
+{
+	struct fabric_timed *t;
+
+	for (t = list; t; t = t->next) {
+		sw->ntimed++;
+		sw->timed_bytes += timed_size(strlen(t->cmd));
+	}
+	sw->timed = timed_join(sw->timed, timed_sort(list));
+}
+
+static void timed_free(struct fabric_timed *list)
+{
+	struct fabric_timed *t;
+
+	while ((t = list)) {
+		list = t->next;
+		free(t);
+	}
+}
+
+static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct fabric_sbuf *reply,
 		    char *err, size_t errlen);
 
-/* Read a script: events "at TIME COMMAND", one a line or separated by ';', '#' comments. */
-static int load_script(struct fabric *sw, const char *path, bool dry, struct sbuf *reply,
-		       char *err, size_t errlen)
+/* One event of a script, "at TIME COMMAND" in @tok: pass 0 checks it and adds its size to
+ * *@bytes, pass 1 makes it and appends it at **@tail. 0, or -1 with the reason in @err. */
+static int script_event(struct fabric *sw, const char *path, int lineno, char **tok, int nt,
+			int pass, uint64_t now, size_t *bytes, struct fabric_timed ***tail,
+			char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *text, *ev, *save = NULL, *line, *lsave = NULL;
-	uint64_t now = fabric_now_ns();
-	size_t len;
-	int pass, events = 0;
+	struct fabric_sbuf cmd = { 0 };
+	struct fabric_timed *t;
+	uint64_t at;
+	int k;
 
-	if (!f) {
-		snprintf(err, errlen, "script %s: %s", path, strerror(errno));
+	if (nt > MAX_TOKENS) {
+		snprintf(err, errlen, "script %s line %d: more than %d words", path, lineno,
+			 MAX_TOKENS);
 		return -1;
 	}
-	text = calloc(1, SCRIPT_MAX + 1);
-	len = text ? fread(text, 1, SCRIPT_MAX + 1, f) : 0;
-	fclose(f);
-	if (!text || len > SCRIPT_MAX) {
-		snprintf(err, errlen, "script %s: %s", path, text ? "longer than 256 KiB" :
-			 "out of memory");
-		free(text);
+	if (nt < 3 || strcmp(tok[0], "at") || parse_time_ns(tok[1], &at)) {
+		snprintf(err, errlen, "script %s line %d: expected 'at TIME COMMAND' (TIME: 2s, "
+			 "500ms, 100us)", path, lineno);
 		return -1;
 	}
-	/* Pass 0 checks every event, pass 1 schedules them: a bad script changes nothing. */
-	for (pass = 0; pass < 2; pass++) {
-		char *copy = strdup(text);
-		int lineno = 0;
-
-		if (!copy) {
-			snprintf(err, errlen, "out of memory");
-			free(text);
+	if (pass == 0) {
+		if (++sw->cmd_script_events > FABRIC_SCRIPT_CHECK_MAX) {
+			snprintf(err, errlen, "script %s line %d: the scripts of one command hold "
+				 "more than %d events", path, lineno, FABRIC_SCRIPT_CHECK_MAX);
 			return -1;
 		}
-		for (line = strtok_r(copy, "\n", &lsave); line; line = strtok_r(NULL, "\n", &lsave)) {
-			char *hash = strchr(line, '#');
-
-			lineno++;
-			if (hash)
-				*hash = 0;
-			for (ev = strtok_r(line, ";", &save); ev; ev = strtok_r(NULL, ";", &save)) {
-				char *tok[MAX_TOKENS], *s2 = NULL, *t;
-				uint64_t at;
-				int nt = 0;
-
-				for (t = strtok_r(ev, " \t\r", &s2); t && nt < MAX_TOKENS;
-				     t = strtok_r(NULL, " \t\r", &s2))
-					tok[nt++] = t;
-				if (!nt)
-					continue;
-				if (nt < 3 || strcmp(tok[0], "at") || parse_time_ns(tok[1], &at)) {
-					snprintf(err, errlen, "script %s line %d: expected 'at TIME "
-						 "COMMAND' (TIME: 2s, 500ms, 100us)", path, lineno);
-					goto bad;
-				}
-				if (pass == 0) {
-					char e2[256];
-
-					if (exec_cmd(sw, tok + 2, nt - 2, true, NULL, e2, sizeof(e2))) {
-						snprintf(err, errlen, "script %s line %d: %s", path,
-							 lineno, e2);
-						goto bad;
-					}
-				} else {
-					struct sbuf cmd = { 0 };
-					int k;
-
-					for (k = 2; k < nt; k++)
-						sb_printf(&cmd, "%s%s", k > 2 ? " " : "", tok[k]);
-					uint64_t cur = fabric_now_ns();
-
-					/* Times count from when the script was given. */
-					if (!cmd.p || fabric_schedule(sw, now + at > cur ?
-								      now + at - cur : 0, cmd.p)) {
-						free(cmd.p);
-						snprintf(err, errlen, "out of memory");
-						goto bad;
-					}
-					free(cmd.p);
-					events++;
-				}
-			}
-		}
-		free(copy);
-		if (dry)
-			break;
-		continue;
-bad:
-		free(copy);
-		free(text);
+		/* The reason follows where the event is. */
+		k = snprintf(err, errlen, "script %s line %d: ", path, lineno);
+		if (k < 0 || (size_t)k >= errlen)
+			k = (int)errlen - 1;
+		if (exec_cmd(sw, tok + 2, nt - 2, true, NULL, err + k, errlen - (size_t)k))
+			return -1;
+		for (k = 2; k < nt; k++)
+			*bytes += strlen(tok[k]) + (k > 2);
+		*bytes += timed_size(0);
+		return 0;
+	}
+	for (k = 2; k < nt; k++)
+		sb_printf(&cmd, "%s%s", k > 2 ? " " : "", tok[k]);
+	/* Times count from when the script was given. */
+	t = cmd.failed ? NULL : timed_new(cmd.p, now + at, sw->cmd_depth);
+	free(cmd.p);
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	free(text);
-	if (reply)
-		sb_printf(reply, ",\"events\":%d", events);
+	**tail = t;	/* in the script's order, sorted at the end */
+	*tail = &t->next;
 	return 0;
 }
 
+/* The events of a script's @text (see load_script); @dry: only checked. */
+static int script_events(struct fabric *sw, const char *path, const char *text, bool dry,
+			 struct fabric_sbuf *reply, char *err, size_t errlen)
+{
+	struct fabric_timed *list = NULL, **tail = &list;
+	uint64_t now = fabric_now_ns();
+	char *copy = NULL, *line, *next, *ev, *save = NULL;
+	size_t bytes = 0;
+	int pass, events = 0;
+
+	/* Pass 0 checks every event, pass 1 schedules them: a bad script changes nothing. */
+	for (pass = 0; pass < (dry ? 1 : 2); pass++) {
+		int lineno = 0;
+
+		copy = strdup(text);
+		if (!copy) {
+			snprintf(err, errlen, "out of memory");
+			goto bad;
+		}
+		events = 0;
+		for (line = copy; line; line = next) {
+			char *hash;
+
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = 0;
+			lineno++;
+			hash = strchr(line, '#');
+			if (hash)
+				*hash = 0;
+			for (ev = strtok_r(line, ";", &save); ev; ev = strtok_r(NULL, ";", &save)) {
+				char *tok[MAX_TOKENS + 1], *s2 = NULL, *w;
+				int nt = 0;
+
+				for (w = strtok_r(ev, " \t\r", &s2); w && nt <= MAX_TOKENS;
+				     w = strtok_r(NULL, " \t\r", &s2))
+					tok[nt++] = w;
+				if (!nt)
+					continue;
+				if (script_event(sw, path, lineno, tok, nt, pass, now, &bytes,
+						 &tail, err, errlen))
+					goto bad;
+				events++;
+			}
+		}
+		free(copy);
+		copy = NULL;
+		if (!dry && pass == 0 && timed_room(sw, (size_t)events, bytes, err, errlen)) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "script %s: %s", path, why);
+			goto bad;
+		}
+	}
+	if (!dry)
+		timed_merge(sw, list);
+	if (reply)
+		sb_printf(reply, ",\"events\":%d", events);
+	return 0;
+bad:
+	free(copy);
+	timed_free(list);
+	return -1;
+}
+
+/* Read a script: events "at TIME COMMAND", one a line or separated by ';', '#' comments.
+ * Scripts it loads are read and checked too, FABRIC_SCRIPT_DEPTH deep at most. */
+static int load_script(struct fabric *sw, const char *path, bool dry, struct fabric_sbuf *reply,
+		       char *err, size_t errlen)
+{
+	struct stat st;
+	char *text;
+	ssize_t n;
+	size_t len = 0, cap;
+	int fd, r;
+
+	if (sw->cmd_depth >= FABRIC_SCRIPT_DEPTH) {
+		snprintf(err, errlen, "script %s: scripts load scripts at most %d levels deep (one "
+			 "that loads itself never ends)", path, FABRIC_SCRIPT_DEPTH);
+		return -1;
+	}
+	if (++sw->cmd_scripts > FABRIC_SCRIPT_LOADS_MAX) {
+		snprintf(err, errlen, "script %s: one command reads at most %d scripts, nested "
+			 "ones included", path, FABRIC_SCRIPT_LOADS_MAX);
+		return -1;
+	}
+	/* Not a FIFO or a device: opening or reading one could wait for ever. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "script %s: %s", path, fd < 0 ? strerror(errno) :
+			 "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* Room for the file and a byte more: one that grew while read is noticed. */
+	cap = st.st_size < SCRIPT_MAX ? (size_t)st.st_size + 1 : SCRIPT_MAX + 1;
+	text = malloc(cap + 1);
+	n = 0;
+	while (text && len < cap) {
+		n = read(fd, text + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	r = n < 0 ? errno : 0;
+	close(fd);
+	if (!text || r || len == cap || len > FABRIC_SCRIPT_READ_MAX - sw->cmd_script_bytes) {
+		snprintf(err, errlen, "script %s: %s", path, !text ? "out of memory" :
+			 r ? strerror(r) : len > SCRIPT_MAX ? "longer than 256 KiB" :
+			 len == cap ? "changed while it was read" :
+			 "the scripts of one command hold more than 4 MiB");
+		free(text);
+		return -1;
+	}
+	text[len] = 0;
+	sw->cmd_script_bytes += len;
+	sw->cmd_depth++;
+	r = script_events(sw, path, text, dry, reply, err, errlen);
+	sw->cmd_depth--;
+	free(text);
+	return r;
+}
+
+/* Each KEY=VALUE is parsed once, then the fields it names are set on every port: the work
+ * is the words plus the ports, not their product. */
 static int cmd_set(struct fabric *sw, char **tok, int n, bool dry, char *err, size_t errlen)
 {
-	struct fabric_impair next[FABRIC_MAX_PORTS][2];
-	int dmin = 0, dmax = 1, i, d, k = 1;
+	struct fabric_impair given = { 0 };
+	bool named[sizeof(given) / sizeof(uint32_t)] = { false };
+	int dmin = 0, dmax = 1, i, d, f, k = 1, off;
 	uint64_t set;
 
 	if (n < 2 || parse_ports(sw, tok[0], &set, err, errlen))
@@ -308,19 +492,21 @@ static int cmd_set(struct fabric *sw, char **tok, int n, bool dry, char *err, si
 		snprintf(err, errlen, "usage: set PORTS [in|out] KEY=VALUE...");
 		return -1;
 	}
-	for (i = 0; i < sw->nports; i++)
-		for (d = 0; d < 2; d++)
-			next[i][d] = sw->port[i].imp[d];
-	for (; k < n; k++)
-		for (i = 0; i < sw->nports; i++)
-			for (d = dmin; (set >> i & 1) && d <= dmax; d++)
-				if (fabric_impair_parse(&next[i][d], tok[k], err, errlen))
-					return -1;
+	for (; k < n; k++) {
+		off = fabric_impair_parse(&given, tok[k], err, errlen);
+		if (off < 0)
+			return -1;
+		named[(size_t)off / sizeof(uint32_t)] = true;
+	}
 	if (dry)
 		return 0;
 	for (i = 0; i < sw->nports; i++)
-		for (d = 0; d < 2; d++)
-			sw->port[i].imp[d] = next[i][d];
+		for (d = dmin; (set >> i & 1) && d <= dmax; d++)
+			for (f = 0; f < (int)(sizeof(named) / sizeof(named[0])); f++)
+				if (named[f])
+					memcpy((char *)&sw->port[i].imp[d] + f * sizeof(uint32_t),
+					       (char *)&given + f * sizeof(uint32_t),
+					       sizeof(uint32_t));
 	fabric_impair_update(sw);
 	return 0;
 }
@@ -348,7 +534,7 @@ static int cmd_link(struct fabric *sw, const char *ports, const char *state, boo
 	return 0;
 }
 
-static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct sbuf *reply,
+static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct fabric_sbuf *reply,
 		    char *err, size_t errlen)
 {
 	const char *c = n ? tok[0] : "";
@@ -422,7 +608,7 @@ static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct sbuf 
 		return -1;
 	}
 	if (!strcmp(c, "at")) {
-		struct sbuf cmd = { 0 };
+		struct fabric_sbuf cmd = { 0 };
 		int k, r;
 
 		if (n < 3 || parse_time_ns(tok[1], &v)) {
@@ -435,10 +621,17 @@ static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct sbuf 
 			return 0;
 		for (k = 2; k < n; k++)
 			sb_printf(&cmd, "%s%s", k > 2 ? " " : "", tok[k]);
-		r = cmd.p ? fabric_schedule(sw, v, cmd.p) : -1;
-		free(cmd.p);
-		if (r)
+		if (cmd.failed) {
+			free(cmd.p);
 			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		r = timed_room(sw, 1, timed_size(strlen(cmd.p)), err, errlen);
+		if (!r && fabric_schedule(sw, v, cmd.p)) {
+			snprintf(err, errlen, "out of memory");
+			r = -1;
+		}
+		free(cmd.p);
 		return r;
 	}
 	if (!strcmp(c, "script")) {
@@ -460,15 +653,20 @@ static int exec_cmd(struct fabric *sw, char **tok, int n, bool dry, struct sbuf 
 	return -1;
 }
 
-char *fabric_command(struct fabric *sw, const char *line)
+/* Run one command, as if from scripts nested @depth deep (0: the control socket). */
+static char *run_command(struct fabric *sw, const char *line, int depth)
 {
 	char *copy = strdup(line), *tok[MAX_TOKENS], *save = NULL, *t;
-	struct sbuf reply = { 0 }, out = { 0 };
-	char err[512] = "";
+	struct fabric_sbuf reply = { 0 }, out = { 0 };
+	char err[1024] = "";
 	int n = 0, r;
 
 	if (!copy)
 		return NULL;
+	sw->cmd_depth = depth;
+	sw->cmd_scripts = 0;
+	sw->cmd_script_bytes = 0;
+	sw->cmd_script_events = 0;
 	for (t = strtok_r(copy, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
 		if (n == MAX_TOKENS) {
 			snprintf(err, sizeof(err), "more than %d words", MAX_TOKENS);
@@ -477,6 +675,10 @@ char *fabric_command(struct fabric *sw, const char *line)
 		tok[n++] = t;
 	}
 	r = err[0] ? -1 : exec_cmd(sw, tok, n, false, &reply, err, sizeof(err));
+	if (!r && reply.failed) {
+		r = -1;
+		snprintf(err, sizeof(err), "out of memory");
+	}
 	if (r) {
 		sb_printf(&out, "{\"ok\":false,\"error\":");
 		sb_json_str(&out, err[0] ? err : "failed");
@@ -486,35 +688,57 @@ char *fabric_command(struct fabric *sw, const char *line)
 	}
 	if (n && strcmp(tok[0], "show"))
 		fabric_log("control: %s: %s", line, r ? err : "ok");
+	sw->cmd_depth = 0;
 	free(reply.p);
 	free(copy);
+	if (out.failed) {
+		free(out.p);
+		return strdup("{\"ok\":false,\"error\":\"out of memory\"}");
+	}
 	return out.p;
+}
+
+char *fabric_command(struct fabric *sw, const char *line)
+{
+	return run_command(sw, line, 0);
 }
 
 int fabric_schedule(struct fabric *sw, uint64_t delay_ns, const char *cmd)
 {
-	size_t len = strlen(cmd);
-	struct fabric_timed *t = malloc(sizeof(*t) + len + 1), **pp;
+	size_t size = timed_size(strlen(cmd));
+	uint64_t now = fabric_now_ns();
+	struct fabric_timed *t;
 
+	if (sw->ntimed >= FABRIC_TIMED_MAX || size > FABRIC_TIMED_BYTES - sw->timed_bytes)
+		return -1;
+	t = timed_new(cmd, delay_ns < UINT64_MAX - now ? now + delay_ns : UINT64_MAX,
+		      sw->cmd_depth);
 	if (!t)
 		return -1;
-	t->due_ns = fabric_now_ns() + delay_ns;
-	memcpy(t->cmd, cmd, len + 1);
-	for (pp = &sw->timed; *pp && (*pp)->due_ns <= t->due_ns; pp = &(*pp)->next)
-		;
-	t->next = *pp;
-	*pp = t;
+	timed_insert(&sw->timed, t);
+	sw->ntimed++;
+	sw->timed_bytes += size;
 	return 0;
 }
 
+/* Due events run for this long at most, then the switch forwards again before the rest. */
+#define TIMED_RUN_NS	10000000ull
+
 uint64_t fabric_run_timed(struct fabric *sw, uint64_t now)
 {
+	uint64_t start = fabric_now_ns();
 	struct fabric_timed *t;
 
 	while ((t = sw->timed) && t->due_ns <= now) {
 		sw->timed = t->next;
-		free(fabric_command(sw, t->cmd));	/* logged with its result */
+		sw->ntimed--;
+		sw->timed_bytes -= timed_size(strlen(t->cmd));
+		/* An event runs as deep in scripts as the script it came from: what it loads is
+		 * a level deeper. Logged with its result. */
+		free(run_command(sw, t->cmd, t->depth));
 		free(t);
+		if (sw->timed && sw->timed->due_ns <= now && fabric_now_ns() - start > TIMED_RUN_NS)
+			return 0;
 	}
 	return sw->timed ? sw->timed->due_ns - now : UINT64_MAX;
 }
@@ -567,6 +791,8 @@ void fabric_control_close(struct fabric *sw)
 		sw->timed = t->next;
 		free(t);
 	}
+	sw->ntimed = 0;
+	sw->timed_bytes = 0;
 }
 
 int fabric_control_pollfds(struct fabric *sw, struct pollfd *pfd)
@@ -581,7 +807,16 @@ int fabric_control_pollfds(struct fabric *sw, struct pollfd *pfd)
 	return 1 + FABRIC_CTL_CLIENTS;
 }
 
-static int reply_line(struct fabric_ctl_client *c, char *json)
+/*
+ * The commands of one read of a client and their replies take this long at most (a send
+ * waits CTL_SEND_MS at most, then the time is looked at): a client that sends many
+ * commands at once and reads their replies slowly, or not at all, is disconnected instead
+ * of holding the switch.
+ */
+#define CTL_BUSY_NS	2000000000ull
+#define CTL_SEND_MS	500
+
+static int reply_line(struct fabric_ctl_client *c, char *json, uint64_t deadline)
 {
 	size_t len = json ? strlen(json) : 0, done = 0;
 	ssize_t r;
@@ -595,6 +830,8 @@ static int reply_line(struct fabric_ctl_client *c, char *json)
 			return -1;
 		if (r > 0)
 			done += (size_t)r;
+		if (done < len && fabric_now_ns() > deadline)
+			return -1;
 	}
 	return 0;
 }
@@ -602,6 +839,7 @@ static int reply_line(struct fabric_ctl_client *c, char *json)
 static void client_read(struct fabric *sw, struct fabric_ctl_client *c)
 {
 	ssize_t n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
+	uint64_t deadline = fabric_now_ns() + CTL_BUSY_NS;
 	char *nl;
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -616,8 +854,14 @@ static void client_read(struct fabric *sw, struct fabric_ctl_client *c)
 		char *json;
 
 		*nl = 0;
+		if (fabric_now_ns() > deadline) {
+			fabric_log("control: a client's commands took more than %llu ms; "
+				   "disconnected", CTL_BUSY_NS / 1000000);
+			client_close(c);
+			return;
+		}
 		json = fabric_command(sw, c->buf);
-		if (reply_line(c, json))
+		if (reply_line(c, json, deadline))
 			client_close(c);
 		free(json);
 		if (c->fd < 0)
@@ -650,7 +894,7 @@ void fabric_control_handle(struct fabric *sw, const struct pollfd *pfd, int n)
 		return;
 	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
 		if (sw->ctl[i].fd < 0) {
-			struct timeval tv = { .tv_sec = 2 };
+			struct timeval tv = { .tv_usec = CTL_SEND_MS * 1000 };
 
 			/* Replies are written whole; a client that does not read is dropped. */
 			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));

@@ -11,8 +11,11 @@
  * queued, so a partial write never splits the stream's framing. The fabric is lossless for unicast, as RoCE networks are with pause frames: a
  * frame that does not fit in its destination's queue waits in its source port, which is
  * not read until the destination drained (the sender's QEMU then sees a full socket and
- * its device holds back). Flooded frames (broadcast, unknown destination) that do not fit
- * are dropped and counted (tx_drops). A port whose queue has been full with nothing written
+ * its device holds back). Flooded frames (broadcast, unknown destination, IB multicast)
+ * that do not fit are dropped and counted (tx_drops). Frames in the delay line (impair.c)
+ * count in their destination's queue with their bookkeeping (FABRIC_DELAYED_COST), so what
+ * the fabric holds for a port, queued and delayed together, stays within queue_max (and
+ * one frame more when it was empty). A port whose queue has been full with nothing written
  * for stall_ms is disconnected (QEMU's stream netdev reconnects with reconnect-ms), which
  * also releases the ports that waited for it: one port that stops reading holds up only
  * the ports sending to it, and those at most stall_ms.
@@ -68,6 +71,8 @@ struct fabric_delayed {
 };
 
 #define FABRIC_REORDER_HOLD_NS	2000000ull	/* a held frame goes alone after this */
+/* What a frame of @len bytes in the delay line counts in its destination's queue. */
+#define FABRIC_DELAYED_COST(len)	(sizeof(struct fabric_delayed) + (len))
 
 struct fabric_port {
 	char path[FABRIC_PATH_MAX];
@@ -97,7 +102,8 @@ struct fabric_port {
 	uint64_t rng[2];		/* random stream per direction (seeded) */
 	uint64_t busy_until_ns[2];	/* rate: the direction serialises until then */
 	uint64_t last_due_ns;		/* latest delivery scheduled to this port (order) */
-	size_t delayed_bytes;		/* in the delay line for this port, held included */
+	size_t delayed_bytes;		/* in the delay line for this port, held included
+					 * (FABRIC_DELAYED_COST of each frame) */
 	struct fabric_delayed *held;	/* a frame held back to be reordered */
 	int link_down;
 	uint64_t link_drops, mtu_drops;
@@ -111,11 +117,23 @@ struct fabric_mac {
 struct fabric_timed {		/* a command to run later (at, script) */
 	struct fabric_timed *next;
 	uint64_t due_ns;
+	int depth;		/* the scripts it came from, nested (0: the control socket's) */
 	char cmd[];
 };
 
 #define FABRIC_CTL_CLIENTS	8
 #define FABRIC_CTL_LINE		4096
+/* Bounds of timed events: a script may load scripts (script FILE as an event) this many
+ * levels deep, the one given on the control socket included; one command may read this
+ * many scripts, this many bytes of them, and check this many of their events, nested ones
+ * included; at most FABRIC_TIMED_MAX events with FABRIC_TIMED_BYTES of commands are
+ * pending. */
+#define FABRIC_SCRIPT_DEPTH	4
+#define FABRIC_SCRIPT_LOADS_MAX	4096
+#define FABRIC_SCRIPT_READ_MAX	(4u << 20)
+#define FABRIC_SCRIPT_CHECK_MAX	(2 * FABRIC_TIMED_MAX)
+#define FABRIC_TIMED_MAX	16384
+#define FABRIC_TIMED_BYTES	(8u << 20)
 
 struct fabric_ctl_client {
 	int fd;			/* -1: free */
@@ -140,6 +158,12 @@ struct fabric {
 	struct fabric_delayed *dl_head, *dl_tail;	/* delay line, by due time */
 	int nheld;					/* ports holding a frame back */
 	struct fabric_timed *timed;			/* by due time */
+	unsigned int ntimed;				/* pending events, */
+	size_t timed_bytes;				/* their size in all */
+	int cmd_depth;					/* of the command running */
+	unsigned int cmd_scripts;			/* scripts it read so far, */
+	size_t cmd_script_bytes;			/* their bytes, */
+	unsigned int cmd_script_events;			/* events of them checked */
 	int ctl_fd;					/* control socket, or -1 */
 	char ctl_path[FABRIC_PATH_MAX];
 	struct fabric_ctl_client ctl[FABRIC_CTL_CLIENTS];
@@ -148,6 +172,15 @@ struct fabric {
 };
 
 void fabric_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A string that grows as text is added (control.c): the control socket's replies. */
+struct fabric_sbuf {
+	char *p;
+	size_t len, cap;
+	bool failed;		/* out of memory: the text is incomplete */
+};
+void fabric_sb_printf(struct fabric_sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 void fabric_init(struct fabric *sw, int nports);
 void fabric_close(struct fabric *sw);
@@ -176,7 +209,17 @@ void fabric_tick(struct fabric *sw);
 int fabric_poll(struct fabric *sw, int timeout_ms);
 /* Send one frame to @out now (queued if the socket does not take it). */
 void fabric_send(struct fabric *sw, int out, const uint8_t *frame, size_t len);
+/* The bytes a port's queue and delay line may hold together (queue_max, at least a frame). */
+size_t fabric_queue_limit(const struct fabric *sw);
+/* Can @out take a frame of @len bytes, queued or delayed? An empty port takes any one. */
+bool fabric_has_room(const struct fabric *sw, int out, size_t len);
+/* A frame for @out dropped because its queue is full: counted (tx_drops) and logged. */
+void fabric_queue_drop(struct fabric *sw, int out);
 uint64_t fabric_now_ns(void);
+/* Added to the monotonic clock of fabric_now_ns: 0, but a fuzzer lets time pass at once. */
+extern uint64_t fabric_time_warp_ns;
+/* The IB switch's clock for its M_Key lease (ibswitch.c): fabric_now_ns, a test's own. */
+extern uint64_t (*fabric_ib_clock)(void);
 
 /* impair.c: the impairments on the way of a frame from @in to @out (-1: flood), the delay
  * line and reordering. */
@@ -184,6 +227,10 @@ void fabric_seed(struct fabric *sw, uint64_t seed);
 void fabric_impair_update(struct fabric *sw);	/* after a change: set sw->impaired */
 void fabric_forward_impaired(struct fabric *sw, int in, int out, const uint8_t *frame,
 			     size_t len);
+/* The same to a set of ports (bit i: port i; IB multicast): the in direction's impairments
+ * and the capture meet the frame once, each port's out direction once per port. */
+void fabric_forward_impaired_set(struct fabric *sw, int in, uint64_t outs,
+				 const uint8_t *frame, size_t len);
 /* Deliver what is due; returns ns until the next due frame or held frame, or UINT64_MAX. */
 uint64_t fabric_release_due(struct fabric *sw, uint64_t now);
 void fabric_port_drop_delayed(struct fabric *sw, int port);	/* the port went away */
@@ -196,7 +243,8 @@ struct fabric_unit {
 };
 int fabric_parse_scaled(const char *v, const struct fabric_unit *units, double max,
 			double *out);
-/* Parse "KEY=VALUE" into @imp; 0, or -1 with a message in @err. */
+/* Parse "KEY=VALUE" into @imp (every field a uint32_t): the byte offset of the field it set,
+ * or -1 with a message in @err. */
 int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, size_t errlen);
 
 /* control.c: the control socket, commands and timed events. */
@@ -230,7 +278,7 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *frame, size_t l
 void fabric_ib_links(struct fabric *sw);
 /* The fabric port a unicast packet from @in goes to, or -1 (multicast, SMPs, no route). */
 int fabric_ib_route(struct fabric *sw, int in, const uint8_t *frame, size_t len);
-/* The switch's state as a JSON member ("ib":{...}) into @buf; its length. */
-size_t fabric_ib_show(struct fabric *sw, char *buf, size_t cap);
+/* The switch's state as a JSON member ("ib":{...}) added to @b, as long as it takes. */
+void fabric_ib_show(struct fabric *sw, struct fabric_sbuf *b);
 
 #endif /* QHCA_FABRIC_H */

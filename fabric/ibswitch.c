@@ -7,7 +7,8 @@
  * port 0 (IBA 14.2): NodeInfo, NodeDescription, SwitchInfo, PortInfo of every port,
  * P_KeyTable, SLtoVL and VLArbitration tables, LinearForwardingTable and
  * MulticastForwardingTable. Directed-route SMPs are forwarded and answered by the rules of
- * IBA 14.2.2 (the hop pointer, the initial and return paths).
+ * IBA 14.2.2 (the hop pointer, the initial and return paths). Port 0's M_Key guards them
+ * all (14.2.4, ib_mkey_check in ib.c, shared with the HCA's SMA).
  *
  * Fabric port i (0-based) is switch port i + 1. A port is physically up while a peer is
  * connected and its link is not taken down (fabric link N down); its logical state is the
@@ -43,7 +44,11 @@ struct fabric_ib {
 	int port_state_change;
 	/* counters */
 	uint64_t smps, smp_errors, forwarded, dropped_state, dropped_route, dropped_crc;
+	uint64_t mkey_drops, traps;	/* SMPs that failed the M_Key check, Trap 256 sent */
 };
+
+/* The SMA's clock for the M_Key lease (IBA 14.2.4); tests and the fuzzer set their own. */
+uint64_t (*fabric_ib_clock)(void) = fabric_now_ns;
 
 static int phys_up(const struct fabric *sw, int i)
 {
@@ -223,16 +228,47 @@ static uint16_t sma_mft(struct fabric *sw, uint8_t *mad, int set)
 	return 0;
 }
 
-/* Answer the SMP @mad in place (Get or Set); -1 if it is not the SMA's to answer. */
+static void send_smp(struct fabric *sw, int out, const uint8_t *mad, uint16_t slid,
+		     uint16_t dlid);
+static int route_unicast(struct fabric *sw, uint16_t dlid);
+
+/* An SMP failed the M_Key check: Trap 256 to the SM, LID-routed from port 0's LID
+ * (14.2.4), when the switch knows where the SM is. */
+static void bad_mkey_trap(struct fabric *sw, const uint8_t *mad)
+{
+	struct fabric_ib *ib = sw->ib;
+	const struct ib_port_info *p0 = &ib->port[0];
+	uint8_t trap[IB_MAD_LEN];
+
+	ib->mkey_drops++;
+	fabric_log("IB switch: %s of attribute 0x%04x with a bad M_Key dropped (protection %u, "
+		   "%u violations)", mad[IB_MAD_METHOD] == IB_METHOD_SET ? "Set" : "Get",
+		   ib_get16(mad + IB_MAD_ATTR_ID), p0->mkey_protect, p0->mkey_violations);
+	if (!p0->lid || !p0->sm_lid || p0->sm_lid == p0->lid)
+		return;
+	ib_trap_bad_mkey(trap, mad, IB_NODE_SWITCH, p0->lid, 0x5357000000000000ull | ++ib->traps);
+	send_smp(sw, route_unicast(sw, p0->sm_lid), trap, p0->lid, p0->sm_lid);
+}
+
+/* Answer the SMP @mad in place (Get or Set); -1 if it is not the SMA's to answer, or it
+ * failed the M_Key check (dropped: no change, no response). */
 static int sma_process(struct fabric *sw, uint8_t *mad, int inport)
 {
 	struct fabric_ib *ib = sw->ib;
 	uint8_t method = mad[IB_MAD_METHOD], *d = mad + IB_SMP_DATA;
 	uint16_t attr = ib_get16(mad + IB_MAD_ATTR_ID), st = 0;
 	int set = method == IB_METHOD_SET;
+	enum ib_mkey_result mk;
 
 	if (method != IB_METHOD_GET && !set)
 		return -1;	/* responses, traps: a switch has no SM */
+	/* The M_Key check (14.2.4) first, against port 0's M_Key: the switch's one key
+	 * guards every attribute of the switch, its external ports' PortInfo included. */
+	mk = ib_mkey_check(&ib->port[0], mad, fabric_ib_clock());
+	if (mk == IB_MKEY_FAIL) {
+		bad_mkey_trap(sw, mad);
+		return -1;
+	}
 	fabric_ib_links(sw);
 	if (mad[IB_MAD_CLASS_VERSION] != 1) {
 		st = IB_MAD_ST_BAD_VERSION;
@@ -266,6 +302,7 @@ static int sma_process(struct fabric *sw, uint8_t *mad, int inport)
 		break;
 	case IB_ATTR_PORT_INFO:
 		st = sma_port_info(sw, mad, set, inport);
+		ib_mkey_hide(mad, mk);
 		break;
 	case IB_ATTR_PKEY_TABLE: {
 		unsigned i;
@@ -426,6 +463,22 @@ static void out_to(struct fabric *sw, int in, int out, const uint8_t *f, size_t 
 		fabric_send(sw, out, f, len);
 }
 
+/* A multicast packet to the ports in @outs (bit i: fabric port i): it meets the capture and
+ * the impairments of its way in once, as a flooded Ethernet frame does. */
+static void out_set(struct fabric *sw, int in, uint64_t outs, const uint8_t *f, size_t len)
+{
+	int i;
+
+	sw->ib->forwarded += (uint64_t)__builtin_popcountll(outs);
+	if (sw->impaired || sw->dl_head || sw->nheld || sw->cap) {
+		fabric_forward_impaired_set(sw, in, outs, f, len);
+		return;
+	}
+	for (i = 0; i < sw->nports; i++)
+		if (outs >> i & 1)
+			fabric_send(sw, i, f, len);
+}
+
 int fabric_ib_route(struct fabric *sw, int in, const uint8_t *f, size_t len)
 {
 	struct ib_lrh l;
@@ -443,6 +496,7 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 	uint8_t opcode;
 	uint32_t dqpn;
 	struct ib_lrh l;
+	uint64_t outs = 0;
 	int out, i;
 
 	/*
@@ -489,7 +543,8 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 		for (i = 0; i < sw->nports; i++)
 			if (i != in && (ib->mft[m][(i + 1) / 16] >> ((i + 1) % 16) & 1) &&
 			    data_ok(sw, in + 1, i + 1))
-				out_to(sw, in, i, f, len);
+				outs |= 1ull << i;
+		out_set(sw, in, outs, f, len);
 		return;
 	}
 	out = route_unicast(sw, l.dlid);
@@ -506,33 +561,30 @@ void fabric_ib_forward(struct fabric *sw, int in, const uint8_t *f, size_t len)
 	out_to(sw, in, out - 1, f, len);
 }
 
-/* One line of JSON for the control socket's "show": the switch's own state. */
-size_t fabric_ib_show(struct fabric *sw, char *buf, size_t cap)
+/* The JSON member "ib":{...} of the control socket's "show": the switch's own state. Its
+ * forwarding table can hold 49 151 routes: the text grows with it. */
+void fabric_ib_show(struct fabric *sw, struct fabric_sbuf *b)
 {
 	struct fabric_ib *ib = sw->ib;
-	size_t n;
+	const char *sep = "";
 	int i;
 
 	fabric_ib_links(sw);
-	n = (size_t)snprintf(buf, cap, "\"ib\":{\"guid\":\"0x%016llx\",\"lid\":%u,\"smps\":%llu,"
-			     "\"smp_errors\":%llu,\"forwarded\":%llu,\"dropped_state\":%llu,"
-			     "\"dropped_route\":%llu,\"dropped_crc\":%llu,\"lft_top\":%u,"
-			     "\"port_state\":[", (unsigned long long)ib->guid, ib->port[0].lid,
-			     (unsigned long long)ib->smps, (unsigned long long)ib->smp_errors,
-			     (unsigned long long)ib->forwarded,
-			     (unsigned long long)ib->dropped_state,
-			     (unsigned long long)ib->dropped_route,
-			     (unsigned long long)ib->dropped_crc, ib->lft_top);
-	for (i = 1; i <= sw->nports && n < cap; i++)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%u", i > 1 ? "," : "",
-				      ib->port[i].state);
-	if (n < cap)
-		n += (size_t)snprintf(buf + n, cap - n, "],\"lft\":{");
-	for (i = 1; i <= ib->lft_top && i < LFT_CAP && n < cap; i++)
-		if (ib->lft[i] != LFT_DROP)
-			n += (size_t)snprintf(buf + n, cap - n, "%s\"%d\":%u",
-					      buf[n - 1] == '{' ? "" : ",", i, ib->lft[i]);
-	if (n < cap)
-		n += (size_t)snprintf(buf + n, cap - n, "}}");
-	return n < cap ? n : cap;
+	fabric_sb_printf(b, "\"ib\":{\"guid\":\"0x%016llx\",\"lid\":%u,\"smps\":%llu,"
+			 "\"smp_errors\":%llu,\"forwarded\":%llu,\"dropped_state\":%llu,"
+			 "\"dropped_route\":%llu,\"dropped_crc\":%llu,\"lft_top\":%u,"
+			 "\"port_state\":[", (unsigned long long)ib->guid, ib->port[0].lid,
+			 (unsigned long long)ib->smps, (unsigned long long)ib->smp_errors,
+			 (unsigned long long)ib->forwarded, (unsigned long long)ib->dropped_state,
+			 (unsigned long long)ib->dropped_route,
+			 (unsigned long long)ib->dropped_crc, ib->lft_top);
+	for (i = 1; i <= sw->nports; i++)
+		fabric_sb_printf(b, "%s%u", i > 1 ? "," : "", ib->port[i].state);
+	fabric_sb_printf(b, "],\"lft\":{");
+	for (i = 1; i <= ib->lft_top && i < LFT_CAP; i++)
+		if (ib->lft[i] != LFT_DROP) {
+			fabric_sb_printf(b, "%s\"%d\":%u", sep, i, ib->lft[i]);
+			sep = ",";
+		}
+	fabric_sb_printf(b, "}}");
 }

@@ -19,7 +19,9 @@
  * Delayed frames wait in one delay line ordered by due time, counted in their destination's
  * queue: a destination whose queue and delay line together hold queue_max bytes pauses its
  * unicast senders, as a full queue does (fabric.h), so a slow or long link limits a sender
- * instead of growing without bound.
+ * instead of growing without bound; a flooded or multicast frame (or a duplicate) that does
+ * not fit is dropped and counted as at a full queue. What the delay line holds for a port is
+ * within queue_max (fabric_has_room), whoever sends.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -194,7 +196,7 @@ static void release_held(struct fabric *sw, int out)
 		return;
 	p->held = NULL;
 	sw->nheld--;
-	p->delayed_bytes -= h->len;
+	p->delayed_bytes -= FABRIC_DELAYED_COST(h->len);
 	fabric_send(sw, out, h->frame, h->len);
 	free(h);
 }
@@ -206,35 +208,44 @@ static void deliver(struct fabric *sw, int out, const uint8_t *frame, size_t len
 	release_held(sw, out);
 }
 
-/* One copy of a frame to @out, due at @due; @hold: held back to swap with the next one. */
-static void schedule(struct fabric *sw, int out, const uint8_t *frame, size_t len,
+/* One copy of a frame to @out, due at @due; @hold: held back to swap with the next one.
+ * False if it was dropped: no room for it in the port's queue and delay line. */
+static bool schedule(struct fabric *sw, int out, const uint8_t *frame, size_t len,
 		     uint64_t due, uint64_t now, bool hold, uint64_t *reordered)
 {
 	struct fabric_port *p = &sw->port[out];
+	size_t held = p->held ? FABRIC_DELAYED_COST(p->held->len) : 0;
+	bool hold_it = hold && !p->held;
+	bool now_out = !hold_it && due <= now && p->delayed_bytes == held;
 	struct fabric_delayed *d;
 
-	if (hold && !p->held) {
+	if (!now_out && !fabric_has_room(sw, out, len)) {
+		fabric_queue_drop(sw, out);
+		return false;
+	}
+	if (hold_it) {
 		d = new_delayed(out, frame, len, (due > now ? due : now) + FABRIC_REORDER_HOLD_NS);
 		if (d) {
 			p->held = d;
 			sw->nheld++;
-			p->delayed_bytes += len;
+			p->delayed_bytes += FABRIC_DELAYED_COST(len);
 			(*reordered)++;
-			return;
+			return true;
 		}
 	}
-	if (due <= now && p->delayed_bytes == (p->held ? p->held->len : 0)) {
-		deliver(sw, out, frame, len);
-		return;
+	if (now_out) {
+		deliver(sw, out, frame, len);	/* fabric_send drops it if the queue is full */
+		return true;
 	}
 	d = new_delayed(out, frame, len, due);
 	if (!d) {
 		fabric_log("port %d: out of memory for a delayed frame; dropped", out + 1);
 		p->tx_drops++;
-		return;
+		return false;
 	}
-	p->delayed_bytes += len;
+	p->delayed_bytes += FABRIC_DELAYED_COST(len);
 	line_insert(sw, d);
+	return true;
 }
 
 struct ingress {
@@ -318,11 +329,21 @@ static void to_port(struct fabric *sw, int in, int out, const struct ingress *g,
 	if (hold && !p->held)
 		note(n, "held back to be reordered on the way to port %d", out + 1);
 	for (c = 0; c < copies; c++)
-		schedule(sw, out, frame, g->len, due, g->now, hold && !c, reordered);
+		if (!schedule(sw, out, frame, g->len, due, g->now, hold && !c, reordered))
+			note(n, "dropped: port %d queue full", out + 1);
 }
 
 void fabric_forward_impaired(struct fabric *sw, int in, int out, const uint8_t *frame,
 			     size_t len)
+{
+	uint64_t all = sw->nports >= 64 ? ~0ull : (1ull << sw->nports) - 1;
+
+	fabric_forward_impaired_set(sw, in, out >= 0 ? 1ull << out : all & ~(1ull << in), frame,
+				    len);
+}
+
+void fabric_forward_impaired_set(struct fabric *sw, int in, uint64_t outs,
+				 const uint8_t *frame, size_t len)
 {
 	static uint8_t scratch[FABRIC_MAX_FRAME];
 	struct fabric_port *p = &sw->port[in];
@@ -376,13 +397,9 @@ void fabric_forward_impaired(struct fabric *sw, int in, int out, const uint8_t *
 	g.due = serialise(p, FABRIC_IN, g.now + delay_ns(p, FABRIC_IN), len);
 	if (g.due > g.now)
 		st->delayed++;
-	if (out >= 0) {
-		to_port(sw, in, out, &g, &n);
-	} else {
-		for (i = 0; i < sw->nports; i++)
-			if (i != in)
-				to_port(sw, in, i, &g, &n);
-	}
+	for (i = 0; i < sw->nports; i++)
+		if (outs >> i & 1)
+			to_port(sw, in, i, &g, &n);
 done:
 	if (sw->cap)
 		fabric_capture_frame(sw, in, g.now, frame, len, n.len ? n.text : NULL);
@@ -396,7 +413,7 @@ uint64_t fabric_release_due(struct fabric *sw, uint64_t now)
 
 	while ((d = sw->dl_head) && d->due_ns <= now) {
 		line_remove(sw, d);
-		sw->port[d->out].delayed_bytes -= d->len;
+		sw->port[d->out].delayed_bytes -= FABRIC_DELAYED_COST(d->len);
 		deliver(sw, d->out, d->frame, d->len);
 		free(d);
 	}
@@ -504,6 +521,10 @@ static int parse_rate(const char *v, uint32_t *mbit)
 	return 0;
 }
 
+/* The control socket's 'set' copies a field by the offset returned: all are uint32_t. */
+_Static_assert(sizeof(struct fabric_impair) == 9 * sizeof(uint32_t),
+	       "struct fabric_impair: uint32_t fields only");
+
 int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, size_t errlen)
 {
 	const char *eq = strchr(kv, '=');
@@ -512,6 +533,7 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 	char key[16];
 	char *end;
 	unsigned long m;
+	uint32_t *field;
 
 	if (!eq || klen >= sizeof(key) || !*v) {
 		snprintf(err, errlen, "'%s': expected KEY=VALUE (loss, reorder, dup, corrupt, "
@@ -522,21 +544,22 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 	key[klen] = 0;
 	if (!strcmp(key, "loss") || !strcmp(key, "reorder") || !strcmp(key, "dup") ||
 	    !strcmp(key, "corrupt")) {
-		uint32_t *f = key[0] == 'l' ? &imp->loss : key[0] == 'r' ? &imp->reorder :
-			      key[0] == 'd' ? &imp->dup : &imp->corrupt;
-
-		if (parse_percent(v, f)) {
+		field = key[0] == 'l' ? &imp->loss : key[0] == 'r' ? &imp->reorder :
+			key[0] == 'd' ? &imp->dup : &imp->corrupt;
+		if (parse_percent(v, field)) {
 			snprintf(err, errlen, "%s=%s: a percentage 0..100 (5, 5%%, 0.5%%)", key, v);
 			return -1;
 		}
 	} else if (!strcmp(key, "delay") || !strcmp(key, "jitter")) {
-		if (parse_us(v, key[0] == 'd' ? &imp->delay_us : &imp->jitter_us)) {
+		field = key[0] == 'd' ? &imp->delay_us : &imp->jitter_us;
+		if (parse_us(v, field)) {
 			snprintf(err, errlen, "%s=%s: a time up to 10 s (100, 100us, 2ms, 1s)",
 				 key, v);
 			return -1;
 		}
 	} else if (!strcmp(key, "rate")) {
-		if (parse_rate(v, &imp->rate_mbit)) {
+		field = &imp->rate_mbit;
+		if (parse_rate(v, field)) {
 			snprintf(err, errlen, "rate=%s: Mbit/s, 0 (unlimited) or 1..1000000 "
 				 "(100, 100mbit, 1gbit)", v);
 			return -1;
@@ -548,7 +571,8 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 			snprintf(err, errlen, "drop=%s: a count of RDMA packets, 0..1000000", v);
 			return -1;
 		}
-		imp->drop = (uint32_t)m;
+		field = &imp->drop;
+		*field = (uint32_t)m;
 	} else if (!strcmp(key, "mtu")) {
 		errno = 0;
 		m = strtoul(v, &end, 10);
@@ -557,11 +581,12 @@ int fabric_impair_parse(struct fabric_impair *imp, const char *kv, char *err, si
 				 v, FABRIC_MAX_FRAME - 18);
 			return -1;
 		}
-		imp->mtu = (uint32_t)m;
+		field = &imp->mtu;
+		*field = (uint32_t)m;
 	} else {
 		snprintf(err, errlen, "unknown impairment '%s' (loss, reorder, dup, corrupt, "
 			 "delay, jitter, rate, mtu, drop)", key);
 		return -1;
 	}
-	return 0;
+	return (int)((char *)field - (char *)imp);
 }

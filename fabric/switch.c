@@ -26,12 +26,14 @@
 
 #define QUEUE_FIRST	(256u << 10)	/* an output queue starts this big and doubles */
 
+uint64_t fabric_time_warp_ns;
+
 uint64_t fabric_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + fabric_time_warp_ns;
 }
 
 static uint64_t now_ms(void)
@@ -341,10 +343,25 @@ static ssize_t write_some(struct fabric_port *p, const struct iovec *iov, int n)
 	return r;
 }
 
+size_t fabric_queue_limit(const struct fabric *sw)
+{
+	return sw->queue_max < FABRIC_QUEUE_MIN ? FABRIC_QUEUE_MIN : sw->queue_max;
+}
+
+/* Queued and delayed bytes count together; a delayed frame with its bookkeeping, which is
+ * also the most a frame can cost (the queue takes 4 + len). */
+bool fabric_has_room(const struct fabric *sw, int out, size_t len)
+{
+	const struct fabric_port *o = &sw->port[out];
+
+	return (!o->out_len && !o->delayed_bytes) ||
+	       o->out_len + o->delayed_bytes + FABRIC_DELAYED_COST(len) <= fabric_queue_limit(sw);
+}
+
 /* Make room for @need more bytes at the queue's tail, growing it up to queue_max. */
 static bool queue_room(struct fabric *sw, struct fabric_port *p, size_t need)
 {
-	size_t max = sw->queue_max < FABRIC_QUEUE_MIN ? FABRIC_QUEUE_MIN : sw->queue_max;
+	size_t max = fabric_queue_limit(sw);
 	size_t cap;
 	uint8_t *n;
 
@@ -374,18 +391,20 @@ static bool queue_room(struct fabric *sw, struct fabric_port *p, size_t need)
 	return true;
 }
 
-static void drop_frame(struct fabric *sw, int out)
+void fabric_queue_drop(struct fabric *sw, int out)
 {
 	struct fabric_port *p = &sw->port[out];
 	uint64_t now = now_ms();
 
 	p->tx_drops++;
 	p->drops_unlogged++;
-	if (!p->full_since_ms)
+	/* The stall clock runs while the peer leaves bytes unread, not while the delay line
+	 * alone is full: that empties by itself. */
+	if (!p->full_since_ms && p->out_len)
 		p->full_since_ms = now;
 	if (!p->drop_log_ms || now - p->drop_log_ms >= FABRIC_DROP_LOG_MS) {
-		fabric_log("port %d: output queue full (%zu bytes, peer not reading): dropped %llu "
-			   "frames (%llu in all)", out + 1, p->out_len,
+		fabric_log("port %d: output queue full (%zu bytes queued, %zu delayed): dropped "
+			   "%llu frames (%llu in all)", out + 1, p->out_len, p->delayed_bytes,
 			   (unsigned long long)p->drops_unlogged, (unsigned long long)p->tx_drops);
 		p->drop_log_ms = now;
 		p->drops_unlogged = 0;
@@ -425,7 +444,7 @@ void fabric_send(struct fabric *sw, int out, const uint8_t *frame, size_t len)
 		if (done)	/* cannot happen: an empty queue holds one frame */
 			disconnect(sw, out, "output queue");
 		else
-			drop_frame(sw, out);
+			fabric_queue_drop(sw, out);
 		return;
 	}
 	if (done < 4) {
@@ -520,7 +539,6 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
  */
 static bool must_wait(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 {
-	size_t max = sw->queue_max < FABRIC_QUEUE_MIN ? FABRIC_QUEUE_MIN : sw->queue_max;
 	struct fabric_port *o;
 	int out;
 
@@ -533,13 +551,15 @@ static bool must_wait(struct fabric *sw, int in, const uint8_t *frame, size_t le
 	if (out < 0 || out == in || sw->port[out].fd < 0 || sw->port[out].link_down)
 		return false;
 	o = &sw->port[out];
-	/* Frames in the delay line count: a slow or long link pauses its senders. */
-	if ((!o->out_len && !o->delayed_bytes) || o->out_len + o->delayed_bytes + 4 + len <= max)
+	/* Frames in the delay line count: a slow or long link pauses its senders. The frame
+	 * that passes here finds room on its way (impair.c asks the same; a duplicate the
+	 * impairments make of it may not). */
+	if (fabric_has_room(sw, out, len))
 		return false;
 	if (sw->port[in].wait_out != out)
 		sw->port[in].rx_paused++;
 	sw->port[in].wait_out = out;
-	if (!o->full_since_ms)
+	if (!o->full_since_ms && o->out_len)
 		o->full_since_ms = now_ms();	/* the stall clock of the destination runs */
 	return true;
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run each fuzz target for SECONDS (default 60) on its corpus in $QHCA_CACHE/fuzz/corpus,
-# seeded from tests/fuzz/make_seeds.py: the engine targets admin, wqe, rx and mixed, and
-# qemu (QEMU's generic-fuzz over the whole device, built by build-qemu.sh fuzz). Prints
-# "ok - fuzz_X: N executions, coverage C edges" per target; a crash is "not ok" with the
-# reproducer's path.
+# seeded from tests/fuzz/make_seeds.py: the engine targets admin, wqe, rx and mixed, the
+# InfiniBand switch's SMA and forwarding (ibswitch), the fabric's control commands and
+# scripts (fabric_control), and qemu (QEMU's generic-fuzz over the whole device, built by
+# build-qemu.sh fuzz). Prints "ok - fuzz_X: N executions, coverage
+# C edges" per target; a crash is "not ok" with the reproducer's path.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -12,7 +13,7 @@ set -uo pipefail
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx mixed qemu)
+[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx mixed ibswitch fabric_control qemu)
 dir=$(bash "$QHCA_ROOT/scripts/build-fuzz.sh") || exit 1
 fail=0
 
@@ -42,8 +43,13 @@ for t in "${targets[@]}"; do
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
     cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -n1 | cut -d' ' -f2)
-    if [ $rc = 0 ]; then
-        echo "ok - fuzz_$t: ${execs:-?} executions, coverage ${cov:-?} edges"
+    if [ $rc = 0 ] && ! [[ ${execs:-} =~ ^[1-9][0-9]*$ ]]; then
+        # exit 0 but no execution counted: the target did not run (nothing was fuzzed)
+        echo "not ok - fuzz_$t: exit 0 but no executions in its log $log"
+        tail -n 5 "$log" | sed 's/^/#   /'
+        fail=1
+    elif [ $rc = 0 ]; then
+        echo "ok - fuzz_$t: $execs executions, coverage ${cov:-?} edges"
     else
         echo "not ok - fuzz_$t: exit $rc; reproducer in $dir/crashes/$t; log $log"
         grep -aE 'ERROR|SUMMARY|runtime error' "$log" | head -n 5 | sed 's/^/#   /'

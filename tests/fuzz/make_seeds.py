@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Write seed corpora for the fuzz targets: well-formed inputs that reach deep code.
 
-  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx, DIR/mixed and DIR/qemu
+  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx, DIR/mixed, DIR/qemu and DIR/ibswitch,
+                        DIR/fabric_control
 """
 import os
 import struct
@@ -246,13 +247,155 @@ def qemu_seeds():
         # Doorbells of page 0 and 1 (SQ, CQ arm, EQ) on whatever region this is.
         yield b"FUZZ".join([write(region, 0x10, 1), write(region, 0x0, 1 << 32 | 2, 3),
                             write(region, 0x1018, 3 << 32 | 1, 3), write(region, 0x40, 5, 3)])
+    # Objects of the largest geometry from one guest page listed many times (issue 25: the
+    # device's host memory budget). Each DMA read of memory not read before takes the next
+    # pattern, in the order the device reads: the commands, their arguments, page lists.
+    yield from qemu_large_seeds(write, pattern, asq, acq)
+
+
+def qemu_large_seeds(write, pattern, asq, acq):
+    page = 0x200000                     # a page list page whose entries all name itself
+    same = pattern(struct.pack("<Q", page))
+
+    def pbl(addr, npages, levels):
+        return struct.pack("<QIB3x", addr, npages, levels)
+
+    def obj_at(addr, in_len):
+        return struct.pack("<QIIQII", addr, in_len, 0, 0, 0, 0)
+
+    eq = pattern(cmd(0x20, struct.pack("<QIHH", 0x103000, 4, 0, 1)))       # CREATE_EQ
+    pd = pattern(cmd(0x12, struct.pack("<II", 0, 0)))                      # CREATE_PD
+    small_cq = [pattern(cmd(0x40, obj_at(0x104000, 32))),
+                pattern(pbl(0x105000, 1, 1) + struct.pack("<IIII", 4, 1, 0, 0)), same]
+    big_cq = [pattern(cmd(0x40, obj_at(0x106000, 32))),             # 4M CQEs, 32769 pages
+              pattern(pbl(0x107000, 32769, 2) + struct.pack("<IIII", 22, 1, 0, 0)), same, same]
+    qp_args = struct.pack("<IIIII8BI", 1, 1, 1, 0, 0, 2, 0, 15, 15, 12, 12, 0, 0, 0)
+    big_qp = [pattern(cmd(0x44, obj_at(0x108000, 64))),             # RC, two 128 MiB rings
+              pattern(qp_args + pbl(0x109000, 32768, 2) + pbl(0x109000, 32768, 2)), same]
+    mr_args = struct.pack("<IIQQII", 1, 1, 1 << 40, 4 << 30, 0, 0) + pbl(0x10a000, 1 << 20, 2)
+    big_mr = [pattern(cmd(0x42, obj_at(0x10b000, 48))), pattern(mr_args), same]  # 4 GiB
+    for region in range(4):         # which index BAR0 has depends on the layout
+        start = [write(region, 0x18, asq), write(region, 0x20, acq), write(region, 0x28, 4),
+                 write(region, 0x10, 1)]
+        for patterns, ncmd in (([eq, pd] + big_cq, 3), ([eq, pd] + small_cq + big_qp, 4),
+                               ([pd] + big_mr, 2)):
+            for tail in (ncmd, 15):     # once; then on until the budget is spent
+                yield b"FUZZ".join(patterns + start + [write(region, 0x2c, tail), bytes([9])])
+
+
+def ibswitch_seeds():
+    """fuzz_ibswitch: a configuration byte, then records (ctl, port, length, bytes)."""
+    def rec(ctl, port, body):
+        return struct.pack("<BBH", ctl, port, len(body)) + body
+
+    def mad(method, attr, mod=0, data=b"", hops=(1,), mkey=0, dr=True):
+        m = bytearray(256)
+        m[0:4] = bytes([1, 0x81 if dr else 0x01, 1, method])
+        if dr:
+            m[6:8] = bytes([1, len(hops)])
+            m[32:36] = b"\xff" * 4
+            m[129:129 + len(hops)] = bytes(hops)
+        m[8:16] = struct.pack(">Q", 0x77)
+        m[16:18] = struct.pack(">H", attr)
+        m[20:24] = struct.pack(">I", mod)
+        m[24:32] = struct.pack(">Q", mkey)
+        m[64:64 + len(data)] = data
+        return bytes(m)
+
+    GET, SET = 1, 2
+    pinfo = bytes(16) + struct.pack(">HH", 3, 1) + bytes(12) + bytes([0x73, 0x50, 0])
+    lft = bytes([0xff, 1, 2, 0]) + b"\xff" * 60
+    data = [rec(1, 0, ib_frame(0x64, 0x10, 0, b"data" * 16, b"", struct.pack(">II", 0x1234, 7),
+                               dlid=2)),
+            rec(1, 1, ib_frame(0x64, 0xffffff, 0, b"mc" * 8, b"", struct.pack(">II", 0x1234, 7),
+                               dlid=0xc001, grh=True)),
+            rec(1, 0, ib_frame(0x04, 2, 0, b"rc" * 30, dlid=3)),
+            rec(1, 0, ib_frame(0x64, 0, 0, bytes(256), b"", bytes(8), dlid=9, vl=15))]
+    smps = [rec(2, 0, mad(GET, 0x11)), rec(2, 0, mad(GET, 0x12)), rec(2, 0, mad(GET, 0x15, 1)),
+            rec(2, 0, mad(SET, 0x19, 0, lft)), rec(2, 0, mad(SET, 0x1b, 0, struct.pack(">HH", 0, 6))),
+            rec(2, 0, mad(SET, 0x15, 1, pinfo)), rec(2, 0, mad(GET, 0x16)),
+            rec(2, 0, mad(GET, 0x11, hops=(1, 2))), rec(6, 0, mad(GET, 0x15, 0, dr=False)),
+            rec(2, 1, mad(0x81, 0x11, hops=(1, 2))), rec(2, 0, mad(SET, 0x12, 0, bytes(11) + b"\x94")),
+            rec(2, 0, mad(SET, 0x17, 0, bytes(8))), rec(2, 0, mad(GET, 0x18, 1 << 16)),
+            rec(2, 0, mad(GET, 0x10))]
+    for cfg in (0x00, 0x05, 0x07):
+        yield bytes([cfg]) + b"".join(smps + data)
+    # an M_Key at each protection level: SMPs with it (ctl bit 3) and without, the lease
+    # running out (clock records), a link flap, a drain
+    for level in range(4):
+        cfg = 0x01 | 0x08 | level << 4 | 0x40
+        recs = [rec(0x0a, 0, mad(GET, 0x15, 0)), rec(2, 0, mad(SET, 0x16, 0, bytes(64))),
+                rec(2, 0, mad(GET, 0x15, 0)), rec(0x80, 0, bytes(120)),
+                rec(2, 0, mad(GET, 0x15, 0)), rec(0x0a, 0, mad(SET, 0x15, 0, pinfo)),
+                rec(0x81, 1, b""), rec(0x82, 0, b""), rec(0x0e, 0, mad(SET, 0x19, 0, lft, dr=False))]
+        yield bytes([cfg]) + b"".join(recs + data)
+
+
+def fabric_control_seeds():
+    """fuzz_fabric_control: a flags byte, control lines, then records after "\n@" (the
+    target's header comment): c control lines, A-D script files, f frames, t time."""
+    def rec(kind, body=b""):
+        return b"\n@" + kind + body
+
+    def frame(port, data, fix=1):
+        return rec(b"f", bytes([port, fix]) + data)
+
+    def t(exp, drain=True):
+        return rec(b"t", bytes([exp | (0x80 if drain else 0)]))
+
+    bcast = b"\xff" * 6 + bytes.fromhex("525400000001") + b"\x08\x00" + bytes(range(64))
+    # Ethernet: impairments with a delay line, broadcast into it, timed events, a capture.
+    yield (b"\x04" + b"set 2 out delay=1ms rate=10 jitter=100us\nset 1 in dup=50 reorder=50 "
+           b"corrupt=10\nset 3 loss=5% mtu=100 drop=2\nlink 3 down\nat 1ms link 3 up\n"
+           b"seed 7\nhelp\nzero\ncapture start cap" + frame(0, bcast) + frame(1, bcast) +
+           frame(0, bcast, 3) + t(10, False) + rec(b"c", b"show\nclear 2\ncapture stop") +
+           t(12))
+    # Scripts: nested, one that loads itself, events separated by ';' and comments.
+    yield (b"\x02" + b"script A" + rec(b"A", b"\nat 1ms script B # nested\n"
+           b"at 2ms port 2 out loss=10%; at 3ms port 1 down\nat 4ms port 1 up\n") +
+           rec(b"B", b"\nat 0 port 2 in delay=2ms\nat 1s clear\n") +
+           rec(b"c", b"script A\nscript B\nat 5ms script B") + t(12) + t(20) +
+           rec(b"C", b"\nat 0 script C\n") + rec(b"c", b"script C\nscript D\nshow") +
+           rec(b"D", b"\nat 0 at 1ms at 2ms zero\n" * 8) + rec(b"c", b"script D") + t(21))
+
+    # InfiniBand: the SM programs the switch (ports ACTIVE, LinearFDBTop, the LFT, the MFT),
+    # then multicast behind a delay, and show.
+    def smp(method, attr, mod, data=b""):
+        mad = bytearray(256)
+        mad[0:4] = bytes([1, 0x81, 1, method])
+        mad[6], mad[7] = 1, 1                                   # hop pointer, hop count
+        mad[16:18] = struct.pack(">H", attr)
+        mad[20:24] = struct.pack(">I", mod)
+        mad[32:36] = b"\xff" * 4                               # DR SLID, DLID permissive
+        mad[64:64 + len(data)] = data
+        mad[129] = 1                                            # initial path: port 1
+        return frame(0, ib_frame(0x64, 0, 0, bytes(mad), b"", struct.pack(">II", 0, 0),
+                                 dlid=0xffff, vl=15))
+    ib = b"\x07" + b"show"
+    for port in range(1, 5):
+        for state in (3, 4):                                    # ARMED, ACTIVE
+            ib += smp(2, 0x15, port, bytes(32) + bytes([state]))
+    ib += smp(2, 0x12, 0, bytes(6) + struct.pack(">H", 0xbfff))  # SwitchInfo: LinearFDBTop
+    for block in range(0, 768, 97):
+        ib += smp(2, 0x19, block, bytes([2]) * 64)
+    ib += smp(2, 0x1b, 0, bytes(2) + struct.pack(">H", 0x1e))   # MFT: MLID 0xc001, ports 1-4
+    mc = ib_frame(0x64, 0xffffff, 0, b"mc" * 64, b"", struct.pack(">II", 0x1234, 7), dlid=0xc001,
+                  grh=True)
+    ib += rec(b"c", b"capture start ibcap\nset 2-4 out delay=1ms") + frame(0, mc) + frame(0, mc)
+    yield ib + t(5, False) + frame(1, mc) + rec(b"c", b"show\ncapture stop") + t(12)
+    # A flood into a delay line behind the smallest queues (flags: 3 ports, bit 3): 21 copies
+    # of a 1000-byte broadcast, most of them dropped and counted.
+    big = b"\xff" * 6 + bytes.fromhex("525400000001") + b"\x08\x00" + bytes(986)
+    yield (b"\x0c" + b"set 2-3 out delay=10ms" + frame(0, big, 1 | 20 << 2) + t(8, False) +
+           rec(b"c", b"show") + t(14))
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds),
-                      ("mixed", mixed_seeds), ("qemu", qemu_seeds)):
+                      ("mixed", mixed_seeds), ("qemu", qemu_seeds), ("ibswitch", ibswitch_seeds),
+                      ("fabric_control", fabric_control_seeds)):
         d = os.path.join(sys.argv[1], name)
         os.makedirs(d, exist_ok=True)
         for i, seed in enumerate(gen()):
