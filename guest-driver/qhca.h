@@ -98,7 +98,12 @@ struct qhca_dev {
 	struct qhca_eq async_eq;
 	struct qhca_eq *comp_eq;	/* one per completion vector */
 	int ncomp;
-	struct xarray cqs;		/* cqn -> qhca_cq, for completion events */
+	/*
+	 * cqn -> qhca_cq, for completion and CQ_ERR events. Its lock (taken with interrupts
+	 * off) is held by the async EQ around finding a CQ and running its event handler, and
+	 * by destroy around removing it: see qhca_cq_event().
+	 */
+	struct xarray cqs;
 	struct xarray qps;		/* qpn -> qhca_qp */
 	struct xarray srqs;		/* srqn -> qhca_srq */
 	struct net_device *netdev;
@@ -106,6 +111,11 @@ struct qhca_dev {
 	struct qhca_port_attr port;	/* from QUERY_PORT at probe; mac follows SET_MAC */
 	u16 abi_minor;			/* REG_VERSION minor */
 	struct dentry *debugfs;
+	/* debugfs: the CQ_ERR test hook and counters of qhca_cq_event() */
+	u32 cq_event_delay_ms;
+	struct qhca_cq *cq_event_cq;	/* the CQ whose event handler is being run */
+	atomic_t cq_events;		/* CQ_ERR events handed to a handler */
+	atomic_t cq_events_late;	/* ... still being handed when the CQ's destroy returned */
 };
 
 struct qhca_ucontext {
@@ -154,6 +164,7 @@ struct qhca_cq {
 	size_t size;
 	struct qhca_cq_dbrec *dbrec;
 	struct xarray qps;		/* kernel CQs: qpn -> the QPs completing here */
+	bool destroying;		/* DESTROY_CQ sent (debugfs cq_event_delay_ms) */
 };
 
 /* A work queue ring (SQ, RQ, SRQ). */

@@ -162,7 +162,7 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	qhca_pbl_free(dev, &pb, keep);
 	if (err)
 		goto err_buf;
-	err = xa_err(xa_store(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
+	err = xa_err(xa_store_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
 	if (err)
 		goto err_destroy;
 	ibcq->cqe = (1 << log2) - 1;
@@ -176,7 +176,7 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return 0;
 
 err_xa:
-	xa_erase(&dev->cqs, cq->cqn);
+	xa_erase_irq(&dev->cqs, cq->cqn);	/* async events: see qhca_cq_event() */
 	qhca_comp_sync(dev);
 err_destroy:
 	derr = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, NULL, 0, NULL, 0, NULL);
@@ -243,12 +243,18 @@ int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct qhca_cq *cq = to_qcq(ibcq);
 	int err;
 
+	WRITE_ONCE(cq->destroying, true);
 	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_CQ, cq->cqn, NULL, 0, NULL, 0, NULL);
-	if (err && !qhca_admin_dead(dev))
+	if (err && !qhca_admin_dead(dev)) {
+		WRITE_ONCE(cq->destroying, false);
 		return err;
+	}
 	/* With a dead queue the CQ is gone for the OS; its ring stays until reset. */
-	xa_erase(&dev->cqs, cq->cqn);
+	xa_erase_irq(&dev->cqs, cq->cqn);	/* waits for a CQ_ERR handler on it */
 	qhca_comp_sync(dev);
+	/* ib_core frees the CQ when we return: no event handler may still be running on it. */
+	if (READ_ONCE(dev->cq_event_cq) == cq)
+		atomic_inc(&dev->cq_events_late);
 	WARN_ON_ONCE(!xa_empty(&cq->qps));	/* ib_core destroys the QPs first */
 	xa_destroy(&cq->qps);
 	qhca_cq_put_mem(dev, cq, qhca_admin_obj_keep(dev, err));

@@ -3,6 +3,7 @@
  * qhca event queues. The async EQ on MSI-X vector 0 (shared with the admin queue) carries
  * port state changes and QP, CQ and SRQ errors; completion EQs live in qhca_cq.c.
  */
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
 #include <linux/io.h>
@@ -90,15 +91,44 @@ static void qhca_qp_event(struct qhca_dev *dev, u32 qpn, enum ib_event_type type
 	qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
-static void qhca_cq_event(struct qhca_dev *dev, u32 cqn)
-{
-	struct qhca_cq *cq = xa_load(&dev->cqs, cqn);
-	struct ib_event ev = { .device = &dev->ibdev, .event = IB_EVENT_CQ_ERR };
+/*
+ * A CQ's event handler runs under the lock of dev->cqs, which destroy takes to remove the
+ * CQ: once qhca_destroy_cq() has removed it, no handler is running on it and none will.
+ * (QPs and SRQs get the same from synchronize_irq() in their destroy.)
+ *
+ * Test hook (debugfs cq_event_delay_ms, tests/vm/test-hardening.sh): while it is nonzero,
+ * a CQ_ERR stays in the EQ until its CQ's destroy has begun, and then its handler runs that
+ * many milliseconds after the CQ was found, as if the EQ had been walked late and slowly,
+ * in the interrupt that completes DESTROY_CQ. Returns false to leave the event for the next
+ * interrupt.
+ */
+#define QHCA_CQ_EVENT_DELAY_MAX_MS	100
 
+static bool qhca_cq_event(struct qhca_dev *dev, u32 cqn)
+{
+	struct ib_event ev = { .device = &dev->ibdev, .event = IB_EVENT_CQ_ERR };
+	u32 delay = READ_ONCE(dev->cq_event_delay_ms);
+	struct qhca_cq *cq;
+	bool done = true;
+
+	xa_lock(&dev->cqs);	/* in the interrupt handler: interrupts are off */
+	cq = xa_load(&dev->cqs, cqn);
 	if (!cq || !cq->ibcq.event_handler)
-		return;
+		goto out;
+	if (delay && !READ_ONCE(cq->destroying)) {
+		done = false;
+		goto out;
+	}
+	WRITE_ONCE(dev->cq_event_cq, cq);
+	if (delay)
+		mdelay(min_t(u32, delay, QHCA_CQ_EVENT_DELAY_MAX_MS));
+	atomic_inc(&dev->cq_events);
 	ev.element.cq = &cq->ibcq;
 	cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	WRITE_ONCE(dev->cq_event_cq, NULL);
+out:
+	xa_unlock(&dev->cqs);
+	return done;
 }
 
 static void qhca_srq_event(struct qhca_dev *dev, u32 srqn)
@@ -164,7 +194,8 @@ void qhca_async_eq_poll(struct qhca_dev *dev)
 			qhca_qp_event(dev, eqe->handle, IB_EVENT_SQ_DRAINED);
 			break;
 		case QHCA_EVENT_CQ_ERR:
-			qhca_cq_event(dev, eqe->handle);
+			if (!qhca_cq_event(dev, eqe->handle))
+				goto out;	/* held: walked again at the next interrupt */
 			break;
 		case QHCA_EVENT_SRQ_LIMIT:
 			qhca_srq_event(dev, eqe->handle);
@@ -179,6 +210,7 @@ void qhca_async_eq_poll(struct qhca_dev *dev)
 		}
 		eq->ci++;
 	}
+out:
 	if (eq->ci != start)
 		qhca_ring_doorbell(dev, QHCA_DB_EQ, eq->handle, eq->ci);
 }

@@ -32,15 +32,23 @@ static int qhca_check_version(struct qhca_dev *dev)
 static struct dentry *qhca_debugfs_root;
 
 /*
- * debugfs <root>/qhca/<pci name>/: admin_state (enum qhca_aq_state) and
- * admin_timeout_inject: write 1 and the next admin command goes into the ring without its
- * doorbell, so it times out as if the device had hung (tests/vm/test-hardening.sh).
+ * debugfs <root>/qhca/<pci name>/ (tests/vm/test-hardening.sh):
+ *  - admin_state (enum qhca_aq_state);
+ *  - admin_timeout_inject: write 1 and the next admin command goes into the ring without
+ *    its doorbell, so it times out as if the device had hung;
+ *  - cq_event_delay_ms: nonzero holds each CQ_ERR until its CQ's destroy has begun, then
+ *    runs its handler that late (qhca_cq_event());
+ *  - cq_events: CQ_ERR events handed to a CQ's handler; cq_events_late: those whose handler
+ *    was still running when the CQ's destroy returned (a use after free): must stay 0.
  */
 static void qhca_debugfs_init(struct qhca_dev *dev)
 {
 	dev->debugfs = debugfs_create_dir(pci_name(dev->pdev), qhca_debugfs_root);
 	debugfs_create_u32("admin_state", 0400, dev->debugfs, &dev->aq.state);
 	debugfs_create_bool("admin_timeout_inject", 0600, dev->debugfs, &dev->aq.inject_timeout);
+	debugfs_create_u32("cq_event_delay_ms", 0600, dev->debugfs, &dev->cq_event_delay_ms);
+	debugfs_create_atomic_t("cq_events", 0400, dev->debugfs, &dev->cq_events);
+	debugfs_create_atomic_t("cq_events_late", 0400, dev->debugfs, &dev->cq_events_late);
 }
 
 static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -52,7 +60,7 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (!dev)
 		return -ENOMEM;
 	dev->pdev = pdev;
-	xa_init(&dev->cqs);
+	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);	/* locked by the async EQ too */
 	xa_init(&dev->qps);
 	xa_init(&dev->srqs);
 	pci_set_drvdata(pdev, dev);

@@ -2,7 +2,8 @@
 /*
  * qhca rdma-core provider: device matching, the user context with its doorbell page,
  * device and port queries, protection domains, memory regions and address handles. The
- * queues and the datapath are in qhca_queue.c.
+ * queues and the datapath are in qhca_buf.c, qhca_cq.c, qhca_qp.c, qhca_srq.c and
+ * qhca_wr.c.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -5,11 +5,15 @@
 #ifndef QHCA_PROVIDER_H
 #define QHCA_PROVIDER_H
 
+#include <endian.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <infiniband/driver.h>
 #include <infiniband/kern-abi.h>
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
 
 #include "qhca_uabi.h"
 #include <kernel-abi/qhca_uabi.h>	/* made from it by CMakeLists.txt */
@@ -27,7 +31,7 @@ struct qhca_context {
 	/*
 	 * The device's limits (query_device at open, max_inline_data from the context), each at
 	 * most what the provider's ring formats can hold: every capability an application asks
-	 * for is checked against them before any arithmetic on it (qhca_queue.c).
+	 * for is checked against them before any arithmetic on it (qhca_buf.c).
 	 */
 	uint32_t max_qp_wr;
 	uint32_t max_send_sge, max_recv_sge;
@@ -180,7 +184,43 @@ static inline struct qhca_ah *to_qah(struct ibv_ah *ah)
 #define QHCA_PROV_MAX_SGE	255		/* num_sge of a send WQE is one byte */
 #define QHCA_PROV_MAX_INLINE	QHCA_PAGE_SIZE	/* a WQE never spans more than a page */
 
-/* qhca_queue.c */
+/* The smallest l with 2^l >= v, for any v (0 and 1 give 0). */
+static inline unsigned int qhca_log2_ceil(uint64_t v)
+{
+	return v <= 1 ? 0 : 64 - __builtin_clzll(v - 1);
+}
+
+static inline void qhca_ring_doorbell(struct qhca_context *ctx, uint32_t off, uint32_t num,
+				      uint32_t idx)
+{
+	/* WQEs and records must be visible before the device sees the doorbell. */
+	udma_to_device_barrier();
+	mmio_write64_le((uint8_t *)ctx->db_page + off,
+			htole64(QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, idx) |
+				QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num)));
+}
+
+/* The operations of the ibv_wr_* API (qhca_wr.c) */
+#define QHCA_SEND_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
+		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |			\
+		       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		\
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |	\
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |			\
+		       IBV_QP_EX_WITH_ATOMIC_WRITE)
+
+/* qhca_buf.c: ring memory, parent domains, ring geometry */
+struct qhca_pd *qhca_parent_of(struct ibv_pd *pd);
+void *qhca_buf_alloc(struct qhca_pd *parent, size_t size, uint64_t type, bool *custom);
+void qhca_buf_free(struct qhca_pd *parent, bool custom, void *p, size_t size, uint64_t type);
+void *qhca_wq_buf_alloc(struct qhca_ring *r, struct qhca_pd *parent, uint64_t type);
+void qhca_wq_buf_free(struct qhca_ring *r, uint64_t type);
+struct ibv_pd *qhca_alloc_parent_domain(struct ibv_context *context,
+					struct ibv_parent_domain_init_attr *attr);
+int qhca_ring_entries_log2(uint32_t want, uint32_t max, uint32_t *log2);
+int qhca_stride_log2(uint64_t bytes, uint32_t *log2);
+int qhca_rq_stride_log2(uint32_t max_sge, uint32_t *log2);
+
+/* qhca_cq.c */
 struct ibv_cq *qhca_create_cq(struct ibv_context *context, int cqe,
 			      struct ibv_comp_channel *channel, int comp_vector);
 struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
@@ -189,6 +229,9 @@ int qhca_destroy_cq(struct ibv_cq *ibcq);
 int qhca_resize_cq(struct ibv_cq *ibcq, int cqe);
 int qhca_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int qhca_req_notify_cq(struct ibv_cq *ibcq, int solicited);
+void qhca_cq_clean(struct qhca_cq *cq, uint32_t num, bool xrc);
+
+/* qhca_qp.c */
 struct ibv_qp *qhca_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *qhca_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 struct ibv_qp *qhca_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr);
@@ -196,11 +239,8 @@ int qhca_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init);
 int qhca_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
 int qhca_destroy_qp(struct ibv_qp *ibqp);
-int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
-struct ibv_pd *qhca_alloc_parent_domain(struct ibv_context *context,
-					struct ibv_parent_domain_init_attr *attr);
-int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
-int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/* qhca_srq.c */
 struct ibv_srq *qhca_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 struct ibv_srq *qhca_create_srq_ex(struct ibv_context *context,
 				   struct ibv_srq_init_attr_ex *attr);
@@ -208,7 +248,13 @@ int qhca_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num);
 int qhca_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask);
 int qhca_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int qhca_destroy_srq(struct ibv_srq *ibsrq);
+
+/* qhca_wr.c */
+int qhca_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int qhca_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+int qhca_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int qhca_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
+void qhca_wr_set_ops(struct ibv_qp_ex *ex);
 
 #endif /* QHCA_PROVIDER_H */

@@ -44,6 +44,12 @@ mkdir -p "$src/providers/qhca/abi"
 for f in "$QHCA_ROOT"/guest-provider/*; do
     cmp -s "$f" "$src/providers/qhca/$(basename "$f")" || cp "$f" "$src/providers/qhca/"
 done
+# Sources no longer in guest-provider/ (a file split or renamed) leave the copy too.
+for f in "$src"/providers/qhca/*.[ch] "$src"/providers/qhca/CMakeLists.txt; do
+    if [ -e "$f" ] && [ ! -e "$QHCA_ROOT/guest-provider/$(basename "$f")" ]; then
+        rm -f "$f"
+    fi
+done
 for f in "$QHCA_ROOT"/abi/*; do
     cmp -s "$f" "$src/providers/qhca/abi/$(basename "$f")" || cp "$f" "$src/providers/qhca/abi/"
 done
