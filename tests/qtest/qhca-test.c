@@ -1115,6 +1115,116 @@ static void test_hostile_objects(void)
     qhca_stop(h);
 }
 
+/* Resident memory of process @pid in bytes (VmRSS). */
+static uint64_t proc_rss(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+    g_autofree char *text = NULL;
+    const char *l;
+
+    g_assert(g_file_get_contents(path, &text, NULL, NULL));
+    l = strstr(text, "VmRSS:");
+    g_assert(l);
+    return g_ascii_strtoull(l + 6, NULL, 10) << 10;
+}
+
+/* Create QPs as @qp says until one is refused (its status in *@st) or @limit; how many. */
+static uint32_t fill_qps(Qhca *h, const struct qhca_qp_create *qp, uint32_t *qpns,
+                         uint32_t limit, uint16_t *st)
+{
+    uint32_t made = 0;
+
+    *st = QHCA_ST_OK;
+    while (made < limit) {
+        *st = qhca_obj(h, QHCA_CMD_CREATE_QP, 0, qp, sizeof(*qp), NULL, 0, &qpns[made]);
+        if (*st != QHCA_ST_OK) {
+            break;
+        }
+        made++;
+    }
+    return made;
+}
+
+/*
+ * A hostile guest's cheapest way to make QEMU allocate: QPs whose two rings of 32768 WQEs
+ * of 4 KiB are one guest page listed 65536 times (a two-level list: about 4.5 KiB of guest
+ * memory a QP, 512 KiB of page lists in the device; 262144 of them were 128 GiB). At the
+ * default properties creates fail once the device's host-mem-mb (1024 MiB) is used, and
+ * QEMU's resident memory grows by no more than that (docs/security.md, "What a guest can
+ * cost the host"); destroying them gives the budget back.
+ */
+static void test_host_memory_bound(void)
+{
+    const uint64_t budget = 1024ull << 20;
+    struct qhca_cmd ceq = { .hdr = { .opcode = QHCA_CMD_CREATE_EQ,
+                                     .len = sizeof(ceq.create_eq) } };
+    struct qhca_cmd destroy = { .hdr = { .opcode = QHCA_CMD_DESTROY_QP,
+                                         .len = sizeof(destroy.obj) } };
+    struct qhca_cq_create cq = { .log2_entries = 4 };
+    struct qhca_qp_create qp = { .type = QHCA_QPT_RC, .sq_log2 = 15, .rq_log2 = 15,
+                                 .sq_stride_log2 = 12, .rq_stride_log2 = 12 };
+    Qhca *h = qhca_start(NULL);
+    uint64_t page, list, dir, rss0, rss1, rss2;
+    uint32_t eq, pd, cqn, made, again, i, *qpns;
+    uint32_t limit = budget / (512u << 10) + 64;
+    uint16_t st = QHCA_ST_OK;
+
+    qhca_enable(h);
+    ceq.create_eq.ring_addr = qhca_alloc_aligned(h, 4096);
+    ceq.create_eq.log2_entries = 4;
+    ceq.create_eq.vector = 2;
+    g_assert_cmpuint(qhca_exec(h, &ceq, &eq, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &pd), ==, QHCA_ST_OK);
+    cq.pbl = node_pbl(h, qhca_alloc_aligned(h, 4096), 1);
+    cq.eq = eq;
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq), NULL, 0, &cqn), ==,
+                     QHCA_ST_OK);
+    page = qhca_alloc_aligned(h, 4096);
+    list = qhca_alloc_aligned(h, 4096);
+    dir = qhca_alloc_aligned(h, 4096);
+    for (i = 0; i < QHCA_PBL_PER_PAGE; i++) {
+        qtest_writeq(h->qts, list + i * 8, page);
+    }
+    for (i = 0; i < 64; i++) {
+        qtest_writeq(h->qts, dir + i * 8, list);
+    }
+    qp.pd = pd;
+    qp.send_cq = qp.recv_cq = cqn;
+    qp.sq_pbl = (struct qhca_pbl){ .addr = dir, .npages = 32768, .levels = 2 };
+    qp.rq_pbl = qp.sq_pbl;
+    qpns = g_new0(uint32_t, limit);
+    rss0 = proc_rss(qtest_pid(h->qts));
+    made = fill_qps(h, &qp, qpns, limit, &st);
+    rss1 = proc_rss(qtest_pid(h->qts));
+    g_assert_cmpuint(st, ==, QHCA_ST_NO_RESOURCES);
+    g_assert_cmpuint(made, >=, limit / 2);
+    /*
+     * The budget, the allocator's overhead (under 2 %) and QEMU's own change beside it;
+     * under AddressSanitizer also its shadow, an eighth of what is allocated.
+     */
+#ifdef __SANITIZE_ADDRESS__
+    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 8 + budget / 50 + (32u << 20));
+#else
+    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 50 + (32u << 20));
+#endif
+    /* All destroyed and made again: the same number fit, and QEMU has not grown. */
+    for (i = 0; i < made; i++) {
+        destroy.obj.handle = qpns[i];
+        g_assert_cmpuint(qhca_exec(h, &destroy, NULL, NULL), ==, QHCA_ST_OK);
+    }
+    again = fill_qps(h, &qp, qpns, limit, &st);
+    rss2 = proc_rss(qtest_pid(h->qts));
+    g_assert_cmpuint(st, ==, QHCA_ST_NO_RESOURCES);
+    g_assert_cmpuint(again, ==, made);
+    g_assert_cmpuint(rss2, <=, rss1 + (16u << 20));
+    printf("# host-mem-mb 1024: %u QPs of two 128 MiB rings from one guest page each, then "
+           "NO_RESOURCES; QEMU's RSS %" PRIu64 " MiB before, %" PRIu64 " MiB at the refusal "
+           "(+%" PRIu64 " MiB), %" PRIu64 " MiB after all were destroyed and made again\n",
+           made, rss0 >> 20, rss1 >> 20, (rss1 - MIN(rss0, rss1)) >> 20, rss2 >> 20);
+    g_free(qpns);
+    qhca_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1131,5 +1241,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/two-devices-xrc", test_two_devices_xrc);
     qtest_add_func("/qhca/hostile-objects", test_hostile_objects);
     qtest_add_func("/qhca/timers-follow-guest-clock", test_timers_follow_guest_clock);
+    qtest_add_func("/qhca/host-memory-bound", test_host_memory_bound);
     return g_test_run();
 }
