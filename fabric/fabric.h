@@ -63,16 +63,18 @@ struct fabric_dir_stats {
 
 /* A frame waiting in the delay line, or held back to be reordered. */
 struct fabric_delayed {
-	struct fabric_delayed *prev, *next;
 	uint64_t due_ns;
+	uint64_t seq;		/* order of arrival in the delay line: equal due times FIFO */
 	int out;
 	size_t len;
 	uint8_t frame[];
 };
 
 #define FABRIC_REORDER_HOLD_NS	2000000ull	/* a held frame goes alone after this */
-/* What a frame of @len bytes in the delay line counts in its destination's queue. */
-#define FABRIC_DELAYED_COST(len)	(sizeof(struct fabric_delayed) + (len))
+/* What a frame of @len bytes in the delay line counts in its destination's queue: the
+ * frame, its bookkeeping and its slot in the heap. */
+#define FABRIC_DELAYED_COST(len)	\
+	(sizeof(struct fabric_delayed) + sizeof(struct fabric_delayed *) + (len))
 
 struct fabric_port {
 	char path[FABRIC_PATH_MAX];
@@ -135,10 +137,28 @@ struct fabric_timed {		/* a command to run later (at, script) */
 #define FABRIC_TIMED_MAX	16384
 #define FABRIC_TIMED_BYTES	(8u << 20)
 
+/*
+ * A control client is never waited on: its commands are run a few at a time
+ * (FABRIC_CTL_ROUND_CMDS, FABRIC_CTL_ROUND_NS) per poll round, the rest stay in its input
+ * buffer; its replies go into an output buffer written when the socket takes them. While
+ * FABRIC_CTL_OUT_PAUSE bytes of replies are unread its commands wait; past
+ * FABRIC_CTL_OUT_MAX, or with replies unread and nothing taken for FABRIC_CTL_STALL_MS, it
+ * is disconnected.
+ */
+#define FABRIC_CTL_ROUND_CMDS	16
+#define FABRIC_CTL_ROUND_NS	1000000ull
+#define FABRIC_CTL_OUT_PAUSE	(64u << 10)
+#define FABRIC_CTL_OUT_MAX	(1u << 20)
+#define FABRIC_CTL_STALL_MS	10000
+
 struct fabric_ctl_client {
 	int fd;			/* -1: free */
-	size_t have;
+	bool eof;		/* it sent all it will: closed once its replies are out */
+	size_t have;		/* input not yet run, at buf */
 	char buf[FABRIC_CTL_LINE];
+	char *out;		/* replies not yet written, out_len at out + out_head */
+	size_t out_head, out_len, out_cap;
+	uint64_t out_since_ns;	/* replies waiting and none taken since then */
 };
 
 struct fabric_capture;
@@ -155,7 +175,12 @@ struct fabric {
 	int impaired;		/* some impairment or link down is set: take the slow path */
 	uint64_t seed;
 	uint64_t start_ns;
-	struct fabric_delayed *dl_head, *dl_tail;	/* delay line, by due time */
+	/* The delay line: a binary min-heap by (due_ns, seq), dl_n frames in dl_heap[]
+	 * (dl_cap slots); a frame goes in and the first comes out in O(log n) steps. */
+	struct fabric_delayed **dl_heap;
+	size_t dl_n, dl_cap;
+	uint64_t dl_seq;				/* the next frame's seq */
+	uint64_t dl_steps;				/* its work: entries moved or compared */
 	int nheld;					/* ports holding a frame back */
 	struct fabric_timed *timed;			/* by due time */
 	unsigned int ntimed;				/* pending events, */
@@ -258,6 +283,8 @@ uint64_t fabric_run_timed(struct fabric *sw, uint64_t now);
 /* Poll set of the control socket: add its fds at @pfd (at most 1 + FABRIC_CTL_CLIENTS). */
 int fabric_control_pollfds(struct fabric *sw, struct pollfd *pfd);
 void fabric_control_handle(struct fabric *sw, const struct pollfd *pfd, int n);
+/* Has a control client commands waiting to run (poll without waiting)? */
+bool fabric_control_pending(const struct fabric *sw);
 
 /* capture.c: pcapng of every frame entering the fabric, one interface per port. */
 int fabric_capture_start(struct fabric *sw, const char *path, char *err, size_t errlen);

@@ -10,6 +10,7 @@
 #include "engine_internal.h"
 
 #define CQ_MAX_LOG2	22
+#define CQ_MOVE		(4096 / sizeof(struct qhca_cqe))	/* CQEs a resize moves at once */
 
 struct qhca_cq *qhca_cq_find(struct qhca_engine *e, uint32_t cqn)
 {
@@ -85,8 +86,9 @@ static int cq_write(struct qhca_engine *e, const uint64_t *pages, uint32_t npage
 uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_cq_resize *r)
 {
 	struct qhca_cq *cq = qhca_cq_find(e, cqn);
+	struct qhca_cqe move[CQ_MOVE];
 	uint64_t need, *pages;
-	uint32_t ci, n, i;
+	uint32_t ci, n, i, chunk;
 	uint16_t st;
 
 	if (!cq)
@@ -108,16 +110,27 @@ uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_c
 			   &pages);
 	if (st != QHCA_ST_OK)
 		return st;
-	for (i = 0; i < n; i++) {
-		struct qhca_cqe cqe;
+	/*
+	 * The CQEs not polled move to the start of the new ring a page's worth at a time: the
+	 * consumer index is the guest's, so n may be the whole ring of 4M CQEs (128 MiB) even
+	 * on a CQ that never completed anything; that costs two large copies, not 8 million
+	 * small ones. The new ring is not the guest's to poll until the command completes, so
+	 * each CQE goes whole with its owner bit set for the first lap.
+	 */
+	for (i = 0; i < n; i += chunk) {
+		uint32_t src = (ci + i) & ((1u << cq->log2) - 1), j;
 
-		if (qhca_pages_xfer(e, cq->pages, cq->npages,
-				    (uint64_t)((ci + i) & ((1u << cq->log2) - 1)) * sizeof(cqe),
-				    &cqe, sizeof(cqe), false) ||
-		    cq_write(e, pages, r->pbl.npages, r->log2_entries, i, &cqe)) {
-			qhca_host_free(pages);
-			return QHCA_ST_DMA_ERROR;
-		}
+		chunk = n - i < CQ_MOVE ? n - i : CQ_MOVE;
+		if (chunk > (1u << cq->log2) - src)
+			chunk = (1u << cq->log2) - src;	/* to the old ring's end */
+		if (qhca_pages_xfer(e, cq->pages, cq->npages, (uint64_t)src * sizeof(*move),
+				    move, chunk * sizeof(*move), false))
+			goto dma_err;
+		for (j = 0; j < chunk; j++)
+			move[j].owner = QHCA_CQE_OWNER_PHASE;	/* index i + j < the new size */
+		if (qhca_pages_xfer(e, pages, r->pbl.npages, (uint64_t)i * sizeof(*move), move,
+				    chunk * sizeof(*move), true))
+			goto dma_err;
 	}
 	qhca_host_free(cq->pages);
 	cq->pages = pages;
@@ -127,6 +140,9 @@ uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_c
 	qhca_log(e, QHCA_LOG_EVENT, "CQ 0x%x resized to %u entries, %u moved", cqn,
 		 1u << cq->log2, n);
 	return QHCA_ST_OK;
+dma_err:
+	qhca_host_free(pages);
+	return QHCA_ST_DMA_ERROR;
 }
 
 static void cq_free(struct qhca_engine *e, struct qhca_cq *cq)

@@ -89,6 +89,7 @@ int qhca_dma_read(struct qhca_engine *e, uint64_t addr, void *buf, size_t len)
 	if (!dma_range_ok(e, addr, len, "read"))
 		return -1;
 	e->dma_bytes += len;	/* counted for the admin queue's budget */
+	e->dma_calls++;
 	if (len && e->ops->dma_read(e->opaque, addr, buf, len)) {
 		qhca_log_guest(e, "read of %zu bytes at 0x%llx failed", len, (unsigned long long)addr);
 		return -1;
@@ -101,6 +102,7 @@ int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t
 	if (!dma_range_ok(e, addr, len, "write"))
 		return -1;
 	e->dma_bytes += len;
+	e->dma_calls++;
 	if (len && e->ops->dma_write(e->opaque, addr, buf, len)) {
 		qhca_log_guest(e, "write of %zu bytes at 0x%llx failed", len, (unsigned long long)addr);
 		return -1;

@@ -430,6 +430,7 @@ struct qhca_engine {
 	bool loop_deferred;	/* the drain stopped at its budget: the timer goes on with it */
 	bool admin_pending;	/* the admin queue stopped at its budget: the timer goes on */
 	uint64_t dma_bytes;	/* guest memory moved, all told: the admin queue's budget */
+	uint64_t dma_calls;	/* and the accesses that moved it (for the tests) */
 	uint64_t qp_window_bytes;	/* the QPs' win_bytes together */
 	uint64_t qp_serial;	/* the last qhca_qp.serial given */
 	uint64_t host_bytes;	/* host memory guests sized, within host_budget (mem.c) */

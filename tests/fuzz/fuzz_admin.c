@@ -13,6 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct fz_state s;
 	uint32_t tail = 0;
 
+	fz_input(data, size);
+
 	fz_setup(&s, size & 1);
 	while (size >= 1) {
 		uint8_t kind = *data++;

@@ -191,8 +191,15 @@ CHECKER static void check_bounds(void)
 	if (n != sw.ntimed || bytes != sw.timed_bytes || n > FABRIC_TIMED_MAX ||
 	    bytes > FABRIC_TIMED_BYTES)
 		abort();
-	for (d = sw.dl_head; d; d = d->next) {
-		if (d->out < 0 || d->out >= sw.nports || (d->next && d->next->prev != d))
+	if (sw.dl_n > sw.dl_cap || (sw.dl_cap && !sw.dl_heap))
+		abort();
+	for (size_t k = 0; k < sw.dl_n; k++) {
+		d = sw.dl_heap[k];
+		/* a heap by (due, seq): no frame before its parent */
+		if (d->out < 0 || d->out >= sw.nports || d->seq >= sw.dl_seq ||
+		    (k && (d->due_ns < sw.dl_heap[(k - 1) / 2]->due_ns ||
+			   (d->due_ns == sw.dl_heap[(k - 1) / 2]->due_ns &&
+			    d->seq < sw.dl_heap[(k - 1) / 2]->seq))))
 			abort();
 		delayed[d->out] += FABRIC_DELAYED_COST(d->len);
 	}

@@ -103,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t frame[ROCE_MAX_HDR + 4096 + 8];
 	unsigned steps = 0;
 
+	fz_input(data, size);
+
 	/* Nothing may carry over from the last input: a finding must replay on its own. */
 	fz_xmit_hook = keep_frame;
 	kept_next = 0;

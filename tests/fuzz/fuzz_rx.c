@@ -23,6 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					  .tx_log2 = 2, .rx_log2 = 2, .vector = 1 };
 	unsigned i;
 
+	fz_input(data, size);
+
 	if (ib) {
 		data++;
 		size--;

@@ -15,6 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t ring_bytes = 8 * 0x1000;	/* four QPs: an SQ page and an RQ page each */
 	unsigned i;
 
+	fz_input(data, size);
+
 	if (size < 8)
 		return 0;
 	fz_setup(&s, 1);

@@ -83,8 +83,9 @@ static void test_qp_page_lists_within_budget(void)
 	}
 	grown = heap_in_use() - heap0;
 	CHECK_EQ(st, QHCA_ST_NO_RESOURCES);
-	CHECK(n->e.host_bytes <= budget);
 	CHECK(made >= limit / 2);	/* the budget is there to be used */
+	/* refused for want of room: less than one more QP's charge was left */
+	CHECK(made && budget - n->e.host_bytes < (n->e.host_bytes - base) / made);
 	/* The allocator's own overhead aside (a page a large block): under 2 %. */
 	if (HEAP_VISIBLE)
 		CHECK(grown <= budget + budget / 50);
@@ -139,8 +140,8 @@ static void test_mr_page_lists_within_budget(void)
 		made++;
 	}
 	CHECK_EQ(st, QHCA_ST_NO_RESOURCES);
-	CHECK(n->e.host_bytes <= budget);
 	CHECK(made >= limit / 2);
+	CHECK(made && budget - n->e.host_bytes < (n->e.host_bytes - base) / made);
 	for (i = 0; i < made; i++)
 		CHECK_EQ(qhca_mr_destroy(&n->e, keys[i]), QHCA_ST_OK);
 	CHECK_EQ(n->e.host_bytes, base);
@@ -181,6 +182,34 @@ static void test_budget_accounting(void)
 	buf = galloc(n, (32u << 9) + 64);
 	r.pbl = pbl_for(n, buf, (32u << 9) + 64);
 	CHECK_EQ(qhca_cq_resize(&n->e, q.scq.cqn, &r), QHCA_ST_OK);
+	{
+		/* a resize refused after its page list was loaded gives the list back */
+		uint64_t before = n->e.host_bytes;
+
+		r.log2_entries = 10;
+		CHECK_EQ(qhca_cq_resize(&n->e, q.scq.cqn, &r), QHCA_ST_BAD_FIELD);
+		r.log2_entries = 4;
+		r.pbl.addr = 0x10;	/* no guest memory there */
+		CHECK_EQ(qhca_cq_resize(&n->e, q.scq.cqn, &r), QHCA_ST_BAD_FIELD);
+		CHECK_EQ(n->e.host_bytes, before);
+		r.pbl = pbl_for(n, galloc(n, (32u << 4) + 64), (32u << 4) + 64);
+		CHECK_EQ(qhca_cq_resize(&n->e, q.scq.cqn, &r), QHCA_ST_OK);	/* and back */
+		CHECK(n->e.host_bytes < before);
+	}
+	{
+		/* a QP whose RQ's list is unreadable gives back its record and SQ list */
+		uint64_t before = n->e.host_bytes;
+		struct qhca_qp_create qc = { .pd = n->pd, .type = QHCA_QPT_RC, .sq_log2 = 7,
+					     .rq_log2 = 6, .sq_stride_log2 = SQ_STRIDE_LOG2,
+					     .rq_stride_log2 = RQ_STRIDE_LOG2, .max_inline = 128,
+					     .send_cq = q.scq.cqn, .recv_cq = q.rcq.cqn,
+					     .sq_pbl = pbl_for(n, q.sq, SQ_SIZE << SQ_STRIDE_LOG2),
+					     .rq_pbl = { .addr = 0x10, .npages = 1, .levels = 1 } };
+		uint32_t qpn;
+
+		CHECK_EQ(qhca_qp_create(&n->e, &qc, &qpn), QHCA_ST_BAD_FIELD);
+		CHECK_EQ(n->e.host_bytes, before);
+	}
 	/* An SRQ, resized; then one whose page list is unreadable gives back its record. */
 	sc = (struct qhca_srq_create){ .pd = n->pd, .log2 = 6, .stride_log2 = 6 };
 	buf = galloc(n, 64u << 6);
@@ -239,7 +268,7 @@ static void test_churn_leaves_nothing(void)
 {
 	enum { QPS = 4096, ROUNDS = 4 };
 	struct node *n = &nodes[0];
-	uint64_t in_use0, system1 = 0, sq, rq;
+	uint64_t in_use0, system1 = 0, sq, rq, charged0;
 	struct qhca_qp_create c;
 	uint32_t *qpns = calloc(QPS, sizeof(*qpns)), i, round;
 	struct cq cq;
@@ -254,6 +283,7 @@ static void test_churn_leaves_nothing(void)
 				     .sq_pbl = pbl_for(n, sq, 64u << 7),
 				     .rq_pbl = pbl_for(n, rq, 512u << 5) };
 	in_use0 = heap_in_use();
+	charged0 = n->e.host_bytes;
 	for (round = 0; round < ROUNDS; round++) {
 		for (i = 0; i < QPS; i++)
 			CHECK_EQ(qhca_qp_create(&n->e, &c, &qpns[i]), QHCA_ST_OK);
@@ -261,6 +291,7 @@ static void test_churn_leaves_nothing(void)
 			CHECK_EQ(qhca_qp_destroy(&n->e, qpns[i]), QHCA_ST_OK);
 		if (round == 0)
 			system1 = heap_from_system();
+		CHECK_EQ(n->e.host_bytes, charged0);	/* also under ASan */
 	}
 	if (HEAP_VISIBLE) {
 		printf("# %u rounds of %u QPs: heap in use %+lld bytes, taken from the system "
@@ -274,12 +305,85 @@ static void test_churn_leaves_nothing(void)
 	teardown();
 }
 
+/*
+ * The send windows' share: half of host-mem-mb (when that is below 512 MiB). Past it new
+ * QPs get smaller windows; nothing fails.
+ */
+static void test_window_share_of_budget(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	uint32_t i, first = 0, last = 0;
+	struct qhca_qp_create qc;
+	struct cq cq;
+
+	c.host_mem_mb = 16;
+	setup_cfg(&c);
+	cq = make_cq(n, 4);
+	qc = (struct qhca_qp_create){ .pd = n->pd, .type = QHCA_QPT_RC, .sq_log2 = 6,
+				      .rq_log2 = 0, .sq_stride_log2 = 7, .rq_stride_log2 = 4,
+				      .send_cq = cq.cqn, .recv_cq = cq.cqn,
+				      .sq_pbl = pbl_for(n, galloc(n, 64u << 7), 64u << 7),
+				      .rq_pbl = pbl_for(n, galloc(n, 4096), 4096) };
+	/* 64 slots of about 1 KiB: 8 MiB of windows is about 128 QPs' full windows */
+	for (i = 0; i < 160; i++) {
+		uint32_t qpn;
+		struct qhca_qp *qp;
+
+		if (qhca_qp_create(&n->e, &qc, &qpn) != QHCA_ST_OK)
+			break;
+		qp = qhca_qp_find(&n->e, qpn);
+		if (i == 0)
+			first = qp->win_size;
+		last = qp->win_size;
+	}
+	CHECK_EQ(i, 160);
+	CHECK_EQ(first, 64);
+	CHECK(last < 64);
+	/* within the share, but for QPs that got the smallest window of one slot */
+	CHECK(n->e.qp_window_bytes <= (8u << 20) + 160 * sizeof(struct qhca_send_wqe));
+	teardown();
+}
+
+/*
+ * RESIZE_CQ moves what is not polled, and the consumer index is the guest's: a CQ of 4M
+ * CQEs that never completed anything can claim all of them. They move a page at a time:
+ * two copies of 128 MiB in about 100 000 accesses, not 8 million of 32 bytes.
+ */
+static void test_resize_cq_moves_in_pages(void)
+{
+	struct node *n = &nodes[0];
+	struct qhca_cq_create cc;
+	struct qhca_cq_resize r;
+	uint64_t calls;
+	uint32_t cqn;
+	uint8_t *page;
+
+	setup_limits(true);
+	cc = (struct qhca_cq_create){ .log2_entries = 22, .eq = n->eq,
+				      .pbl = same_page_pbl(n, 32769) };
+	CHECK_EQ(qhca_cq_create(&n->e, &cc, &cqn), QHCA_ST_OK);
+	/* the record after the ring is at offset 0 of the one page: ci = pi - (4M - 1) */
+	page = gptr(n, ((uint64_t *)gptr(n, ((uint64_t *)gptr(n, cc.pbl.addr))[0]))[0]);
+	*(uint32_t *)page = 0u - ((1u << 22) - 1);
+	r = (struct qhca_cq_resize){ .log2_entries = 22, .pbl = same_page_pbl(n, 32769) };
+	calls = n->e.dma_calls;
+	CHECK_EQ(qhca_cq_resize(&n->e, cqn, &r), QHCA_ST_OK);
+	calls = n->e.dma_calls - calls;
+	printf("# RESIZE_CQ of 4194303 CQEs: %llu guest memory accesses\n",
+	       (unsigned long long)calls);
+	CHECK(calls <= 4 * 32768);	/* a chunk that straddles two pages: 3 accesses */
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "qp_page_lists_within_budget", test_qp_page_lists_within_budget },
 	{ "mr_page_lists_within_budget", test_mr_page_lists_within_budget },
 	{ "budget_accounting", test_budget_accounting },
 	{ "budget_property", test_budget_property },
 	{ "churn_leaves_nothing", test_churn_leaves_nothing },
+	{ "window_share_of_budget", test_window_share_of_budget },
+	{ "resize_cq_moves_in_pages", test_resize_cq_moves_in_pages },
 	{ NULL, NULL },
 };
 

@@ -657,6 +657,48 @@ static void test_mkey_own_queries(void)
 	teardown();
 }
 
+/* MAD_IFC through @n's admin queue (command @i since set-up) with @handle: its status,
+ * *@answered its result. */
+static uint16_t mad_ifc_cmd(struct node *n, uint32_t i, uint32_t handle, const uint8_t *in,
+			    uint8_t *out, uint32_t *answered)
+{
+	uint64_t buf = galloc(n, 2 * IB_MAD_LEN);
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_MAD_IFC, .cmd_id = (uint16_t)i,
+					 .len = sizeof(cmd.obj) } };
+	struct qhca_cqe_admin *cqe = gptr(n, n->e.acq_base + (uint64_t)i * sizeof(*cqe));
+
+	memcpy(gptr(n, buf), in, IB_MAD_LEN);
+	cmd.obj = (struct qhca_cmd_obj){ .in_addr = buf, .in_len = IB_MAD_LEN, .handle = handle,
+					 .out_addr = buf + IB_MAD_LEN, .out_len = IB_MAD_LEN };
+	memcpy(gptr(n, n->e.asq_base + (uint64_t)i * QHCA_CMD_SIZE), &cmd, sizeof(cmd));
+	qhca_engine_reg_write(&n->e, QHCA_REG_ASQ_TAIL, i + 1);
+	CHECK_EQ(cqe->cmd_id, i);
+	memcpy(out, gptr(n, buf + IB_MAD_LEN), IB_MAD_LEN);
+	*answered = cqe->result0;
+	return cqe->status;
+}
+
+/* The same through the admin command the driver uses, with and without the bit. */
+static void test_mkey_own_queries_cmd(void)
+{
+	uint8_t in[IB_MAD_LEN], out[IB_MAD_LEN];
+	struct node *n = &nodes[0];
+	uint32_t answered = 7;
+
+	ib_setup();
+	CHECK_EQ(set_mkey(n, 0, MKEY, 3, 0), 1);
+	smp(in, IB_MCLASS_SMP_LID, IB_METHOD_GET, IB_ATTR_GUID_INFO, 0);
+	CHECK_EQ(mad_ifc_cmd(n, 0, 1, in, out, &answered), QHCA_ST_OK);
+	CHECK_EQ(answered, 0);
+	CHECK_EQ(mad_ifc_cmd(n, 1, 1 | QHCA_MAD_IFC_IGNORE_MKEY, in, out, &answered),
+		 QHCA_ST_OK);
+	CHECK_EQ(answered, 1);
+	CHECK_EQ(ib_get64(out + IB_SMP_DATA), qhca_port_guid(&n->e));
+	CHECK_EQ(mad_ifc_cmd(n, 2, 2 | QHCA_MAD_IFC_IGNORE_MKEY, in, out, &answered),
+		 QHCA_ST_BAD_FIELD);	/* port 2: none */
+	teardown();
+}
+
 /* ---------------------------------------------------------------- transport */
 /* The last frame node @from put on the link (peeked before pump() delivers it). */
 static const uint8_t *last_frame(void)
@@ -871,6 +913,7 @@ int main(int argc, char **argv)
 		{ "mkey_trap", test_mkey_trap },
 		{ "mkey_lease", test_mkey_lease },
 		{ "mkey_own_queries", test_mkey_own_queries },
+		{ "mkey_own_queries_cmd", test_mkey_own_queries_cmd },
 		{ "ib_rc", test_ib_rc },
 		{ "ib_ud", test_ib_ud },
 		{ "ib_qp0", test_ib_qp0 },

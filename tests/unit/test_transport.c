@@ -2521,6 +2521,23 @@ static void test_mw_type2_outlives_qp(void)
 	connect_pair(&a2, &b2);
 	write_to(&a2, 3, lbuf, lkey, rbuf + 1024, key, 16, QHCA_WC_REM_ACCESS_ERR);
 	CHECK(all_zero(n1, va_to_gpa(rbuf) + 16, 4096 - 16));
+	/* nor may it invalidate the window (SEND_WITH_INV names the binder's QP too) */
+	CHECK_EQ(qhca_qp_destroy(&n1->e, qpn), QHCA_ST_OK);
+	qpn = 0;
+	for (i = 0; i < 1000 && qpn != old; i++) {
+		if (qpn)
+			CHECK_EQ(qhca_qp_destroy(&n1->e, qpn), QHCA_ST_OK);
+		CHECK_EQ(qhca_qp_create(&n1->e, &c, &qpn), QHCA_ST_OK);
+	}
+	CHECK_EQ(qpn, old);
+	b2.qpn = qpn;
+	b2.rq_pi = 0;
+	a2 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	connect_pair(&a2, &b2);
+	post_recv(&b2, 4, rbuf + 2048, 64, rkey);
+	w_send_inv(&a2, 5, lbuf, lkey, key);
+	expect_cqe(&nodes[0], &a2.scq, 5, QHCA_WC_REM_INV_REQ_ERR, 0, 0);
+	CHECK(!qhca_mr_find(&n1->e, key)->invalid);
 	teardown();
 }
 
@@ -2585,6 +2602,57 @@ static void test_mtu_change_mid_message(void)
 	CHECK(!memcmp(gptr(&nodes[1], va_to_gpa(rbuf)), data, 1024));
 	CHECK(all_zero(&nodes[1], va_to_gpa(rbuf) + 1024, 3072));
 	teardown();
+}
+
+/*
+ * The same for READ: the responder cuts its responses by the MTU the READ came with, also
+ * when its transmit path pushed back half way and a modify raised its MTU meanwhile; the
+ * requester places them by the MTU its READ started with, also when its own was raised
+ * before they came. Either side using the new MTU misplaced bytes (or read past the
+ * READ's range in the responder's region) and the READ failed.
+ */
+static void test_mtu_change_mid_read(void)
+{
+	struct qhca_qp_attr at;
+	struct qhca_sq_wqe *w;
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct frame f;
+	struct qp a, b;
+	int side;
+
+	for (side = 0; side < 2; side++) {
+		setup();
+		harness_path_mtu = 1;	/* 256 bytes */
+		rc_pair(&a, &b, 8192, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+		harness_path_mtu = 3;
+		fill(&nodes[1], rbuf, 8192, 3);
+		w = sq_wqe(&a, QHCA_WR_RDMA_READ, 1, lbuf, 1024, lkey);
+		w->remote_addr = rbuf;
+		w->rkey = rkey;
+		memset(&at, 0, sizeof(at));
+		at.state = QHCA_QPS_RTS;
+		at.path_mtu = 5;	/* 4096 */
+		if (side == 0) {
+			/* the responder: two of its four responses out, then it waits */
+			link_cap = 2;
+			post_send(&a);
+			link_take(0, &f);
+			qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
+			CHECK(nodes[1].e.tx_blocked);
+			CHECK_EQ(modify(&b, QHCA_QP_STATE | QHCA_QP_PATH_MTU, &at), QHCA_ST_OK);
+			link_cap = 0;
+		} else {
+			/* the requester: its READ went out at 256, then its MTU is raised */
+			post_send(&a);
+			CHECK_EQ(modify(&a, QHCA_QP_STATE | QHCA_QP_PATH_MTU, &at), QHCA_ST_OK);
+		}
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 1024);
+		CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 1024));
+		CHECK(all_zero(&nodes[0], va_to_gpa(lbuf) + 1024, 1024));
+		teardown();
+	}
 }
 
 /*
@@ -3432,6 +3500,7 @@ static const struct unit_test tests[] = {
 	{ "mw_type2", test_mw_type2 },
 	{ "mw_type2_outlives_qp", test_mw_type2_outlives_qp },
 	{ "mtu_change_mid_message", test_mtu_change_mid_message },
+	{ "mtu_change_mid_read", test_mtu_change_mid_read },
 	{ "mw_type1", test_mw_type1 },
 	{ "rereg", test_rereg },
 	{ "resize_cq", test_resize_cq },
