@@ -144,14 +144,11 @@ static void json_stats(struct fabric_sbuf *b, const struct fabric_dir_stats *st)
 static void show(struct fabric *sw, struct fabric_sbuf *b)
 {
 	const struct fabric_timed *t;
-	const struct fabric_delayed *d;
-	unsigned long pending = 0, delayed = 0;
+	unsigned long pending = 0, delayed = sw->dl_n;
 	int i;
 
 	for (t = sw->timed; t; t = t->next)
 		pending++;
-	for (d = sw->dl_head; d; d = d->next)
-		delayed++;
 	sb_printf(b, ",\"seed\":%llu,\"uptime_ms\":%llu,\"capture\":",
 		  (unsigned long long)sw->seed,
 		  (unsigned long long)((fabric_now_ns() - sw->start_ns) / 1000000));
@@ -772,6 +769,10 @@ static void client_close(struct fabric_ctl_client *c)
 	close(c->fd);
 	c->fd = -1;
 	c->have = 0;
+	c->eof = false;
+	free(c->out);
+	c->out = NULL;
+	c->out_head = c->out_len = c->out_cap = 0;
 }
 
 void fabric_control_close(struct fabric *sw)
@@ -795,6 +796,27 @@ void fabric_control_close(struct fabric *sw)
 	sw->timed_bytes = 0;
 }
 
+static bool client_has_line(const struct fabric_ctl_client *c)
+{
+	return memchr(c->buf, '\n', c->have) != NULL;
+}
+
+/* Commands to run now: a whole line, and not too many replies unread. */
+static bool client_ready(const struct fabric_ctl_client *c)
+{
+	return c->fd >= 0 && c->out_len < FABRIC_CTL_OUT_PAUSE && client_has_line(c);
+}
+
+bool fabric_control_pending(const struct fabric *sw)
+{
+	int i;
+
+	for (i = 0; sw->ctl_fd >= 0 && i < FABRIC_CTL_CLIENTS; i++)
+		if (client_ready(&sw->ctl[i]))
+			return true;
+	return false;
+}
+
 int fabric_control_pollfds(struct fabric *sw, struct pollfd *pfd)
 {
 	int i;
@@ -802,104 +824,182 @@ int fabric_control_pollfds(struct fabric *sw, struct pollfd *pfd)
 	if (sw->ctl_fd < 0)
 		return 0;
 	pfd[0] = (struct pollfd){ .fd = sw->ctl_fd, .events = POLLIN };
-	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
-		pfd[1 + i] = (struct pollfd){ .fd = sw->ctl[i].fd, .events = POLLIN };
+	for (i = 0; i < FABRIC_CTL_CLIENTS; i++) {
+		const struct fabric_ctl_client *c = &sw->ctl[i];
+
+		pfd[1 + i] = (struct pollfd){ .fd = c->fd };
+		if (c->fd >= 0 && !c->eof && c->have < sizeof(c->buf))
+			pfd[1 + i].events |= POLLIN;
+		if (c->fd >= 0 && c->out_len)
+			pfd[1 + i].events |= POLLOUT;
+	}
 	return 1 + FABRIC_CTL_CLIENTS;
 }
 
-/*
- * The commands of one read of a client and their replies take this long at most (a send
- * waits CTL_SEND_MS at most, then the time is looked at): a client that sends many
- * commands at once and reads their replies slowly, or not at all, is disconnected instead
- * of holding the switch.
- */
-#define CTL_BUSY_NS	2000000000ull
-#define CTL_SEND_MS	500
-
-static int reply_line(struct fabric_ctl_client *c, char *json, uint64_t deadline)
+/* Write what the client's socket takes of its replies, without waiting. -1: closed. */
+static int client_flush(struct fabric_ctl_client *c)
 {
-	size_t len = json ? strlen(json) : 0, done = 0;
-	ssize_t r;
+	while (c->out_len) {
+		ssize_t r = send(c->fd, c->out + c->out_head, c->out_len,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
-	if (!json)
-		return -1;
-	json[len++] = '\n';	/* the terminating NUL's place: fabric_command allocated it */
-	while (done < len) {
-		r = send(c->fd, json + done, len - done, MSG_NOSIGNAL);
-		if (r <= 0 && errno != EINTR)
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (r <= 0) {
+			client_close(c);
 			return -1;
-		if (r > 0)
-			done += (size_t)r;
-		if (done < len && fabric_now_ns() > deadline)
-			return -1;
+		}
+		c->out_head += (size_t)r;
+		c->out_len -= (size_t)r;
+		c->out_since_ns = fabric_now_ns();
+	}
+	c->out_head = 0;
+	if (c->out_cap > FABRIC_CTL_OUT_PAUSE) {	/* a big reply went: its memory too */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
 	}
 	return 0;
 }
 
-static void client_read(struct fabric *sw, struct fabric_ctl_client *c)
+/* A reply line after the others; -1: past FABRIC_CTL_OUT_MAX or out of memory, closed. */
+static int client_queue(struct fabric_ctl_client *c, const char *s, size_t len)
 {
-	ssize_t n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
-	uint64_t deadline = fabric_now_ns() + CTL_BUSY_NS;
-	char *nl;
-
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+	if (c->out_len + len > FABRIC_CTL_OUT_MAX) {
+		fabric_log("control: a client left more than %u bytes of replies unread; "
+			   "disconnected", FABRIC_CTL_OUT_MAX);
 		client_close(c);
+		return -1;
+	}
+	if (c->out_head + c->out_len + len > c->out_cap) {
+		if (c->out_len)
+			memmove(c->out, c->out + c->out_head, c->out_len);
+		c->out_head = 0;
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		char *p;
+
+		while (cap < c->out_len + len)
+			cap *= 2;
+		p = realloc(c->out, cap);
+		if (!p) {
+			fabric_log("control: out of memory for a reply; client disconnected");
+			client_close(c);
+			return -1;
+		}
+		c->out = p;
+		c->out_cap = cap;
+	}
+	if (!c->out_len)
+		c->out_since_ns = fabric_now_ns();
+	memcpy(c->out + c->out_head + c->out_len, s, len);
+	c->out_len += len;
+	return 0;
+}
+
+static void client_read(struct fabric_ctl_client *c)
+{
+	static const char too_long[] = "{\"ok\":false,\"error\":\"line longer than 4096 bytes\"}\n";
+	ssize_t n;
+
+	if (c->eof || c->have == sizeof(c->buf))
+		return;
+	n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
+	if (n == 0) {
+		c->eof = true;	/* what it sent is still run and answered */
 		return;
 	}
-	if (n < 0)
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			client_close(c);
 		return;
+	}
 	c->have += (size_t)n;
-	while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->have))) {
-		size_t used = (size_t)(nl - c->buf) + 1;
-		char *json;
+	if (c->have == sizeof(c->buf) && !client_has_line(c)) {
+		c->have = 0;
+		c->eof = true;	/* answered, then closed */
+		client_queue(c, too_long, sizeof(too_long) - 1);
+	}
+}
 
+/* Run the client's waiting commands, FABRIC_CTL_ROUND_CMDS or FABRIC_CTL_ROUND_NS at most;
+ * the others wait for the next round, and so do they while its replies are unread. */
+static void client_run(struct fabric *sw, struct fabric_ctl_client *c)
+{
+	uint64_t start = fabric_now_ns();
+	int k;
+
+	for (k = 0; k < FABRIC_CTL_ROUND_CMDS && client_ready(c); k++) {
+		char *nl = memchr(c->buf, '\n', c->have), *json;
+		size_t used = (size_t)(nl - c->buf) + 1, len;
+		int r;
+
+		if (k && fabric_now_ns() - start > FABRIC_CTL_ROUND_NS)
+			break;
 		*nl = 0;
-		if (fabric_now_ns() > deadline) {
-			fabric_log("control: a client's commands took more than %llu ms; "
-				   "disconnected", CTL_BUSY_NS / 1000000);
+		json = fabric_command(sw, c->buf);
+		memmove(c->buf, c->buf + used, c->have - used);
+		c->have -= used;
+		if (!json) {
 			client_close(c);
 			return;
 		}
-		json = fabric_command(sw, c->buf);
-		if (reply_line(c, json, deadline))
-			client_close(c);
+		len = strlen(json);
+		json[len++] = '\n';	/* the terminating NUL's place: fabric_command allocated it */
+		r = client_queue(c, json, len);
 		free(json);
-		if (c->fd < 0)
+		if (r)
 			return;
-		memmove(c->buf, c->buf + used, c->have - used);
-		c->have -= used;
 	}
-	if (c->have == sizeof(c->buf)) {
-		char msg[] = "{\"ok\":false,\"error\":\"line longer than 4096 bytes\"}\n";
-
-		if (send(c->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-			fabric_log("control: %s", strerror(errno));
-		client_close(c);
-	}
+	client_flush(c);
 }
 
 void fabric_control_handle(struct fabric *sw, const struct pollfd *pfd, int n)
 {
+	uint64_t now = fabric_now_ns();
 	int i, fd;
 
 	if (!n)
 		return;
-	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
-		if (pfd[1 + i].revents && sw->ctl[i].fd == pfd[1 + i].fd && sw->ctl[i].fd >= 0)
-			client_read(sw, &sw->ctl[i]);
+	for (i = 0; i < FABRIC_CTL_CLIENTS; i++) {
+		struct fabric_ctl_client *c = &sw->ctl[i];
+		short ev = pfd[1 + i].revents;
+
+		if (c->fd < 0 || c->fd != pfd[1 + i].fd)
+			continue;
+		if ((ev & (POLLOUT | POLLHUP | POLLERR)) && client_flush(c))
+			continue;
+		if (ev & (POLLIN | POLLHUP | POLLERR))
+			client_read(c);
+		if (c->fd >= 0)
+			client_run(sw, c);
+		if (c->fd < 0)
+			continue;
+		if (c->eof && !c->out_len && !client_has_line(c)) {
+			client_close(c);
+		} else if (c->out_len && now > c->out_since_ns &&
+			   now - c->out_since_ns > FABRIC_CTL_STALL_MS * 1000000ull) {
+			fabric_log("control: a client read none of its replies for %d ms; "
+				   "disconnected", FABRIC_CTL_STALL_MS);
+			client_close(c);
+		} else if ((ev & (POLLHUP | POLLERR)) && !c->out_len && !client_ready(c)) {
+			client_close(c);	/* gone, and nothing it could still be sent */
+		}
+	}
 	if (!pfd[0].revents)
 		return;
-	fd = accept4(sw->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+	fd = accept4(sw->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
 	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
 		if (sw->ctl[i].fd < 0) {
-			struct timeval tv = { .tv_usec = CTL_SEND_MS * 1000 };
-
-			/* Replies are written whole; a client that does not read is dropped. */
-			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			sw->ctl[i].fd = fd;
 			sw->ctl[i].have = 0;
+			sw->ctl[i].eof = false;
+			sw->ctl[i].out_head = sw->ctl[i].out_len = 0;
 			return;
 		}
 	fabric_log("control: more than %d clients; refused one", FABRIC_CTL_CLIENTS);

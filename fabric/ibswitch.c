@@ -457,7 +457,7 @@ static int data_ok(struct fabric *sw, int a, int b)
 static void out_to(struct fabric *sw, int in, int out, const uint8_t *f, size_t len)
 {
 	sw->ib->forwarded++;
-	if (sw->impaired || sw->dl_head || sw->nheld || sw->cap)
+	if (sw->impaired || sw->dl_n || sw->nheld || sw->cap)
 		fabric_forward_impaired(sw, in, out, f, len);
 	else
 		fabric_send(sw, out, f, len);
@@ -470,7 +470,7 @@ static void out_set(struct fabric *sw, int in, uint64_t outs, const uint8_t *f, 
 	int i;
 
 	sw->ib->forwarded += (uint64_t)__builtin_popcountll(outs);
-	if (sw->impaired || sw->dl_head || sw->nheld || sw->cap) {
+	if (sw->impaired || sw->dl_n || sw->nheld || sw->cap) {
 		fabric_forward_impaired_set(sw, in, outs, f, len);
 		return;
 	}

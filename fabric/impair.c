@@ -16,8 +16,8 @@
  * the fabric's seed: the k-th frame through a direction meets the same choices in every run
  * with the same seed and the same settings, whatever the other ports do at the same time.
  *
- * Delayed frames wait in one delay line ordered by due time, counted in their destination's
- * queue: a destination whose queue and delay line together hold queue_max bytes pauses its
+ * Delayed frames wait in one delay line, a binary min-heap by due time and arrival (O(log n)
+ * a frame in or out, jitter or not), counted in their destination's queue: a destination whose queue and delay line together hold queue_max bytes pauses its
  * unicast senders, as a full queue does (fabric.h), so a slow or long link limits a sender
  * instead of growing without bound; a flooded or multicast frame (or a duplicate) that does
  * not fit is dropped and counted as at a full queue. What the delay line holds for a port is
@@ -148,7 +148,7 @@ static struct fabric_delayed *new_delayed(int out, const uint8_t *frame, size_t 
 
 	if (!d)
 		return NULL;
-	d->prev = d->next = NULL;
+	d->seq = 0;
 	d->due_ns = due;
 	d->out = out;
 	d->len = len;
@@ -156,35 +156,86 @@ static struct fabric_delayed *new_delayed(int out, const uint8_t *frame, size_t 
 	return d;
 }
 
-/* Into the delay line after every frame due no later than it (a stable order). */
-static void line_insert(struct fabric *sw, struct fabric_delayed *d)
+/* The delay line is a binary min-heap of (due time, seq): the frame due first, of those due
+ * at once the first that came, is at the top; insert and remove take O(log n) steps. */
+static bool dl_before(const struct fabric_delayed *a, const struct fabric_delayed *b)
 {
-	struct fabric_delayed *after = sw->dl_tail;
-
-	while (after && after->due_ns > d->due_ns)
-		after = after->prev;
-	d->prev = after;
-	d->next = after ? after->next : sw->dl_head;
-	if (d->next)
-		d->next->prev = d;
-	else
-		sw->dl_tail = d;
-	if (after)
-		after->next = d;
-	else
-		sw->dl_head = d;
+	return a->due_ns < b->due_ns || (a->due_ns == b->due_ns && a->seq < b->seq);
 }
 
-static void line_remove(struct fabric *sw, struct fabric_delayed *d)
+static void sift_up(struct fabric *sw, size_t i)
 {
-	if (d->prev)
-		d->prev->next = d->next;
-	else
-		sw->dl_head = d->next;
-	if (d->next)
-		d->next->prev = d->prev;
-	else
-		sw->dl_tail = d->prev;
+	struct fabric_delayed **h = sw->dl_heap, *d = h[i];
+
+	while (i > 0 && dl_before(d, h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+		sw->dl_steps++;
+	}
+	h[i] = d;
+}
+
+static void sift_down(struct fabric *sw, size_t i)
+{
+	struct fabric_delayed **h = sw->dl_heap, *d = h[i];
+	size_t n = sw->dl_n, c;
+
+	while ((c = 2 * i + 1) < n) {
+		if (c + 1 < n && dl_before(h[c + 1], h[c]))
+			c++;
+		sw->dl_steps++;
+		if (!dl_before(h[c], d))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = d;
+}
+
+/* Into the delay line, after every frame due no later than it (a stable order). False:
+ * out of memory for its slot. */
+static bool line_insert(struct fabric *sw, struct fabric_delayed *d)
+{
+	if (sw->dl_n == sw->dl_cap) {
+		size_t cap = sw->dl_cap ? 2 * sw->dl_cap : 256;
+		struct fabric_delayed **h = realloc(sw->dl_heap, cap * sizeof(*h));
+
+		if (!h)
+			return false;
+		sw->dl_heap = h;
+		sw->dl_cap = cap;
+	}
+	d->seq = sw->dl_seq++;
+	sw->dl_heap[sw->dl_n++] = d;
+	sift_up(sw, sw->dl_n - 1);
+	return true;
+}
+
+/* The slots of a line that shrank to a quarter go back, but for a few. */
+static void line_shrink(struct fabric *sw)
+{
+	struct fabric_delayed **h;
+
+	if (!sw->dl_n) {
+		free(sw->dl_heap);
+		sw->dl_heap = NULL;
+		sw->dl_cap = 0;
+	} else if (sw->dl_cap > 1024 && sw->dl_n < sw->dl_cap / 4 &&
+		   (h = realloc(sw->dl_heap, sw->dl_cap / 2 * sizeof(*h)))) {
+		sw->dl_heap = h;
+		sw->dl_cap /= 2;
+	}
+}
+
+/* Take the frame due first out of the delay line. */
+static struct fabric_delayed *line_pop(struct fabric *sw)
+{
+	struct fabric_delayed *d = sw->dl_heap[0];
+
+	sw->dl_heap[0] = sw->dl_heap[--sw->dl_n];
+	if (sw->dl_n)
+		sift_down(sw, 0);
+	return d;
 }
 
 static void release_held(struct fabric *sw, int out)
@@ -243,8 +294,13 @@ static bool schedule(struct fabric *sw, int out, const uint8_t *frame, size_t le
 		p->tx_drops++;
 		return false;
 	}
+	if (!line_insert(sw, d)) {
+		free(d);
+		fabric_log("port %d: out of memory for a delayed frame; dropped", out + 1);
+		p->tx_drops++;
+		return false;
+	}
 	p->delayed_bytes += FABRIC_DELAYED_COST(len);
-	line_insert(sw, d);
 	return true;
 }
 
@@ -411,14 +467,15 @@ uint64_t fabric_release_due(struct fabric *sw, uint64_t now)
 	struct fabric_delayed *d;
 	int i;
 
-	while ((d = sw->dl_head) && d->due_ns <= now) {
-		line_remove(sw, d);
+	while (sw->dl_n && sw->dl_heap[0]->due_ns <= now) {
+		d = line_pop(sw);
 		sw->port[d->out].delayed_bytes -= FABRIC_DELAYED_COST(d->len);
 		deliver(sw, d->out, d->frame, d->len);
 		free(d);
 	}
-	if (sw->dl_head)
-		next = sw->dl_head->due_ns - now;
+	line_shrink(sw);
+	if (sw->dl_n)
+		next = sw->dl_heap[0]->due_ns - now;
 	for (i = 0; sw->nheld && i < sw->nports; i++) {
 		struct fabric_delayed *h = sw->port[i].held;
 
@@ -435,14 +492,21 @@ uint64_t fabric_release_due(struct fabric *sw, uint64_t now)
 void fabric_port_drop_delayed(struct fabric *sw, int port)
 {
 	struct fabric_port *p = &sw->port[port];
-	struct fabric_delayed *d = sw->dl_head, *nx;
+	size_t held = p->held ? FABRIC_DELAYED_COST(p->held->len) : 0, i, j;
 
-	for (; d; d = nx) {
-		nx = d->next;
-		if (d->out == port) {
-			line_remove(sw, d);
-			free(d);
+	/* The port's frames out of the line (one pass), then the heap made again: O(n). */
+	if (p->delayed_bytes > held) {
+		for (i = j = 0; i < sw->dl_n; i++) {
+			if (sw->dl_heap[i]->out == port)
+				free(sw->dl_heap[i]);
+			else
+				sw->dl_heap[j++] = sw->dl_heap[i];
 		}
+		sw->dl_n = j;
+		for (i = j / 2; i-- > 0;)
+			sift_down(sw, i);
+		sw->dl_steps += j;
+		line_shrink(sw);
 	}
 	if (p->held) {
 		free(p->held);
@@ -460,6 +524,9 @@ void fabric_impair_close(struct fabric *sw)
 
 	for (i = 0; i < FABRIC_MAX_PORTS; i++)
 		fabric_port_drop_delayed(sw, i);
+	while (sw->dl_n)	/* none left: every frame is some port's */
+		free(sw->dl_heap[--sw->dl_n]);
+	line_shrink(sw);
 }
 
 int fabric_parse_scaled(const char *v, const struct fabric_unit *units, double max,

@@ -520,7 +520,7 @@ void fabric_forward(struct fabric *sw, int in, const uint8_t *frame, size_t len)
 		sw->port[in].rx_drops++;
 		return;
 	}
-	if (sw->impaired || sw->dl_head || sw->nheld || sw->cap) {
+	if (sw->impaired || sw->dl_n || sw->nheld || sw->cap) {
 		fabric_forward_impaired(sw, in, out, frame, len);
 		return;
 	}
@@ -658,11 +658,11 @@ static uint64_t run_due(struct fabric *sw)
 {
 	uint64_t now, a = UINT64_MAX, b;
 
-	if (!sw->dl_head && !sw->nheld && !sw->timed)
+	if (!sw->dl_n && !sw->nheld && !sw->timed)
 		return UINT64_MAX;
 	now = fabric_now_ns();
 	b = fabric_run_timed(sw, now);
-	if (sw->dl_head || sw->nheld) {
+	if (sw->dl_n || sw->nheld) {
 		sw->corked++;
 		a = fabric_release_due(sw, now);
 		sw->corked--;
@@ -693,6 +693,8 @@ int fabric_poll(struct fabric *sw, int timeout_ms)
 	nctl = fabric_control_pollfds(sw, pfd + 2 * n);
 	if (timeout_ms < 0 || next < wait_ns)
 		wait_ns = next;
+	if (fabric_control_pending(sw))
+		wait_ns = 0;	/* a control client's commands wait for their turn */
 	ts.tv_sec = (time_t)(wait_ns / 1000000000);
 	ts.tv_nsec = (long)(wait_ns % 1000000000);
 	if (ppoll(pfd, 2 * n + nctl, wait_ns == UINT64_MAX ? NULL : &ts, NULL) < 0) {

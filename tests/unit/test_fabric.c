@@ -647,6 +647,18 @@ static void ctl_ok(const char *line)
 	free(ctl(line, true));
 }
 
+/* A command that must be refused for the reason @why (a part of its error). */
+static void ctl_refused(const char *line, const char *why)
+{
+	char *r = ctl(line, false);
+
+	if (r && !strstr(r, why)) {
+		fprintf(stderr, "  '%s' -> %s, not '%s'\n", line, r, why);
+		CHECK(!"refused for another reason");
+	}
+	free(r);
+}
+
 /* Port 1 has learned mac_a and port 2 mac_b; their peers' sockets are drained. */
 static void setup_learned(int nports)
 {
@@ -1305,6 +1317,80 @@ static void test_flood_delay_line_bounded(void)
 	teardown();
 }
 
+/* A port whose delay line alone is full (its peer reads all it is sent) is not stalled:
+ * the line empties by itself. Neither dropped floods nor paused unicast senders start its
+ * stall clock, and it is not disconnected after stall_ms. */
+static void test_full_delay_line_not_stalled(void)
+{
+	static uint8_t f[4 + 1000], r[1 << 16];
+	size_t n;
+	double t0;
+	int k;
+
+	setup_learned(2);
+	sw.queue_max = 16 << 10;
+	sw.stall_ms = 30;
+	ctl_ok("set 2 out delay=5s");
+	n = make_frame(f, bcast, mac_a, 1000);	/* floods: the line fills, the rest dropped */
+	for (k = 0; k < 40; k++) {
+		CHECK_EQ(write(peer[0], f, n), n);
+		fabric_read(&sw, 0);
+	}
+	CHECK(sw.port[1].tx_drops > 0);
+	CHECK_EQ(sw.port[1].out_len, 0);
+	CHECK_EQ(sw.port[1].full_since_ms, 0);
+	n = make_frame(f, mac_b, mac_a, 1000);	/* unicast: the sender waits */
+	CHECK_EQ(write(peer[0], f, n), n);
+	fabric_read(&sw, 0);
+	CHECK_EQ(sw.port[0].wait_out, 1);
+	CHECK_EQ(sw.port[1].full_since_ms, 0);
+	for (t0 = now_s(); now_s() - t0 < 0.1;) {
+		usleep(5000);
+		fabric_tick(&sw);
+		drain(1, r, sizeof(r));
+	}
+	CHECK(sw.port[1].fd >= 0);	/* not disconnected */
+	CHECK_EQ(sw.port[0].wait_out, 1);
+	teardown();
+}
+
+/* With jitter, the delay line takes a frame and gives it back in O(log n) steps: a guest
+ * flooding small broadcasts does not cost the switch the length of the line per frame. The
+ * frames still come out by due time, equal ones in the order they went in. */
+static void test_jitter_delay_line_log_cost(void)
+{
+	static uint8_t f[1000 * (4 + 60)];
+	const int batch = 1000, rounds = 30, nf = batch * rounds;
+	uint64_t steps, bound = 0;
+	size_t n = 0;
+	int k;
+
+	for (k = 0; k < batch; k++)
+		n += make_frame(f + n, bcast, mac_a, 60);
+	setup(3);
+	ctl_ok("set 2,3 out delay=1s jitter=1s");
+	for (k = 0; k < rounds; k++) {
+		CHECK_EQ(write(peer[0], f, n), n);
+		fabric_read(&sw, 0);
+	}
+	CHECK_EQ(sw.port[0].rx_frames, nf);
+	CHECK(sw.port[1].delayed_bytes > 0 && sw.port[1].tx_drops == 0);
+	for (k = 1; k < 2 * nf; k *= 2)
+		bound += 2 * nf;	/* 2 n log2(2 n): inserts and removes */
+	steps = sw.dl_steps;
+	printf("  %d frames into the delay line: %llu steps (bound %llu)\n", 2 * nf,
+	       (unsigned long long)steps, (unsigned long long)bound);
+	CHECK(steps <= bound);
+	/* Everything comes out. */
+	CHECK(fabric_release_due(&sw, fabric_now_ns() + 3000000000ull) == UINT64_MAX);
+	CHECK_EQ(sw.port[1].delayed_bytes, 0);
+	CHECK_EQ(sw.port[2].delayed_bytes, 0);
+	CHECK_EQ(sw.port[1].tx_frames, nf);
+	CHECK_EQ(sw.port[2].tx_frames, nf);
+	CHECK(sw.dl_steps - steps <= bound);
+	teardown();
+}
+
 /* A script that loads itself, or two that load each other, are refused: nothing is
  * scheduled, the fabric lives. Scripts nest a few levels; pending events are bounded. */
 static void test_script_nesting_and_event_bound(void)
@@ -1325,7 +1411,7 @@ static void test_script_nesting_and_event_bound(void)
 	snprintf(line, sizeof(line), "script %s", a);
 	r = ctl(line, false);
 	CHECK(json_valid(r));
-	CHECK(strstr(r, "deep") != NULL);
+	CHECK(strstr(r, "levels deep") != NULL);
 	free(r);
 	CHECK(sw.timed == NULL);
 	/* through 'at', and each other */
@@ -1335,10 +1421,10 @@ static void test_script_nesting_and_event_bound(void)
 	f = fopen(b, "w");
 	fprintf(f, "at 0 script %s\n", a);
 	fclose(f);
-	free(ctl(line, false));
+	ctl_refused(line, "levels deep");
 	CHECK(sw.timed == NULL);
 	snprintf(c, sizeof(c), "at 1s script %s", a);
-	free(ctl(c, false));
+	ctl_refused(c, "levels deep");
 	CHECK(sw.timed == NULL);
 	/* A chain as deep as allowed works; one level more is refused whole. */
 	for (depth = 1; depth <= FABRIC_SCRIPT_DEPTH + 1; depth++) {
@@ -1352,8 +1438,10 @@ static void test_script_nesting_and_event_bound(void)
 			fclose(f);
 		}
 		snprintf(line, sizeof(line), "script %s/s1.fab", dir);
-		r = ctl(line, depth <= FABRIC_SCRIPT_DEPTH);
-		free(r);
+		if (depth <= FABRIC_SCRIPT_DEPTH)
+			ctl_ok(line);
+		else
+			ctl_refused(line, "levels deep");
 		CHECK_EQ(sw.timed != NULL, depth <= FABRIC_SCRIPT_DEPTH);
 		for (k = 0; k < 2000 && sw.timed; k++)	/* the chain runs, 1 ms a level */
 			pump(1);
@@ -1371,9 +1459,8 @@ static void test_script_nesting_and_event_bound(void)
 		fprintf(f, "at %ds script %s\n", k, b);
 	fclose(f);
 	snprintf(line, sizeof(line), "script %s", a);
-	r = ctl(line, false);
-	CHECK(strstr(r, "at most") != NULL);
-	free(r);
+	snprintf(c, sizeof(c), "reads at most %d scripts", FABRIC_SCRIPT_LOADS_MAX);
+	ctl_refused(line, c);
 	CHECK(sw.timed == NULL);
 	/* Pending events: a script past the bound is refused whole, one within it passes, a
 	 * second that would pass the bound is refused and leaves the first alone. */
@@ -1382,7 +1469,8 @@ static void test_script_nesting_and_event_bound(void)
 		fprintf(f, "at 3600s zero\n");
 	fclose(f);
 	snprintf(line, sizeof(line), "script %s", a);
-	free(ctl(line, false));
+	snprintf(c, sizeof(c), "0 pending, %d more would pass the limit", FABRIC_TIMED_MAX + 1);
+	ctl_refused(line, c);
 	CHECK(sw.timed == NULL);
 	f = fopen(a, "w");
 	for (k = 0; k < FABRIC_TIMED_MAX / 2 + 1; k++)
@@ -1392,7 +1480,9 @@ static void test_script_nesting_and_event_bound(void)
 	snprintf(c, sizeof(c), "\"events\":%d", FABRIC_TIMED_MAX / 2 + 1);
 	CHECK(strstr(r, c) != NULL);
 	free(r);
-	free(ctl(line, false));
+	snprintf(c, sizeof(c), "%d pending, %d more would pass the limit",
+		 FABRIC_TIMED_MAX / 2 + 1, FABRIC_TIMED_MAX / 2 + 1);
+	ctl_refused(line, c);
 	r = ctl("show", true);
 	snprintf(c, sizeof(c), "\"pending_events\":%d,", FABRIC_TIMED_MAX / 2 + 1);
 	CHECK(strstr(r, c) != NULL);
@@ -1400,6 +1490,7 @@ static void test_script_nesting_and_event_bound(void)
 	for (k = 0; k < FABRIC_TIMED_MAX; k++) {	/* 'at' is bounded too */
 		r = fabric_command(&sw, "at 3600s zero");
 		if (strncmp(r, "{\"ok\":true", 10)) {
+			CHECK(strstr(r, "too many timed events") != NULL);
 			free(r);
 			break;
 		}
@@ -1474,15 +1565,20 @@ static void test_fifo_refused_capture_kept(void)
 	rmdir(dir);
 }
 
-/* A control client that sends a full line buffer of commands at once and reads the replies
- * slowly holds the switch a bounded time (about 2 s), then is disconnected. */
+/*
+ * The review's attack on the control socket: 8 clients, each sending a 4 KiB line of
+ * "show" commands, reading the replies 1 KiB every 50 ms and reconnecting when dropped.
+ * Meanwhile frames from port 1 must reach port 2 within a bound: the switch never waits on
+ * a control client.
+ */
 static void test_slow_control_client_bounded(void)
 {
-	char dir[] = "/tmp/qhca-fabric-ctl-XXXXXX", path[128], cmds[4095], r[1024];
-	double longest = 0, t0, t;
-	bool had_client = false;
-	int fd, k, status;
-	pid_t pid;
+	char dir[] = "/tmp/qhca-fabric-ctl-XXXXXX", path[128], cmds[4095];
+	uint8_t f[128], r[4096];
+	double worst = 0, t0;
+	pid_t pid[FABRIC_CTL_CLIENTS];
+	int k, i, sent = 0, served = 0, status;
+	size_t n = make_frame(f, bcast, mac_a, 60);
 
 	arm_alarm();
 	CHECK(mkdtemp(dir) != NULL);
@@ -1491,35 +1587,118 @@ static void test_slow_control_client_bounded(void)
 	CHECK_EQ(fabric_control_listen(&sw, path), 0);
 	for (k = 0; k + 5 <= (int)sizeof(cmds); k += 5)
 		memcpy(cmds + k, "show\n", 5);
-	pid = fork();
-	if (pid == 0) {		/* the client: 819 commands, then 1 KiB of replies each 50 ms */
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	for (i = 0; i < FABRIC_CTL_CLIENTS; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			struct sockaddr_un sa = { .sun_family = AF_UNIX };
+			char rb[1024];
+			int fd;
 
-		strcpy(sa.sun_path, path);
-		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-		    write(fd, cmds, (size_t)k) != k)
-			_exit(1);
-		for (t0 = now_s(); now_s() - t0 < 30 && read(fd, r, sizeof(r)) > 0;)
-			usleep(50000);
-		_exit(0);
+			strcpy(sa.sun_path, path);
+			usleep(20000 * i);
+			for (t0 = now_s(); now_s() - t0 < 30;) {
+				fd = socket(AF_UNIX, SOCK_STREAM, 0);
+				if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+				    write(fd, cmds, (size_t)k) != k) {
+					close(fd);
+					usleep(10000);
+					continue;
+				}
+				while (now_s() - t0 < 30 && read(fd, rb, sizeof(rb)) > 0)
+					usleep(50000);
+				close(fd);
+			}
+			_exit(0);
+		}
+		CHECK(pid[i] > 0);
 	}
-	CHECK(pid > 0);
-	for (t0 = now_s(); now_s() - t0 < 15; ) {
-		t = now_s();
+	/* Let every client connect and queue its commands, then send a frame each 50 ms. */
+	for (t0 = now_s(); now_s() - t0 < 0.5;)
 		fabric_poll(&sw, 10);
-		if (now_s() - t > longest)
-			longest = now_s() - t;
-		had_client = had_client || sw.ctl[0].fd >= 0;
-		if (had_client && sw.ctl[0].fd < 0)
-			break;
+	for (t0 = now_s(); now_s() - t0 < 6; sent++) {
+		double ts = now_s(), lat;
+		ssize_t got = 0;
+
+		CHECK_EQ(write(peer[0], f, n), n);
+		while ((got = drain(1, r, sizeof(r))) == 0 && now_s() - ts < 5)
+			fabric_poll(&sw, 10);
+		CHECK_EQ(got, n);
+		lat = now_s() - ts;
+		if (lat > worst)
+			worst = lat;
+		for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
+			served += sw.ctl[i].fd >= 0;
+		for (ts = now_s(); now_s() - ts < 0.05;)
+			fabric_poll(&sw, 10);
 	}
-	CHECK(had_client && sw.ctl[0].fd < 0);	/* disconnected */
-	CHECK(longest < 4);
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	printf("  %d frames, the slowest took %.3f s; control clients seen %d times\n", sent,
+	       worst, served);
+	CHECK(served > 0);	/* the attack ran */
+	CHECK(worst < 0.25);
+	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
+		kill(pid[i], SIGKILL);
+	for (i = 0; i < FABRIC_CTL_CLIENTS; i++)
+		waitpid(pid[i], &status, 0);
 	teardown();
 	alarm(0);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A client that sends its commands and shuts its side (socat, echo | ...) gets every reply,
+ * written as its socket takes them, then is closed; a line longer than the buffer gets
+ * its error. */
+static void test_control_replies_after_eof(void)
+{
+	char dir[] = "/tmp/qhca-fabric-ctl-XXXXXX", path[128], got[1 << 16], big[5000];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t have = 0;
+	double t0;
+	ssize_t r;
+	int fd, lines = 0, pass;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/control.sock", dir);
+	strcpy(sa.sun_path, path);
+	setup(2);
+	CHECK_EQ(fabric_control_listen(&sw, path), 0);
+	for (pass = 0; pass < 2; pass++) {
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		if (pass == 0) {
+			CHECK_EQ(write(fd, "seed 7\nshow\nnonsense\n", 21), 21);
+		} else {
+			memset(big, 'x', sizeof(big));
+			CHECK_EQ(write(fd, big, sizeof(big)), (ssize_t)sizeof(big));
+		}
+		shutdown(fd, SHUT_WR);
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		have = 0;
+		for (t0 = now_s(); now_s() - t0 < 3;) {
+			fabric_poll(&sw, 10);
+			r = recv(fd, got + have, sizeof(got) - 1 - have, 0);
+			if (r == 0)
+				break;	/* closed by the switch, every reply out */
+			if (r > 0)
+				have += (size_t)r;
+		}
+		got[have] = 0;
+		for (lines = 0, r = 0; r < (ssize_t)have; r++)
+			lines += got[r] == '\n';
+		if (pass == 0) {
+			CHECK_EQ(lines, 3);
+			CHECK(!strncmp(got, "{\"ok\":true", 10));
+			CHECK(strstr(got, "\"seed\":7") != NULL);
+			CHECK(strstr(got, "{\"ok\":false") != NULL);
+		} else {
+			CHECK_EQ(lines, 1);
+			CHECK(strstr(got, "line longer than 4096 bytes") != NULL);
+		}
+		close(fd);
+	}
+	for (pass = 0; pass < FABRIC_CTL_CLIENTS; pass++)
+		CHECK_EQ(sw.ctl[pass].fd, -1);
+	teardown();
 	unlink(path);
 	rmdir(dir);
 }
@@ -1713,6 +1892,9 @@ static const struct unit_test tests[] = {
 	{ "replies_are_json", test_replies_are_json },
 	{ "fifo_refused_capture_kept", test_fifo_refused_capture_kept },
 	{ "slow_control_client_bounded", test_slow_control_client_bounded },
+	{ "jitter_delay_line_log_cost", test_jitter_delay_line_log_cost },
+	{ "full_delay_line_not_stalled", test_full_delay_line_not_stalled },
+	{ "control_replies_after_eof", test_control_replies_after_eof },
 	{ "ib_show_full_lft_is_json", test_ib_show_full_lft_is_json },
 	{ "ib_multicast_captured_once_and_bounded", test_ib_multicast_captured_once_and_bounded },
 	{}
