@@ -23,31 +23,24 @@ for t in admin wqe rx mixed; do
         -DQHCA_CRC_ZLIB "$QHCA_ROOT/tests/fuzz/fuzz_$t.c" "${srcs[@]}" -lz -o "$bin" >&2 ||
         die "building fuzz_$t failed"
 done
-# The InfiniBand switch: its target includes fabric/ibswitch.c and links the rest of the
-# fabric and the engine's IB and RoCE packet code (as qhca-fabric does).
-bin="$out/fuzz_ibswitch"
-if ! [ -x "$bin" ] || [ -n "$(find "$QHCA_ROOT/fabric" "$QHCA_ROOT/hw-model/engine" \
-        "$QHCA_ROOT/tests/fuzz" -newer "$bin" -type f | head -n1)" ]; then
-    step "fuzz: building fuzz_ibswitch" >&2
+# The fabric's targets link the fabric and the engine's IB and RoCE packet code, as
+# qhca-fabric does: the InfiniBand switch (its target includes fabric/ibswitch.c itself),
+# and the control commands and scripts with frames and time between them.
+fabric_target() {	# fabric_target NAME FABRIC_SOURCES...
+    local t=$1 bin="$out/fuzz_$1"
+    shift
+    if [ -x "$bin" ] && [ -z "$(find "$QHCA_ROOT/fabric" "$QHCA_ROOT/hw-model/engine" \
+            "$QHCA_ROOT/tests/fuzz" "$QHCA_ROOT/tests/unit" -newer "$bin" -type f | head -n1)" ]; then
+        return
+    fi
+    step "fuzz: building fuzz_$t" >&2
     clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -I"$QHCA_ROOT/abi" -I"$QHCA_ROOT/hw-model/engine" -I"$QHCA_ROOT/fabric" \
-        -DQHCA_CRC_ZLIB "$QHCA_ROOT/tests/fuzz/fuzz_ibswitch.c" \
-        "$QHCA_ROOT"/fabric/{switch,impair,control,capture}.c \
+        -I"$QHCA_ROOT/tests/unit" -DQHCA_CRC_ZLIB "$QHCA_ROOT/tests/fuzz/fuzz_$t.c" "$@" \
         "$QHCA_ROOT"/hw-model/engine/{ib,roce}.c -lz -lm -o "$bin" >&2 ||
-        die "building fuzz_ibswitch failed"
-fi
-# The fabric's control commands and scripts, with frames and time between them: the whole
-# fabric as qhca-fabric links it.
-bin="$out/fuzz_fabric_control"
-if ! [ -x "$bin" ] || [ -n "$(find "$QHCA_ROOT/fabric" "$QHCA_ROOT/hw-model/engine" \
-        "$QHCA_ROOT/tests/fuzz" -newer "$bin" -type f | head -n1)" ]; then
-    step "fuzz: building fuzz_fabric_control" >&2
-    clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -I"$QHCA_ROOT/abi" -I"$QHCA_ROOT/hw-model/engine" -I"$QHCA_ROOT/fabric" \
-        -DQHCA_CRC_ZLIB "$QHCA_ROOT/tests/fuzz/fuzz_fabric_control.c" \
-        "$QHCA_ROOT"/fabric/{switch,impair,control,capture,ibswitch}.c \
-        "$QHCA_ROOT"/hw-model/engine/{ib,roce}.c -lz -lm -o "$bin" >&2 ||
-        die "building fuzz_fabric_control failed"
-fi
+        die "building fuzz_$t failed"
+}
+fabric_target ibswitch "$QHCA_ROOT"/fabric/{switch,impair,control,capture}.c
+fabric_target fabric_control "$QHCA_ROOT"/fabric/{switch,impair,control,capture,ibswitch}.c
 python3 "$QHCA_ROOT/tests/fuzz/make_seeds.py" "$out/seeds" >&2
 echo "$out"

@@ -26,6 +26,7 @@
 
 #include "fabric.h"
 #include "ib.h"
+#include "json_check.h"
 #include "unit.h"
 
 static char last_log[512];
@@ -1140,125 +1141,6 @@ static void test_tcp_port_and_trunk(void)
 
 /* ---- hardening: bounded delay line, script nesting, replies always JSON, IB multicast ---- */
 
-/* A strict check of one JSON value (RFC 8259), ASCII only: the control socket's replies
- * must parse with any JSON reader, whatever the command held. */
-static const char *js_value(const char *s, int depth);
-
-static const char *js_ws(const char *s)
-{
-	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-		s++;
-	return s;
-}
-
-static const char *js_string(const char *s)
-{
-	int i;
-
-	if (*s++ != '"')
-		return NULL;
-	for (;;) {
-		unsigned char c = (unsigned char)*s++;
-
-		if (c == '"')
-			return s;
-		if (c < 0x20 || c >= 0x80)
-			return NULL;
-		if (c != '\\')
-			continue;
-		c = (unsigned char)*s++;
-		if (c == 'u') {
-			for (i = 0; i < 4; i++, s++)
-				if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f') ||
-				      (*s >= 'A' && *s <= 'F')))
-					return NULL;
-		} else if (!c || !strchr("\"\\/bfnrt", c)) {
-			return NULL;
-		}
-	}
-}
-
-static const char *js_digits(const char *s)
-{
-	if (*s < '0' || *s > '9')
-		return NULL;
-	while (*s >= '0' && *s <= '9')
-		s++;
-	return s;
-}
-
-static const char *js_number(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '0')
-		s++;
-	else if (!(s = js_digits(s)))
-		return NULL;
-	if (*s == '.' && !(s = js_digits(s + 1)))
-		return NULL;
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		s = js_digits(s);
-	}
-	return s;
-}
-
-static const char *js_members(const char *s, int depth, char close, bool keys)
-{
-	s = js_ws(s);
-	if (*s == close)
-		return s + 1;
-	for (;;) {
-		if (keys) {
-			s = js_string(js_ws(s));
-			if (!s)
-				return NULL;
-			s = js_ws(s);
-			if (*s++ != ':')
-				return NULL;
-		}
-		s = js_value(s, depth + 1);
-		if (!s)
-			return NULL;
-		s = js_ws(s);
-		if (*s == close)
-			return s + 1;
-		if (*s++ != ',')
-			return NULL;
-	}
-}
-
-static const char *js_value(const char *s, int depth)
-{
-	s = js_ws(s);
-	if (depth > 32)
-		return NULL;
-	switch (*s) {
-	case '{':
-		return js_members(s + 1, depth, '}', true);
-	case '[':
-		return js_members(s + 1, depth, ']', false);
-	case '"':
-		return js_string(s);
-	case 't':
-		return strncmp(s, "true", 4) ? NULL : s + 4;
-	case 'f':
-		return strncmp(s, "false", 5) ? NULL : s + 5;
-	case 'n':
-		return strncmp(s, "null", 4) ? NULL : s + 4;
-	default:
-		return js_number(s);
-	}
-}
-
-static bool json_valid(const char *s)
-{
-	s = s ? js_value(s, 0) : NULL;
-	return s && !*js_ws(s);
-}
 
 /* Is every port's queue and delay line within queue_max (an empty port takes one frame)? */
 static bool queues_bounded(size_t frame_len)
