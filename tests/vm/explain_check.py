@@ -208,7 +208,7 @@ def main():
             ("vm1", "tx", {"op": "RDMA_WRITE_FIRST"}),
             ("vm2", "rx", {"op": "RDMA_WRITE_FIRST"})] + tail("RDMA_WRITE"))
         frames = tshark(os.path.join(d, "capture.pcapng"))
-        if lost and "frame" in lost[0]:
+        if lost and want("frame" in lost[0], "the lost packet's step has no frame number"):
             want("lost" in frames.get(lost[0]["frame"], {}).get("frame.comment", ""),
                  "the capture's frame %d does not say it was lost" % lost[0]["frame"])
     elif op == "rnr":

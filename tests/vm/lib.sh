@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Helpers for the VM tests: sourced, not run. Each test prints "ok - ..." / "not ok - ..."
-# lines and ends with "N passed, N failed" (finish).
+# Helpers for the VM tests: sourced, not run. Each test prints "ok - ..." / "not ok - ..." /
+# "ok - ... # SKIP ..." lines and ends with "N passed, N failed, N skipped" (finish).
+# tests/selftest.sh checks these helpers without a VM.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 qhca="$root/tools/qhca"
 # The cache rule of the Makefile, scripts/lib.sh and tools/qhca (checked by make cache-rule).
 export QHCA_CACHE=${QHCA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qhca}
 export QHCA_RUN=${QHCA_RUN:-$QHCA_CACHE/run-check}
-pass=0 fail=0
+pass=0 fail=0 skipped=0
 
-check() {	# check NAME COMMAND...: run COMMAND, count and print the result
-    local name=$1 out; shift
-    if out=$("$@" 2>&1); then
+check() {	# check NAME COMMAND...: run COMMAND, count and print the result; its status
+    local name=$1 out rc; shift
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ]; then
         echo "ok - $name"
         pass=$((pass + 1))
     else
@@ -18,10 +21,13 @@ check() {	# check NAME COMMAND...: run COMMAND, count and print the result
         printf '%s\n' "$out" | tail -n 20 | sed 's/^/#   /'
         fail=$((fail + 1))
     fi
+    return "$rc"
 }
 
-skip() {	# skip NAME REASON: a check that does not apply here (TAP's "# SKIP"; not counted)
+skip() {	# skip NAME REASON: a check that does not apply here (TAP's "# SKIP"): counted as
+    # skipped, never as passed
     echo "ok - $1 # SKIP $2"
+    skipped=$((skipped + 1))
 }
 
 # eventually TIMEOUT COMMAND...: retry COMMAND every 0.5 s until it succeeds or TIMEOUT s pass.
@@ -42,11 +48,71 @@ vm_up() {	# vm_up N [UP_ARGS...]: a fresh set of N VMs, or the test ends here
     echo "# up took $(echo "$(date +%s.%N) - $start" | bc) s"
 }
 
-nothing_running() {
-    local left
-    left=$(ps -eo pid=,stat=,args= | awk -v run="$QHCA_RUN" '$2 !~ /^Z/ && index($0, run)' |
-           grep -v awk || true)
+nothing_running() {	# no live process of this run (ps must list the processes: an empty
+    # or failed listing proves nothing)
+    local procs left
+    procs=$(ps -eo pid=,stat=,args=) || { echo "ps failed"; return 1; }
+    grep -q . <<<"$procs" || { echo "ps listed no process"; return 1; }
+    left=$(awk -v run="$QHCA_RUN" '$2 !~ /^Z/ && index($0, run)' <<<"$procs") ||
+        { echo "awk failed"; return 1; }
     [ -z "$left" ] || { echo "still running: $left"; return 1; }
+}
+
+# kernel_log_clean I [REGEX]: guest I's kernel log could be read (dmesg ran and printed it) and
+# has no line matching REGEX (default: a BUG, an oops or a warning). A failed dmesg or an
+# empty log fails: they prove nothing.
+kernel_log_clean() {
+    local re=${2:-'BUG:|Oops|WARNING:'} log rc
+    log=$("$qhca" exec "$1" -- dmesg) || { echo "vm$1: dmesg failed"; return 1; }
+    [ -n "$log" ] || { echo "vm$1: dmesg printed nothing"; return 1; }
+    grep -E "$re" <<<"$log"
+    rc=$?
+    [ "$rc" = 0 ] && echo "vm$1: the kernel log has the lines above"
+    [ "$rc" = 1 ]
+}
+
+# ping_lost I ADDR [COUNT]: ping ran in guest I and reported every packet to ADDR lost (exit
+# status 1, "0 received, 100% packet loss"); ping failing to run, ssh failing or a reply
+# all fail this.
+ping_lost() {
+    local out rc
+    out=$("$qhca" exec "$1" -- ping -c "${3:-2}" -W 1 "$2" 2>&1)
+    rc=$?
+    echo "$out"
+    [ "$rc" = 1 ] || { echo "ping exited $rc, want 1 (no reply)"; return 1; }
+    grep -qE ' 0 received, .*100% packet loss' <<<"$out" || { echo "ping did not report 100% loss"; return 1; }
+}
+
+# roce_bytes I: "TX RX", the bytes guest I's qhca_0 has sent and received as RoCE packets (the
+# device's tx_bytes and rx_bytes in hw_counters; TCP over the qhca netdev is not in them).
+roce_bytes() {
+    local v
+    v=$("$qhca" exec "$1" -- 'c=/sys/class/infiniband/qhca_0/ports/1/hw_counters; echo "$(cat $c/tx_bytes) $(cat $c/rx_bytes)"') ||
+        { echo "vm$1: reading the hw_counters failed" >&2; return 1; }
+    [[ $v =~ ^[0-9]+\ [0-9]+$ ]] || { echo "vm$1: no byte counters: '$v'" >&2; return 1; }
+    echo "$v"
+}
+
+# via_qhca "MIN1 MIN2 ..." COMMAND...: COMMAND succeeds, and meanwhile guest i's qhca_0 sent
+# and received at least MINi bytes of RoCE (guests 1..N, one MIN each): its traffic went
+# through the device, not over TCP or shared memory.
+via_qhca() {
+    local -a mins=($1) before=()
+    local i v tx rx rc bad=0
+    shift
+    for i in "${!mins[@]}"; do
+        before[i]=$(roce_bytes $((i + 1))) || return 1
+    done
+    "$@"
+    rc=$?
+    for i in "${!mins[@]}"; do
+        v=$(roce_bytes $((i + 1))) || return 1
+        tx=$((${v% *} - ${before[i]% *})) rx=$((${v#* } - ${before[i]#* }))
+        echo "vm$((i + 1)) qhca_0: $tx B sent and $rx B received as RoCE (at least ${mins[i]} each way wanted)"
+        [ "$tx" -ge "${mins[i]}" ] && [ "$rx" -ge "${mins[i]}" ] || bad=1
+    done
+    [ "$bad" = 0 ] || echo "the traffic did not go through qhca_0"
+    [ "$rc" = 0 ] && [ "$bad" = 0 ]
 }
 
 vm_down() {
@@ -55,6 +121,6 @@ vm_down() {
 }
 
 finish() {
-    echo "$pass passed, $fail failed"
+    echo "$pass passed, $fail failed, $skipped skipped"
     [ "$fail" = 0 ]
 }

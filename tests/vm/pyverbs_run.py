@@ -52,10 +52,10 @@ def run_module(dev, gid, module, limit):
     try:
         p = subprocess.run(cmd, cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=limit)
-        out, hung = p.stdout.decode(errors="replace"), None
+        out, hung, status = p.stdout.decode(errors="replace"), None, p.returncode
     except subprocess.TimeoutExpired as ex:
         out = (ex.stdout or b"").decode(errors="replace")
-        hung = "?"
+        hung, status = "?", None
     res = {"module": module, "ran": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0,
            "hung": None, "skips": [], "failures": []}
     current = None
@@ -82,10 +82,12 @@ def run_module(dev, gid, module, limit):
         current = None
     if hung:
         res["hung"] = current or hung
-    # A module that cannot even be imported reports one error and no test line.
-    if not hung and res["ran"] == 0 and re.search(r"^FAILED", out, re.M):
+    # A module that cannot even be imported reports one error and no test line; a run that
+    # failed (a crash, a signal, an import error) with no failure counted is one error too:
+    # its exit status is never lost.
+    if not hung and status != 0 and res["failed"] + res["errors"] == 0:
         res["errors"] += 1
-        res["failures"].append("(module)")
+        res["failures"].append("(module: exit status %s)" % status)
     with open("/tmp/pyverbs-%s-%s.log" % (dev, module), "w") as f:
         f.write(out)
     return res

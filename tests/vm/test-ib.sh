@@ -51,7 +51,8 @@ before_sm() {
         x 1 ibv_devinfo -d qhca_0 | grep -q 'link_layer:.*InfiniBand'
 }
 
-no_data_before_sm() { ! x 1 ping -c 1 -W 2 192.168.77.2; }
+# IPoIB without an SM: ping runs and every packet is lost (not: ping or ssh failing).
+no_data_before_sm() { ping_lost 1 192.168.77.2; }
 
 sm_up() {	# sm_up GUEST N: opensm in GUEST brings guests 1..N to ACTIVE
     local i
@@ -98,9 +99,10 @@ links_up() { [ "$(x 1 iblinkinfo | tee /dev/stderr | grep -c 'Active/  LinkUp')"
 
 ipoib_both_ways() { x 1 ping -c 3 -W 5 192.168.77.2 && x 2 ping -c 3 -W 5 192.168.77.1; }
 
-sm_killed() {
-    x 1 'pkill opensm; sleep 3; ! pidof opensm' && [ "$(port_field 1 State)" = Active ] &&
-        x 2 ping -c 2 -W 3 192.168.77.1
+sm_killed() {	# opensm was running and is gone (pidof ran and found none); the ports stay up
+    x 1 'pkill opensm && sleep 3 && { pidof opensm; [ $? = 1 ]; }' ||
+        { echo "opensm was not running, or still runs"; return 1; }
+    [ "$(port_field 1 State)" = Active ] && x 2 ping -c 2 -W 3 192.168.77.1
 }
 
 new_sm() {
@@ -126,16 +128,21 @@ sys.exit(not (ib['smps'] > 0 and ib['dropped_crc'] == 0 and ib['forwarded'] > 0)
 
 # tshark, with its RPC-over-RDMA heuristic off: it claims any RC SEND, and an empty one (as
 # perftest's rdma_cm handshake sends) then reads as a malformed RPC-over-RDMA header.
-ts() { tshark --disable-heuristic rpcrdma_infiniband -r "$tmp/ib.pcapng" -T fields \
-           -e frame.number "$@" 2> /dev/null | wc -l; }
+# ts [FILTER ARGS]: the number of frames; fails when tshark does (a count of 0 from a tshark
+# that failed would pass "nothing malformed").
+ts() {
+    local out
+    out=$(tshark --disable-heuristic rpcrdma_infiniband -r "$tmp/ib.pcapng" -T fields \
+              -e frame.number "$@" 2>&1) || { echo "tshark $*: $out" >&2; return 1; }
+    grep -c '^[0-9]' <<<"$out"
+    return 0	# grep -c exits 1 on a count of 0
+}
 
 tshark_decodes() {
     local n lrh smp sa bad
-    n=$(ts)
-    lrh=$(ts -Y 'infiniband.lrh.dlid')
-    smp=$(ts -Y 'infiniband.mad.mgmtclass == 0x01 || infiniband.mad.mgmtclass == 0x81')
-    sa=$(ts -Y 'infiniband.mad.mgmtclass == 0x03')
-    bad=$(ts -Y '_ws.malformed')
+    n=$(ts) && lrh=$(ts -Y 'infiniband.lrh.dlid') &&
+        smp=$(ts -Y 'infiniband.mad.mgmtclass == 0x01 || infiniband.mad.mgmtclass == 0x81') &&
+        sa=$(ts -Y 'infiniband.mad.mgmtclass == 0x03') && bad=$(ts -Y '_ws.malformed') || return 1
     echo "frames $n, with an LRH $lrh, SMPs $smp, SA $sa, malformed $bad"
     [ "$n" -gt 100 ] && [ "$lrh" = "$n" ] && [ "$smp" -gt 10 ] && [ "$sa" -gt 0 ] && [ "$bad" = 0 ]
 }
@@ -185,7 +192,10 @@ check "perfquery reads guest 1's counters" perf_counters
 check "saquery: three nodes, a path record from guest 2 to guest 1" sa_queries
 check "ibroute: the switch routes both CAs" switch_routes
 check "iblinkinfo: both links 4X Active/LinkUp" links_up
-check "ibping guest 2 from guest 1" pair 2 1 "timeout 12 ibping -S; true" "ibping -c 5 $lid2"
+# the server runs until its timeout ends it: 124 (coreutils) or 143 (the guest's busybox
+# timeout execs the program, which then dies of SIGTERM); any other status is a failure
+check "ibping guest 2 from guest 1" \
+    pair 2 1 "timeout 12 ibping -S; r=\$?; [ \$r = 124 ] || [ \$r = 143 ]" "ibping -c 5 $lid2"
 check "IPoIB: ping both ways" ipoib_both_ways
 for t in rc uc ud srq; do
     size=4096; [ $t = ud ] && size=2048

@@ -7,6 +7,9 @@
 # every result checked (qhca-mpi-check: collectives, a checked 1 MiB ping-pong, put, get,
 # accumulate): Open MPI on UCX (its default here) and on libfabric (mtl ofi), MPICH (over
 # UCX), mpi4py; at 2 guests and at 4. Ranks start in the other guests over ssh by name.
+# Every check also reads the qhca_0 byte counters (hw_counters tx_bytes, rx_bytes) of each
+# guest before and after and wants them grown by at least the bytes the check moves each way
+# (via_qhca): the traffic went through the device, not over TCP or shared memory.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -27,16 +30,37 @@ both() {
                                "$qhca" exec 2 -- 'grep -q "all checks passed" /tmp/srv.log'; }
 }
 
-ucx() {	# ucx [UCX_TLS]: qhca-ucx-check, every result checked on both sides
+MiB=$((1 << 20))
+
+ucx() {	# ucx [UCX_TLS]: qhca-ucx-check, every result checked on both sides. Each way at
+    # least 2 MiB: the tag message and the put (client), the tag reply and the get (server).
     local env=${1:+UCX_TLS=$1 }
-    CHECKED=1 both "${env}qhca-ucx-check" "${env}qhca-ucx-check 192.168.77.2"
+    CHECKED=1 via_qhca "$((2 * MiB)) $((2 * MiB))" \
+        both "${env}qhca-ucx-check" "${env}qhca-ucx-check 192.168.77.2"
 }
 
-fi_pp() {	# fi_pp PROVIDER EP SIZE: fi_pingpong with data verification (-v)
-    both "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3" "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3 192.168.77.2"
+fi_pp() {	# fi_pp PROVIDER EP SIZE: fi_pingpong with data verification (-v): 50 messages
+    # of SIZE each way
+    via_qhca "$((50 * $3)) $((50 * $3))" \
+        both "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3" "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3 192.168.77.2"
 }
 
-mpi() {	# mpi N CMD: CMD runs qhca-mpi-check on guests 1..N, every check must hold
+perftest() {	# ucx_perftest tag_lat: 1000 messages of 4 KiB each way, UCX's defaults otherwise
+    via_qhca "$((1000 * 4096)) $((1000 * 4096))" \
+        both "ucx_perftest -t tag_lat -s 4096 -n 1000" "ucx_perftest -t tag_lat -s 4096 -n 1000 192.168.77.2"
+}
+
+mpi() {	# mpi N CMD: CMD runs qhca-mpi-check on guests 1..N, every check must hold, through
+    # qhca_0: the first and the last rank ping-pong 40 MiB each way (20 checked round trips
+    # of 1 MiB, 20 timed), every rank puts 1 MiB into the next one's window.
+    local n=$1 i mins=()
+    for i in $(seq 1 "$n"); do
+        if [ "$i" = 1 ] || [ "$i" = "$n" ]; then mins+=($((40 * MiB))); else mins+=("$MiB"); fi
+    done
+    via_qhca "${mins[*]}" mpi_run "$@"
+}
+
+mpi_run() {	# mpi_run N CMD
     local n=$1 cmd=$2 out rc i
     out=$(timeout 300 "$qhca" exec 1 -- "$cmd" 2>&1)
     rc=$?
@@ -58,12 +82,15 @@ ssh_by_name() {	# every guest reaches every other by name, with the guests' own 
     done
 }
 
-mpi4py_allreduce() {	# mpi4py (Open MPI) across the guests
+mpi4py_run() {	# mpi4py (Open MPI) across the guests: an allreduce, and 1 MiB each way
+    # (sendrecv, checked) so that the counters show where the bytes went
     local out
-    out=$("$qhca" exec 1 -- "mpirun -np 2 --host vm1,vm2 python3 -c 'from mpi4py import MPI; c = MPI.COMM_WORLD; s = c.allreduce(c.Get_rank() + 1); print(\"mpi4py\", c.Get_rank(), s, MPI.Get_processor_name())'" 2>&1)
+    out=$("$qhca" exec 1 -- "mpirun -np 2 --host vm1,vm2 python3 -c 'from mpi4py import MPI; c = MPI.COMM_WORLD; r = c.Get_rank(); s = c.allreduce(r + 1); d = c.sendrecv(bytes([r + 1]) * (1 << 20), dest=1 - r, source=1 - r); print(\"mpi4py\", r, s, MPI.Get_processor_name(), len(d) == 1 << 20 and d == bytes([2 - r]) * (1 << 20))'" 2>&1)
     echo "$out"
-    grep -q "mpi4py 0 3 vm1" <<<"$out" && grep -q "mpi4py 1 3 vm2" <<<"$out"
+    grep -q "mpi4py 0 3 vm1 True" <<<"$out" && grep -q "mpi4py 1 3 vm2 True" <<<"$out"
 }
+
+mpi4py_allreduce() { via_qhca "$MiB $MiB" mpi4py_run; }
 
 ompi_ofi="mpirun --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include 'verbs;ofi_rxm'"
 
@@ -72,8 +99,7 @@ check "ssh between the guests by name (vm1, vm2)" ssh_by_name 2
 check "UCX (its own transport choice): tag, stream, put, get, atomics checked" ucx
 check "UCX over rc (UCX_TLS=rc): tag, stream, put, get, atomics checked" ucx rc
 check "UCX over ud_verbs alone (UCX_TLS=ud_verbs): the same checks" ucx ud_verbs
-check "ucx_perftest tag_lat, UCX defaults" \
-    both "ucx_perftest -t tag_lat -n 1000" "ucx_perftest -t tag_lat -n 1000 192.168.77.2"
+check "ucx_perftest tag_lat 4 KiB, UCX defaults" perftest
 check "libfabric msg (verbs), fi_pingpong -v, 64 KiB" fi_pp verbs msg 65536
 check "libfabric rdm (verbs;ofi_rxm, default FI_UNIVERSE_SIZE), fi_pingpong -v, 64 KiB" \
     fi_pp "verbs;ofi_rxm" rdm 65536
@@ -84,7 +110,7 @@ check "Open MPI over libfabric (mtl ofi, verbs;ofi_rxm), 2 guests" \
     mpi 2 "$ompi_ofi -np 2 --host vm1,vm2 qhca-mpi-check.openmpi"
 check "MPICH (ch4:ucx), 2 guests, every check" \
     mpi 2 "mpiexec.mpich -n 2 -hosts vm1,vm2 qhca-mpi-check.mpich"
-check "mpi4py: allreduce across the guests" mpi4py_allreduce
+check "mpi4py: allreduce and 1 MiB each way across the guests" mpi4py_allreduce
 vm_up 4
 check "ssh between four guests by name" ssh_by_name 4
 check "Open MPI (pml ucx), 4 guests, every check" \

@@ -149,7 +149,9 @@ trunk_over_veth() {
     conn=$(ip netns exec "$ns_a" ss -tn state established "( sport = :7001 )") || return 1
     echo "$conn"
     grep -q "10.77.0.2:" <<< "$conn" || return 1
-    ! ss -tln | grep -E "[:.]700[01] " || { echo "listening in the host's namespace"; return 1; }
+    local listen
+    listen=$(ss -tln) && grep -q '^LISTEN' <<< "$listen" || { echo "ss -tln failed or listed nothing"; return 1; }
+    ! grep -E "[:.]700[01] " <<< "$listen" || { echo "listening in the host's namespace"; return 1; }
     local rx
     rx=$(ip -n "$ns_b" -s -j link show veth-b |
          python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["bytes"])')
@@ -157,9 +159,21 @@ trunk_over_veth() {
     [ "$rx" -gt 16000000 ]
 }
 
-fabric_listens_only() {	# the fabrics' TCP sockets are on 127.0.0.1 only
-    ss -tlnp | grep qhca-fabric
-    ! ss -tlnp | grep qhca-fabric | awk '{print $4}' | grep -v '^127\.0\.0\.1:'
+# only_loopback: the local addresses (4th column of ss) of the socket lines on stdin: at least
+# one, every one on 127.0.0.1.
+only_loopback() {
+    awk '{ n++; print "  " $4; if ($4 !~ /^127\.0\.0\.1:[0-9]+$/) bad++ }
+         END { if (!n) print "no socket"; else if (bad) print bad " not on 127.0.0.1"; exit !(n && !bad) }'
+}
+
+fabric_listens_only() {	# the fabrics' TCP sockets are on 127.0.0.1 only: ss ran, listed
+    # host A's listener for B's trunk, and no fabric socket elsewhere
+    local out mine
+    out=$(ss -tlnp) || { echo "ss -tlnp failed"; return 1; }
+    mine=$(grep 'qhca-fabric' <<< "$out") || { echo "no TCP listener of qhca-fabric: $out"; return 1; }
+    echo "$mine"
+    grep -qF "${trunk#tcp:} " <<< "$mine" || { echo "host A's fabric does not listen on ${trunk#tcp:}"; return 1; }
+    only_loopback <<< "$mine"
 }
 
 echo "# a. two hosts: two fabrics joined by a trunk"
@@ -208,9 +222,11 @@ echo "# part a took $(elapsed "$t") s"
 udp_loopback_only() {	# the QEMUs' UDP sockets are bound to 127.0.0.1
     local pids out
     pids=$(python3 -c "import json; print('|'.join(str(v['pid']) for v in json.load(open('$QHCA_RUN/state.json'))['vms']))")
-    out=$(ss -ulpn | grep -E "pid=($pids)," ) || { echo "no UDP socket of the guests' QEMU"; return 1; }
+    [ -n "$pids" ] || { echo "no pids in state.json"; return 1; }
+    out=$(ss -ulpn) || { echo "ss -ulpn failed"; return 1; }
+    out=$(grep -E "pid=($pids)," <<< "$out") || { echo "no UDP socket of the guests' QEMU"; return 1; }
     echo "$out"
-    ! echo "$out" | awk '{print $4}' | grep -v '^127\.0\.0\.1:'
+    only_loopback <<< "$out"
 }
 
 echo "# b. up --netdev dgram"
@@ -221,7 +237,14 @@ check "ping over dgram" eventually 20 x 1 ping -c 2 -W 5 192.168.77.2
 check "ibv_rc_pingpong -c over dgram" rc_pingpong "x 2" "x 1"
 check "ib_write_bw over dgram" write_bw "x 2" "x 1"
 check "rping over dgram" rping_pair "x 2" "x 1"
-check "fabric commands refused (no fabric)" eval "! $qhca fabric show"
+no_fabric_refused() {	# qhca fabric show says there is no fabric (not: any other failure)
+    local out rc
+    out=$("$qhca" fabric show 2>&1)
+    rc=$?
+    echo "$out"
+    [ "$rc" = 1 ] && grep -q "this run has no fabric: its guests are on --netdev dgram" <<< "$out"
+}
+check "fabric commands refused (no fabric)" no_fabric_refused
 vm_down
 echo "# part b took $(elapsed "$t") s"
 
@@ -248,8 +271,14 @@ for t in ("qhcatap1", "qhcatap2"):
     grep -q "52:54:00:51:48:02 dev qhcatap2 " <<< "$fdb"
 }
 
-not_in_host_ns() {	# the taps and the bridge exist only in the namespace
-    ! ip link show qhcatap1 2> /dev/null && ! ip link show qhcatap2 2> /dev/null
+not_in_host_ns() {	# the taps exist in the namespace, and not in this one ("does not
+    # exist", not any failure of ip)
+    local t out
+    for t in qhcatap1 qhcatap2; do
+        ip -n "$ns" link show "$t" > /dev/null || { echo "no $t in $ns"; return 1; }
+        out=$(ip link show "$t" 2>&1) && { echo "$t is in the host's namespace"; return 1; }
+        grep -q "Device \"$t\" does not exist" <<< "$out" || { echo "ip link show $t: $out"; return 1; }
+    done
 }
 
 echo "# c. up --netdev tap"

@@ -73,7 +73,10 @@ check "2 MiB huge pages reserved (parent domain and ODP tests use them)" \
 check "the suite on qhca_0 (a time limit per module)" suite qhca_0
 check "Linux rxe on the virtio-net NIC" rxe_up
 check "the suite on rxe0" suite rxe0
+# the verdicts read the summary of this run, never one left by an earlier run
+rm -f "$QHCA_RUN/pyverbs-summary.json"
 summary
+check "both suites summed up (pyverbs-summary.json written)" test -s "$QHCA_RUN/pyverbs-summary.json"
 check "qhca_0: no test failed" verdict failed == 0
 check "qhca_0: no test errored" verdict errors == 0
 check "qhca_0: no module hung" verdict hung == 0

@@ -25,8 +25,9 @@ rxe) net=192.168.78 up_args=(--rxe) toggle_loops=1 ;;
 *) echo "QHCA_STORAGE_DEV must be qhca or rxe, not '$dev'" >&2; exit 2 ;;
 esac
 srv=$net.2 cli=$net.1
-only=${QHCA_STORAGE_ONLY:-nvme nfs rds iser srp}
-nfs_sizes=${QHCA_STORAGE_NFS_SIZES:-1 4097 1048576 33554432}
+workloads="nvme nfs rds iser srp"
+only=${QHCA_STORAGE_ONLY-$workloads}
+nfs_sizes=${QHCA_STORAGE_NFS_SIZES-1 4097 1048576 33554432}
 # The guests keep their files in RAM (tmpfs): NFS needs room for its largest file twice.
 export QHCA_VM_MEM=${QHCA_VM_MEM:-1536}
 
@@ -85,11 +86,11 @@ toggle_during() {	# toggle_during BEFORE DOWN TIMEOUT < SCRIPT: run SCRIPT in gu
     bg_wait 1 "$3"
 }
 
-no_oops() {	# no kernel warning, oops or hung task in either guest
-    local i out bad=0
+no_oops() {	# no kernel warning, oops or hung task in either guest (the logs read)
+    local i bad=0
     for i in 1 2; do
-        out=$("$qhca" exec "$i" -- 'dmesg | grep -E "BUG:|Oops|WARNING:|blocked for more than|Call Trace"') &&
-            { echo "guest $i:"; echo "$out" | head -n 20; bad=1; }
+        kernel_log_clean "$i" "BUG:|Oops|WARNING:|blocked for more than|Call Trace" | head -n 20
+        [ "${PIPESTATUS[0]}" = 0 ] || bad=1
     done
     [ "$bad" = 0 ]
 }
@@ -109,15 +110,37 @@ block_io() {	# block_io PROTO: fio with verification at 512 B to 1 MiB on PROTO'
 
 wanted() { [[ " $only " == *" $1 "* ]]; }
 
+selection_valid() {	# QHCA_STORAGE_ONLY names at least one workload and only known ones;
+    # QHCA_STORAGE_NFS_SIZES at least one size, each a positive number of bytes
+    local w n=0 bad=0
+    for w in $only; do
+        n=$((n + 1))
+        [[ " $workloads " == *" $w "* ]] || { echo "unknown workload '$w' (known: $workloads)"; bad=1; }
+    done
+    [ "$n" -gt 0 ] || { echo "QHCA_STORAGE_ONLY selects no workload (known: $workloads)"; bad=1; }
+    n=0
+    for w in $nfs_sizes; do
+        n=$((n + 1))
+        [[ $w =~ ^[1-9][0-9]*$ ]] || { echo "QHCA_STORAGE_NFS_SIZES: '$w' is not a size in bytes"; bad=1; }
+    done
+    [ "$n" -gt 0 ] || { echo "QHCA_STORAGE_NFS_SIZES has no size"; bad=1; }
+    [ "$bad" = 0 ]
+}
+
 # ---------------------------------------------------------------- set-up
-rdma_setup() {	# rxe mode: an rxe device on the fabric NIC of each guest
-    [ "$dev" = rxe ] || return 0
-    local i
+rdma_setup() {	# the RDMA device on $net.I in each guest, ACTIVE: qhca_0 (its netdev has the
+    # address), or in rxe mode an rxe device made on the fabric NIC
+    local i want=qhca_0
+    [ "$dev" = rxe ] && want=rxe0
     for i in 1 2; do
-        gsh "$i" 60 "$net.$i" <<'EOF' || return 1
+        gsh "$i" 60 "$net.$i" "$dev" "$want" <<'EOF' || return 1
 n=$(nic_of "$1"); [ -n "$n" ] || fail "no NIC has $1"
-rdma link show rxe0/1 > /dev/null 2>&1 || try rdma link add rxe0 type rxe netdev "$n"
-rdma link show rxe0/1 | grep -q 'state ACTIVE' || fail "rxe0 is not ACTIVE: $(rdma link show rxe0/1)"
+if [ "$2" = rxe ]; then
+    rdma link show rxe0/1 > /dev/null 2>&1 || try rdma link add rxe0 type rxe netdev "$n"
+fi
+rdma link show "$3/1" | grep -q 'state ACTIVE' || fail "$3 is not ACTIVE: $(rdma link show "$3/1")"
+[ "$(rdma_dev_of "$1")" = "$3" ] || fail "the RDMA device of $1 ($n) is '$(rdma_dev_of "$1")', not $3"
+echo "$(hostname): $3 on $n ($1), ACTIVE"
 EOF
     done
 }
@@ -483,7 +506,9 @@ EOF
 iser_logout() {	# guest 1: logout, records deleted, iscsid stopped, ib_iser unloaded
     gsh 1 120 "$iqn" <<'EOF'
 try iscsiadm -m node -T "$1" -p $SRV:3260 -I iser --logout
-! iscsiadm -m session > /dev/null 2>&1 || fail "a session is left after logout: $(iscsiadm -m session)"
+# 21: "No active sessions" (ISCSI_ERR_NO_OBJS_FOUND), not any failure of iscsiadm
+iscsiadm -m session > /dev/null 2>&1
+[ $? = 21 ] || fail "a session is left after logout, or iscsiadm failed: $(iscsiadm -m session 2>&1)"
 try iscsiadm -m node -o delete
 try iscsiadm -m discoverydb -t st -p $SRV:3260 -I iser -o delete
 try iscsiadm -k 0
@@ -597,6 +622,8 @@ EOF
 srp_all() { srp_target && srp_login && srp_io 4k 16 4m && srp_logout && srp_teardown; }
 
 # ---------------------------------------------------------------- run
+check "QHCA_STORAGE_ONLY ($only) and QHCA_STORAGE_NFS_SIZES ($nfs_sizes) valid" selection_valid ||
+    { finish; exit 1; }
 vm_up 2 "${up_args[@]}"
 echo "# storage over $dev: target/server $srv (guest 2), initiator/client $cli (guest 1)"
 check "$dev: RDMA device on $net.x in both guests" rdma_setup

@@ -32,29 +32,50 @@ perf() {	# perf PROG ARGS...: perftest over TCP-exchanged connection data
     pair "$prog -d qhca_0 -x 1 $*" "$prog -d qhca_0 -x 1 $* 192.168.77.2"
 }
 
-loopback() {	# client and server on one guest: two QPs of one port
-    "$qhca" exec 1 -- 'rm -f /tmp/lo.log; setsid ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c > /tmp/lo.log 2>&1 < /dev/null &'
+# one_guest SERVER_CMD CLIENT_CMD: both sides in guest 1 (the server in the background);
+# both must exit 0.
+one_guest() {
+    "$qhca" exec 1 -- "rm -f /tmp/lo.log /tmp/lo.rc; setsid sh -c '$1 > /tmp/lo.log 2>&1; echo \$? > /tmp/lo.rc' < /dev/null > /dev/null 2>&1 &" ||
+        return 1
     sleep 1.5
-    "$qhca" exec 1 -- 'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c 127.0.0.1 && sleep 1 && grep -q iters /tmp/lo.log'
+    timeout 120 "$qhca" exec 1 -- "$2" || { echo "client failed"; return 1; }
+    eventually 20 "$qhca" exec 1 -- 'test -s /tmp/lo.rc' && [ "$("$qhca" exec 1 -- cat /tmp/lo.rc)" = 0 ] ||
+        { echo "server:"; "$qhca" exec 1 -- cat /tmp/lo.log; return 1; }
+}
+
+loopback() {	# client and server on one guest: two QPs of one port
+    one_guest 'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c' \
+              'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c 127.0.0.1' &&
+        "$qhca" exec 1 -- 'grep -q iters /tmp/lo.log'
 }
 
 loopback_bw() {	# 1 MiB WRITEs between two processes of one guest, through the loopback queue
-    "$qhca" exec 1 -- 'rm -f /tmp/lo.log; setsid ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100 > /tmp/lo.log 2>&1 < /dev/null &'
-    sleep 1.5
-    "$qhca" exec 1 -- 'ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100 127.0.0.1 | tail -n 2 | head -n 1' || return 1
-    sleep 1
-    "$qhca" exec 1 -- 'grep -q 1048576 /tmp/lo.log'
+    # (the client's status is its own: no pipe after it)
+    one_guest 'ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100' \
+              'ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100 127.0.0.1 > /tmp/lo-cli.log 2>&1; rc=$?; tail -n 2 /tmp/lo-cli.log; exit $rc' &&
+        "$qhca" exec 1 -- 'grep -q 1048576 /tmp/lo.log'
+}
+
+syscalls() {	# syscalls N: ibv_rc_pingpong -n N under strace -c in guest 1; its system calls
+    local out
+    out=$("$qhca" exec 1 -- "strace -f -c -o /tmp/s$1 ibv_rc_pingpong -d qhca_0 -g 1 -n $1 192.168.77.2 > /dev/null && tail -n 1 /tmp/s$1") ||
+        { echo "ibv_rc_pingpong -n $1 under strace failed" >&2; return 1; }
+    # the total line: % time, seconds, usecs/call, calls[, errors] total
+    awk '$NF == "total" { print $4 }' <<<"$out" | grep -E '^[0-9]+$' ||
+        { echo "no total in strace -c: $out" >&2; return 1; }
 }
 
 no_syscalls_on_datapath() {	# 20 or 2000 iterations make the same number of system calls
     local few many
-    "$qhca" exec 2 -- 'setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 1 -n 20; ibv_rc_pingpong -d qhca_0 -g 1 -n 2000" < /dev/null > /dev/null 2>&1 &'
+    "$qhca" exec 2 -- 'rm -f /tmp/sc.rc; setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 1 -n 20 && ibv_rc_pingpong -d qhca_0 -g 1 -n 2000; echo \$? > /tmp/sc.rc" < /dev/null > /dev/null 2>&1 &'
     sleep 1.5
-    few=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s1 ibv_rc_pingpong -d qhca_0 -g 1 -n 20 192.168.77.2 > /dev/null && tail -n 1 /tmp/s1' | awk '{print $4}')
+    few=$(syscalls 20) || return 1
     sleep 1.5
-    many=$("$qhca" exec 1 -- 'strace -f -c -o /tmp/s2 ibv_rc_pingpong -d qhca_0 -g 1 -n 2000 192.168.77.2 > /dev/null && tail -n 1 /tmp/s2' | awk '{print $4}')
+    many=$(syscalls 2000) || return 1
     echo "system calls: $few for 20 round trips, $many for 2000"
-    [ -n "$few" ] && [ -n "$many" ] && [ $((many - few)) -lt 20 ]
+    eventually 20 "$qhca" exec 2 -- 'test -s /tmp/sc.rc' && [ "$("$qhca" exec 2 -- cat /tmp/sc.rc)" = 0 ] ||
+        { echo "the servers in guest 2 failed"; return 1; }
+    [ $((many - few)) -lt 20 ]
 }
 
 xrc_one_guest() {	# both sides of qhca-xrc in guest 1
@@ -135,6 +156,7 @@ check "refused requests counted in remote_access_errors" "$qhca" exec 2 -- \
     'rdma statistic show link qhca_0/1 | grep -E "remote_access_errors ([2-9]|[1-9][0-9])"'
 check "hw_counters through rdma statistic" "$qhca" exec 1 -- \
     'rdma statistic show link qhca_0/1 | grep -E "tx_pkts [1-9][0-9]* .*rx_pkts [1-9]"'
-check "no kernel oops" "$qhca" exec 1 -- '! dmesg | grep -E "BUG:|Oops|WARNING:"'
+check "no kernel oops in guest 1" kernel_log_clean 1
+check "no kernel oops in guest 2" kernel_log_clean 2
 vm_down
 finish

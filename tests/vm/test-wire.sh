@@ -27,13 +27,21 @@ traffic() {
          "ib_write_bw -d qhca_0 -x 1 -s 5000 -n 20 192.168.77.2"
 }
 
+# fields FILTER FIELD: FIELD (a number) of every frame of vm1.pcap that matches FILTER, one a
+# line; fails when tshark does (so that "no malformed frame" needs a tshark that ran).
+fields() {
+    local out
+    out=$(tshark -r "$QHCA_RUN/vm1.pcap" -Y "$1" -T fields -e "$2" 2>&1) ||
+        { echo "tshark -Y '$1': $out" >&2; return 1; }
+    grep -E '^[0-9]+$' <<<"$out"
+    return 0
+}
+
 tshark_clean() {	# every RoCE frame decodes, none is malformed, the opcodes are all there
-    local f=$QHCA_RUN/vm1.pcap n bad ops
-    n=$(tshark -r "$f" -Y infiniband.bth 2>/dev/null | wc -l)
-    bad=$(tshark -r "$f" -Y '_ws.malformed || (infiniband && _ws.expert.severity >= 8388608)' \
-          2>/dev/null | wc -l)
-    ops=$(tshark -r "$f" -Y infiniband.bth -T fields -e infiniband.bth.opcode 2>/dev/null |
-          sort -u | tr '\n' ' ')
+    local n bad ops
+    n=$(fields infiniband.bth frame.number | wc -l) &&
+        bad=$(fields '_ws.malformed || (infiniband && _ws.expert.severity >= 8388608)' frame.number | wc -l) &&
+        ops=$(fields infiniband.bth infiniband.bth.opcode | sort -u | tr '\n' ' ') || return 1
     echo "$n RoCE frames decoded, $bad malformed; opcodes: $ops"
     [ "$n" -gt 100 ] && [ "$bad" = 0 ] &&
         for op in 0 1 2 6 8 12 13 14 15 17 18 20 32 33 34 100; do
@@ -57,9 +65,17 @@ while off + 16 <= len(d):
         d[off + 16 + 58] ^= 0x40
         break
     off += 16 + n
+else:
+    sys.exit("no RoCE v2 frame to corrupt")
 open(sys.argv[2], "wb").write(d)
 PY
-    ! "$root/tools/qhca-icrc-check" "$QHCA_RUN/bad.pcap"
+    [ $? = 0 ] || return 1
+    # the checker runs, finds the frame and reports exactly that one wrong (status 1)
+    local out rc
+    out=$("$root/tools/qhca-icrc-check" "$QHCA_RUN/bad.pcap" 2>&1)
+    rc=$?
+    echo "$out"
+    [ "$rc" = 1 ] && grep -qE '^[0-9]+ RoCEv2 frames: [0-9]+ ICRC correct, 1 wrong$' <<<"$out"
 }
 
 "$qhca" down > /dev/null 2>&1
