@@ -1200,10 +1200,11 @@ static void test_host_memory_bound(void)
     g_assert_cmpuint(made, >=, limit / 2);
     /*
      * The budget, the allocator's overhead (under 2 %) and QEMU's own change beside it;
-     * under AddressSanitizer also its shadow, an eighth of what is allocated.
+     * under AddressSanitizer also its shadow (an eighth of what is allocated), its red
+     * zones and the quarantine of freed blocks: seen 1231 MiB, allowed a quarter more.
      */
 #ifdef __SANITIZE_ADDRESS__
-    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 8 + budget / 50 + (32u << 20));
+    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 4 + (64u << 20));
 #else
     g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 50 + (32u << 20));
 #endif
