@@ -786,16 +786,13 @@ static void test_retry_exceeded(void)
  */
 static void test_reset_clears_retries(void)
 {
+	uint32_t lkey, rkey;
+	uint64_t lbuf, rbuf;
 	struct qhca_qp_attr at;
 	struct qp a, b;
-	uint64_t lbuf;
-	uint32_t lkey;
 
 	setup();
-	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
-	connect_pair(&a, &b);
-	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rc_pair(&a, &b, 4096, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
 	drop_pct = 100;
 	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 64, lkey);
 	post_send(&a);
