@@ -6,7 +6,7 @@ happened as a numbered story (text), as JSON lines, and as an SVG sequence diagr
 
 Run alone it renders a directory that 'qhca explain' wrote (steps.raw, capture.pcapng):
 
-  python3 tools/qhca_explain.py [--all] DIR
+  python3 tools/qhcatool/story.py [--all] DIR
 """
 import html
 import json

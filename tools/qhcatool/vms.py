@@ -1,0 +1,678 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The guests' lifecycle: QEMU's command line, 'up', 'down', 'kill', 'reset', 'start' and
+'status'.
+"""
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from .common import (CACHE, CONTROL_SOCK, DEFAULT_MEM, FABRIC, INITRD, KERNEL, QEMU, QEMU_DIR,
+                     READY_MARK, RUN, SEABIOS, SSH_KEY, STATE, alive, device_props, die,
+                     free_port, info, is_loopback, load_state, mgmt_mac, port_free, running_vm,
+                     rxe_mac, save_state, split_hostport, vm_alive, vm_entry, vm_mac)
+from .fabric import dgram_netdev, fabric_netdev, start_fabric
+from .guest import ssh_base
+from .netns import (BRIDGE, need_root, netns_path, open_tap, run_netns, tap_name, tap_setup,
+                    tap_teardown)
+from .qmp import Qmp
+
+
+def probe_accel():
+    """KVM if a guest really runs under it here, else TCG. The answer is cached per boot."""
+    forced = os.environ.get("QHCA_ACCEL")
+    if forced:
+        return forced
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    try:
+        boot_id = open("/proc/sys/kernel/random/boot_id").read().strip()
+    except OSError:
+        boot_id = "unknown"
+    cache = os.path.join(CACHE, "accel-probe")
+    try:
+        with open(cache) as f:
+            cached_boot, accel = f.read().split()
+            if cached_boot == boot_id:
+                return accel
+    except (OSError, ValueError):
+        pass
+    info("probing KVM (a short guest boot)...")
+    log = os.path.join(RUN, "kvm-probe.log")
+    cmd = [QEMU, "-machine", "q35", "-accel", "kvm", "-cpu", "host", "-m", "256",
+           "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+           "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom"),
+           "-kernel", KERNEL, "-append", "console=ttyS0 panic=-1",
+           "-serial", "file:" + log]
+    accel = "tcg"
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.5)
+            try:
+                if "Linux version" in open(log, errors="replace").read():
+                    accel = "kvm"
+                    break
+            except OSError:
+                pass
+        p.kill()
+        p.wait()
+    except OSError:
+        pass
+    info("KVM %s; using %s" % ("works" if accel == "kvm" else "does not run a guest here", accel))
+    with open(cache, "w") as f:
+        f.write("%s %s\n" % (boot_id, accel))
+    return accel
+
+
+TAP_NETDEV_RE = re.compile(r"tap,id=fabric,fd=\d+")
+
+
+def qemu_cmdline(i, netdev, accel, ssh_port, extra, rxe_port=None, mem=DEFAULT_MEM, link=None):
+    """Guest I's QEMU: its qhca device on NETDEV (a -netdev value with id=fabric); with
+    RXE_PORT also a virtio-net NIC on that fabric port; LINK 'ib': an InfiniBand port."""
+    run = RUN
+    cmd = [QEMU, "-name", "vm%d,debug-threads=on" % i,
+           "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max",
+           "-smp", "1", "-m", str(mem),
+           "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+           "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom"),
+           "-kernel", KERNEL, "-initrd", INITRD,
+           "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d" % i,
+           "-chardev", "socket,id=console,path=%s/vm%d.console,server=on,wait=off,"
+                       "logfile=%s/vm%d.log" % (run, i, run, i),
+           "-serial", "chardev:console",
+           "-netdev", netdev,
+           "-device", "qhca,id=qhca0,netdev=fabric,mac=%s%s%s"
+                      % (vm_mac(i), ",link=" + link if link else "", device_props()),
+           "-netdev", "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22" % ssh_port,
+           "-device", "virtio-net-pci,netdev=mgmt,romfile=,mac=%s" % mgmt_mac(i),
+           "-qmp", "unix:%s/vm%d.qmp,server=on,wait=off" % (run, i)]
+    if rxe_port:
+        # A virtio-net NIC on the same fabric (ports n+1..2n) to compare with Linux rxe.
+        cmd += ["-netdev", fabric_netdev(rxe_port).replace("id=fabric", "id=rxenet", 1),
+                "-device", "virtio-net-pci,netdev=rxenet,romfile=,mac=%s" % rxe_mac(i)]
+    return cmd + extra
+
+
+def stop_pid(pid, name, timeout=10.0):
+    if not alive(pid):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not alive(pid):
+            return
+        time.sleep(0.1)
+    info("%s (pid %d) ignored SIGTERM; killing it" % (name, pid))
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def cmd_down(args):
+    state = load_state()
+    if not state:
+        info("nothing is up")
+        return 0
+    for vm in state["vms"]:
+        if vm_alive(vm):
+            stop_pid(vm["pid"], "vm%d" % vm["index"])
+    if state.get("fabric_pid"):
+        stop_pid(state["fabric_pid"], "fabric")
+    for vm in state["vms"]:
+        for suffix in (".console", ".qmp"):
+            try:
+                os.unlink(os.path.join(RUN, "vm%d%s" % (vm["index"], suffix)))
+            except FileNotFoundError:
+                pass
+    left = None
+    if state.get("netns"):
+        # Only the namespace 'up --netdev tap' made for this run (never --fabric-netns's).
+        try:
+            left = tap_teardown(state["netns"], state.get("taps") or [])
+        except RuntimeError as e:
+            left = str(e)
+    if left:
+        save_state(state)
+        die("down: the VMs are stopped but %s could not be removed: %s" % (state["netns"], left))
+    os.unlink(STATE)
+    netdev = state.get("netdev", "fabric")
+    if netdev == "tap":
+        what = "the namespace %s with its bridge and taps removed" % state["netns"]
+    elif netdev == "dgram":
+        what = "no fabric"
+    else:
+        what = "the fabric stopped"
+    info("down: %d VMs and %s" % (len(state["vms"]), what))
+    return 0
+
+
+def check_artifacts():
+    missing = [p for p in (QEMU, FABRIC, KERNEL, INITRD, SSH_KEY) if not os.path.exists(p)]
+    if missing:
+        die("not built yet: %s\n  run 'make all' in the qhca tree first" % ", ".join(missing))
+    if not os.path.exists(os.path.join(SEABIOS, "bios-256k.bin")):
+        die("SeaBIOS is missing; install Debian's seabios package (make all does)")
+
+
+def ready_marks(i):
+    """How often guest I's serial log has the ready mark (once per boot of the guest)."""
+    try:
+        with open(os.path.join(RUN, "vm%d.log" % i), "rb") as f:
+            return f.read().count(READY_MARK.encode())
+    except OSError:
+        return 0
+
+
+def wait_ready(state, timeout, indexes=None, since=None, marks=None):
+    """Wait until the guests INDEXES (default all) are ready: their serial log has more ready
+    marks than MARKS[i] (default 0) and ssh answers. Times are reported from SINCE."""
+    pending = set(indexes) if indexes is not None else {vm["index"] for vm in state["vms"]}
+    since = since or state["started"]
+    marks = marks or {}
+    deadline = time.time() + timeout
+    while pending and time.time() < deadline:
+        for vm in state["vms"]:
+            i = vm["index"]
+            if i not in pending:
+                continue
+            if not vm_alive(vm):
+                raise RuntimeError("vm%d: QEMU exited; see %s/vm%d.qemu.log" % (i, RUN, i))
+            if ready_marks(i) <= marks.get(i, 0):
+                continue
+            r = subprocess.run(ssh_base(state, i) + ["true"], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if r.returncode == 0:
+                pending.discard(i)
+                info("vm%d ready (%.1f s)" % (i, time.time() - since))
+        time.sleep(0.3)
+    if pending:
+        raise RuntimeError("guest%s %s not ready after %d s; serial log%s: %s" % (
+            "s" if len(pending) > 1 else "", ", ".join(map(str, sorted(pending))), timeout,
+            "s" if len(pending) > 1 else "",
+            ", ".join("%s/vm%d.log" % (RUN, i) for i in sorted(pending))))
+
+
+def log_tails(indexes, lines=8):
+    for i in indexes:
+        try:
+            tail = open(os.path.join(RUN, "vm%d.log" % i),
+                        errors="replace").read().splitlines()[-lines:]
+            sys.stderr.write("--- vm%d.log (last lines)\n%s\n" % (i, "\n".join(tail)))
+        except OSError:
+            pass
+
+
+# A unix socket path holds at most this many bytes (sun_path, less the NUL); QEMU and the
+# fabric refuse longer ones, so refuse them here first, naming the path.
+SUN_PATH_MAX = 107
+
+
+def check_socket_paths(last, nports):
+    longest = max(os.path.join(RUN, "fabric", "port%d.sock" % nports), CONTROL_SOCK,
+                  os.path.join(RUN, "vm%d.console" % last), key=len)
+    if len(longest.encode()) > SUN_PATH_MAX:
+        die("socket path %s is %d bytes long; a unix socket path holds at most %d bytes: "
+            "set QHCA_RUN to a shorter directory" % (longest, len(longest.encode()),
+                                                    SUN_PATH_MAX))
+
+
+def boot_timeout(n):
+    """Default seconds to wait for N guests: N TCG guests share the host's cores."""
+    env = os.environ.get("QHCA_BOOT_TIMEOUT")
+    if env:
+        return int(env)
+    return 180 + 30 * max(0, n - 2)
+
+
+def launch(vm):
+    """Start guest VM's QEMU from its saved argv; records the pid in VM. With --netdev tap the
+    guest's tap is opened now and its descriptor handed over (fd=N in the argv is this
+    launch's number; vmI.cmdline shows it)."""
+    i = vm["index"]
+    fds = ()
+    if vm.get("tap"):
+        fd = open_tap(vm["tap"]["netns"], vm["tap"]["ifname"])
+        fds = (fd,)
+        vm["argv"] = [TAP_NETDEV_RE.sub("tap,id=fabric,fd=%d" % fd, a) for a in vm["argv"]]
+    with open(os.path.join(RUN, "vm%d.cmdline" % i), "w") as f:
+        f.write(" ".join(shlex.quote(c) for c in vm["argv"]) + "\n")
+    qlog = open(os.path.join(RUN, "vm%d.qemu.log" % i), "w")
+    try:
+        p = subprocess.Popen(vm["argv"], stdout=qlog, stderr=qlog, stdin=subprocess.DEVNULL,
+                             start_new_session=True, pass_fds=fds)
+    except OSError as e:
+        raise RuntimeError("vm%d: cannot run %s: %s" % (i, vm["argv"][0], e.strerror or e))
+    finally:
+        qlog.close()
+        for fd in fds:
+            os.close(fd)
+    # Popen returns once the exec has begun; /proc/PID/cmdline, by which vm_alive knows the
+    # process, reads empty for a moment after that: wait for it ('start' checks at once).
+    deadline = time.time() + 2
+    while time.time() < deadline and p.poll() is None:
+        try:
+            with open("/proc/%d/cmdline" % p.pid, "rb") as f:
+                if f.read(1):
+                    break
+        except OSError:
+            break
+        time.sleep(0.01)
+    vm["pid"] = p.pid
+    vm["state"] = "running"
+    vm["booted"] = time.time()
+
+
+def fmt_hostport(host, port):
+    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+
+
+def free_udp_ports(count):
+    """COUNT distinct free UDP ports of 127.0.0.1 (held together while they are picked)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+LOOPBACK_ONLY = ("the launcher keeps guest traffic on this machine: %s must be a loopback "
+                 "address (127.0.0.1, ::1, localhost) unless the fabric runs inside a network "
+                 "namespace (--fabric-netns); between real hosts run qhca-fabric yourself "
+                 "(docs/fabric.md, \"More than one host\")")
+
+
+def cmd_up(args):
+    n = args.n
+    if n < 1 or n > 16:
+        die("-n must be 1..16")
+    first = args.first
+    if first < 1 or first + n - 1 > 254:
+        die("--first %d -n %d: guests are numbered 1..254 (guest I is 192.168.77.I)" % (first, n))
+    last = first + n - 1
+    indexes = list(range(first, last + 1))
+    try:
+        mem = int(args.mem)
+    except ValueError:
+        die("--mem (or QHCA_VM_MEM) must be a number of MiB, not %r" % args.mem)
+    if mem < 256:
+        die("--mem %d: a guest needs at least 256 MiB (the image lives in its RAM)" % mem)
+    netdev = args.netdev
+    on_fabric = netdev == "fabric"
+    trunks = args.trunk or []
+    if args.spare_ports < 0:
+        die("--spare-ports must be 0 or more")
+    if not on_fabric:
+        given = [opt for opt, v in (("--rxe", args.rxe), ("--seed", args.seed is not None),
+                                    ("--fabric-script", args.fabric_script),
+                                    ("--capture", args.capture), ("--fabric-tcp", args.fabric_tcp),
+                                    ("--trunk", trunks), ("--spare-ports", args.spare_ports),
+                                    ("--fabric-netns", args.fabric_netns)) if v]
+        if given:
+            die("--netdev %s runs no fabric, so no %s" % (netdev, ", ".join(given)))
+    if args.ib and (not on_fabric or args.rxe or trunks or args.fabric_tcp or args.spare_ports):
+        die("--ib makes an InfiniBand subnet of one switch, the fabric: it goes with none of "
+            "--netdev dgram|tap, --rxe, --trunk, --fabric-tcp, --spare-ports")
+    if netdev == "dgram" and n != 2:
+        die("--netdev dgram joins exactly two guests point to point: -n 2")
+    if netdev == "tap":
+        need_root("up --netdev tap")
+    if args.fabric_netns:
+        need_root("up --fabric-netns")
+        if not os.path.exists(netns_path(args.fabric_netns)):
+            die("--fabric-netns %s: no such network namespace (make it with 'ip netns add %s' "
+                "and give it the addresses the fabric should use)"
+                % (args.fabric_netns, args.fabric_netns))
+    timeout = args.timeout if args.timeout is not None else boot_timeout(n)
+
+    # The fabric's ports: the guests' 1..N, the rxe NICs' N+1..2N, the trunks, the spare ones.
+    rxe_ports = n if args.rxe else 0
+    fabric_args = []
+    if args.seed is not None:
+        fabric_args += ["--seed", str(args.seed)]
+    if args.fabric_script:
+        script = os.path.abspath(args.fabric_script)
+        if not os.path.isfile(script):
+            die("--fabric-script %s: no such file" % script)
+        fabric_args += ["--script", script]
+    if args.capture:
+        fabric_args += ["--capture", os.path.abspath(args.capture)]
+    if args.ib:
+        fabric_args += ["--ib"]
+    trunk_ports = {}
+    for k, addr in enumerate(trunks):
+        port = n + rxe_ports + 1 + k
+        kind, _, rest = addr.partition(":")
+        if kind == "tcp":
+            host, tport = split_hostport(rest, "--trunk %s:" % addr)
+            if not args.fabric_netns and not is_loopback(host):
+                die(LOOPBACK_ONLY % ("--trunk %s: HOST" % addr))
+            addr = "tcp:" + fmt_hostport(host, tport)
+        elif kind == "unix" and rest:
+            addr = "unix:" + os.path.abspath(rest)
+            if len(addr[5:].encode()) > SUN_PATH_MAX:
+                die("--trunk %s: a unix socket path holds at most %d bytes" % (addr, SUN_PATH_MAX))
+        else:
+            die("--trunk %s: expected tcp:HOST:PORT or unix:PATH" % addr)
+        trunk_ports[port] = addr
+        fabric_args += ["--trunk", "%d=%s" % (port, addr)]
+    nports = n + rxe_ports + len(trunks) + args.spare_ports
+    spare = list(range(nports - args.spare_ports + 1, nports + 1))
+    if nports > 64:
+        die("the fabric has at most 64 ports; this asks for %d" % nports)
+    tcp = None
+    if args.fabric_tcp:
+        host, base = split_hostport(args.fabric_tcp, "--fabric-tcp")
+        if not args.fabric_netns and not is_loopback(host):
+            die(LOOPBACK_ONLY % ("--fabric-tcp %s: HOST" % args.fabric_tcp))
+        if base + nports - 1 > 65535:
+            die("--fabric-tcp %s: ports %d..%d do not fit below 65536"
+                % (args.fabric_tcp, base, base + nports - 1))
+        tcp = (host, base)
+        fabric_args += ["--tcp", fmt_hostport(host, base)]
+
+    check_artifacts()
+    check_socket_paths(last, nports if on_fabric else 1)
+    os.makedirs(RUN, exist_ok=True)
+    old = load_state()
+    if old:
+        if any(vm_alive(vm) for vm in old["vms"]) or alive(old.get("fabric_pid")):
+            die("VMs are already up in %s; run 'qhca down' first" % RUN)
+        if old.get("netns"):
+            try:
+                tap_teardown(old["netns"], old.get("taps") or [])
+            except RuntimeError:
+                pass
+        os.unlink(STATE)
+    control = on_fabric
+    try:
+        avail = int(re.search(r"MemAvailable:\s+(\d+)", open("/proc/meminfo").read()).group(1))
+        if n * mem * 1024 > avail:
+            info("warning: %d guests of %d MiB need more than the %d MiB available"
+                 % (n, mem, avail // 1024))
+    except (OSError, AttributeError):
+        pass
+    accel = probe_accel()
+    fabdir = os.path.join(RUN, "fabric")
+    for i in indexes:
+        for f in ("vm%d.log" % i, "vm%d.qemu.log" % i, "vm%d.log.prev" % i,
+                  "vm%d.qemu.log.prev" % i, "vm%d.pcap.prev" % i):
+            try:
+                os.unlink(os.path.join(RUN, f))
+            except FileNotFoundError:
+                pass
+    state = {"started": time.time(), "accel": accel, "mem": mem, "vms": [], "fabric_pid": None,
+             "control": CONTROL_SOCK if control else None, "first": first, "netdev": netdev,
+             "ib": bool(args.ib)}
+
+    if on_fabric:
+        os.makedirs(fabdir, exist_ok=True)
+        fab_cmd = [FABRIC, "--dir", fabdir, "--ports", str(nports)]
+        if control:
+            fab_cmd += ["--control", CONTROL_SOCK]
+        fab_cmd += fabric_args
+        state["fabric_argv"] = fab_cmd
+        state["fabric_ports"] = nports
+        state["trunks"] = {str(p): a for p, a in trunk_ports.items()}
+        state["spare_ports"] = spare
+        state["fabric_tcp"] = fmt_hostport(*tcp) if tcp else None
+        state["fabric_netns"] = args.fabric_netns
+        fab = start_fabric(fab_cmd, args.fabric_netns)
+        state["fabric_pid"] = fab.pid
+        save_state(state)
+        # A trunk port has no socket of its own; the control socket comes after the TCP ones.
+        wanted = [os.path.join(fabdir, "port%d.sock" % p) for p in range(1, nports + 1)
+                  if p not in trunk_ports]
+        if control:
+            wanted.append(CONTROL_SOCK)
+        started = False
+        for _ in range(50):
+            if fab.poll() is not None:
+                break
+            if all(os.path.exists(w) for w in wanted):
+                started = True
+                break
+            time.sleep(0.1)
+        if not started:
+            cmd_down(args)
+            try:
+                sys.stderr.write(open(os.path.join(RUN, "fabric.log"), errors="replace").read())
+            except OSError:
+                pass
+            die("the fabric did not start; see %s/fabric.log" % RUN)
+        where = " in namespace %s" % args.fabric_netns if args.fabric_netns else ""
+        if tcp:
+            info("fabric%s: port K also listens on TCP %s + K - 1 (ports %d..%d)"
+                 % (where, fmt_hostport(*tcp), tcp[1], tcp[1] + nports - 1))
+        for p, a in sorted(trunk_ports.items()):
+            info("fabric%s: port %d is a trunk to %s" % (where, p, a))
+        for p in spare:
+            info("fabric: port %d is spare: %s/port%d.sock%s" % (
+                p, fabdir, p, ", TCP %s" % fmt_hostport(tcp[0], tcp[1] + p - 1) if tcp else ""))
+    elif netdev == "dgram":
+        udp = free_udp_ports(2)
+        state["udp"] = udp
+        info("dgram: vm%d on UDP 127.0.0.1:%d, vm%d on UDP 127.0.0.1:%d"
+             % (first, udp[0], last, udp[1]))
+    else:
+        ns = run_netns()
+        state["netns"] = ns
+        state["taps"] = indexes
+        save_state(state)
+        try:
+            tap_setup(ns, indexes)
+        except RuntimeError as e:
+            cmd_down(args)
+            die("--netdev tap: %s" % e)
+        info("tap: namespace %s, bridge %s, taps %s" % (
+            ns, BRIDGE, " ".join(tap_name(i) for i in indexes)))
+
+    extra = shlex.split(os.environ.get("QHCA_QEMU_ARGS", ""))
+    if args.trace:
+        extra += ["-trace", args.trace]
+    for k, i in enumerate(indexes):
+        ssh_port = free_port()
+        dump = []
+        if args.pcap:
+            pcap = os.path.join(RUN, "vm%d.pcap" % i)
+            dump = ["-object", "filter-dump,id=dump0,netdev=fabric,file=%s,maxlen=65535" % pcap]
+        vm = {"index": i, "ssh_port": ssh_port, "mac": vm_mac(i)}
+        if on_fabric:
+            vm["port"] = k + 1
+            nd = fabric_netdev(k + 1)
+        elif netdev == "dgram":
+            vm["udp"] = [udp[k], udp[1 - k]]
+            nd = dgram_netdev(udp[k], udp[1 - k])
+        else:
+            vm["tap"] = {"netns": ns, "ifname": tap_name(i)}
+            nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
+        vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump,
+                                  rxe_port=n + k + 1 if args.rxe else None, mem=mem,
+                                  link="ib" if args.ib else None)
+        try:
+            launch(vm)
+        except RuntimeError as e:
+            cmd_down(args)
+            die(str(e))
+        state["vms"].append(vm)
+        save_state(state)
+    info("booting %d VMs (%s, %d MiB each, timeout %d s); logs in %s"
+         % (n, accel, mem, timeout, RUN))
+    try:
+        wait_ready(state, timeout)
+    except RuntimeError as e:
+        sys.stderr.write("qhca: error: %s\n" % e)
+        log_tails([vm["index"] for vm in state["vms"]])
+        if not args.keep:
+            cmd_down(args)
+        return 1
+    info("up: %d VMs in %.1f s" % (n, time.time() - state["started"]))
+    return 0
+
+
+def cmd_kill(args):
+    state = load_state()
+    i = args.index
+    vm = running_vm(state, i)
+    pid = vm["pid"]
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    deadline = time.time() + 10
+    while alive(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    if alive(pid):
+        die("vm%d: QEMU (pid %d) is still there 10 s after SIGKILL" % (i, pid))
+    vm["state"] = "stopped"
+    vm["stopped"] = time.time()
+    save_state(state)
+    for suffix in (".console", ".qmp"):
+        try:
+            os.unlink(os.path.join(RUN, "vm%d%s" % (i, suffix)))
+        except FileNotFoundError:
+            pass
+    if vm.get("port"):
+        gone = "its fabric port %d is disconnected" % vm["port"]
+    elif vm.get("tap"):
+        gone = "its tap %s stays on the bridge, without carrier" % vm["tap"]["ifname"]
+    else:
+        gone = "its UDP peer hears nothing"
+    info("vm%d: killed QEMU (pid %d) with SIGKILL; %s; 'qhca start %d' boots it again"
+         % (i, pid, gone, i))
+    return 0
+
+
+def cmd_reset(args):
+    state = load_state()
+    i = args.index
+    running_vm(state, i)
+    marks = {i: ready_marks(i)}
+    t0 = time.time()
+    # QEMU runs with -no-reboot (reboot=shutdown): a reset request would make it exit. Let
+    # resets reboot the guest for now: the host's reset, then the one the firmware (SeaBIOS)
+    # makes itself when it finds it has run before (QEMU does not restore its shadow copy);
+    # then restore -no-reboot, so that a guest panic still stops QEMU.
+    try:
+        q = Qmp(state, i)
+        try:
+            q.call("set-action", {"reboot": "reset"})
+            q.call("system_reset")
+            fw = q.wait_event(lambda ev: ev.get("event") == "RESET"
+                              and (ev.get("data") or {}).get("guest"), 15)
+            if not fw:
+                info("vm%d: no reset from the firmware within 15 s; restoring -no-reboot "
+                     "anyway" % i)
+            q.call("set-action", {"reboot": "shutdown"})
+        finally:
+            q.close()
+    except (OSError, RuntimeError, ValueError) as e:
+        die("vm%d: reset failed: %s" % (i, e))
+    info("vm%d: system reset" % i)
+    if args.no_wait:
+        return 0
+    try:
+        wait_ready(state, args.timeout, indexes=[i], since=t0, marks=marks)
+    except RuntimeError as e:
+        sys.stderr.write("qhca: error: %s\n" % e)
+        log_tails([i])
+        return 1
+    return 0
+
+
+def cmd_start(args):
+    state = load_state()
+    i = args.index
+    vm = vm_entry(state, i)
+    if vm_alive(vm):
+        die("vm%d is running (pid %d); 'qhca kill %d' or 'qhca reset %d' first"
+            % (i, vm["pid"], i, i))
+    if not vm.get("argv"):
+        try:
+            vm["argv"] = shlex.split(open(os.path.join(RUN, "vm%d.cmdline" % i)).read())
+        except OSError as e:
+            die("vm%d: no saved command line: %s" % (i, e))
+    if not port_free(vm["ssh_port"]):
+        die("vm%d: its ssh port 127.0.0.1:%d is taken by another program now"
+            % (i, vm["ssh_port"]))
+    if state.get("netdev", "fabric") == "fabric" and not alive(state.get("fabric_pid")):
+        info("warning: the fabric is not running; vm%d boots without its fabric port" % i)
+    # Keep the previous run's logs (the crash's last words) beside the new ones.
+    for f in ("vm%d.log", "vm%d.qemu.log", "vm%d.pcap"):
+        path = os.path.join(RUN, f % i)
+        if os.path.exists(path):
+            os.replace(path, path + ".prev")
+    t0 = time.time()
+    try:
+        launch(vm)
+    except RuntimeError as e:
+        die(str(e))
+    save_state(state)
+    info("vm%d: starting (pid %d, ssh 127.0.0.1:%d)" % (i, vm["pid"], vm["ssh_port"]))
+    if args.no_wait:
+        return 0
+    try:
+        wait_ready(state, args.timeout, indexes=[i], since=t0)
+    except RuntimeError as e:
+        sys.stderr.write("qhca: error: %s\n" % e)
+        log_tails([i])
+        return 1
+    return 0
+
+
+def cmd_status(args):
+    state = load_state()
+    if not state:
+        print("nothing is up (run dir %s)" % RUN)
+        return 1
+    netdev = state.get("netdev", "fabric")
+    if netdev == "fabric":
+        net = "fabric pid %s (%s)" % (state["fabric_pid"],
+                                      "running" if alive(state["fabric_pid"]) else "stopped")
+    elif netdev == "tap":
+        net = "netdev tap: bridge %s in namespace %s (%s)" % (
+            BRIDGE, state.get("netns"),
+            "present" if os.path.exists(netns_path(state.get("netns") or "-")) else "gone")
+    else:
+        net = "netdev dgram over UDP on 127.0.0.1, no fabric"
+    print("run dir %s, accel %s, %s MiB per guest, %s" % (
+        RUN, state["accel"], state.get("mem", "?"), net))
+    if state.get("control"):
+        print("fabric control %s" % state["control"])
+    if state.get("fabric_netns"):
+        print("fabric in network namespace %s" % state["fabric_netns"])
+    if state.get("fabric_tcp"):
+        print("fabric port K also on TCP %s + K - 1" % state["fabric_tcp"])
+    for p, a in sorted((state.get("trunks") or {}).items(), key=lambda t: int(t[0])):
+        print("fabric port %s: trunk to %s" % (p, a))
+    for p in state.get("spare_ports") or []:
+        print("fabric port %d: spare" % p)
+    for vm in state["vms"]:
+        running = vm_alive(vm)
+        if vm.get("port"):
+            where = "  fabric port %d" % vm["port"]
+        elif vm.get("tap"):
+            where = "  tap %s" % vm["tap"]["ifname"]
+        elif vm.get("udp"):
+            where = "  UDP 127.0.0.1:%d -> %d" % tuple(vm["udp"])
+        else:
+            where = ""
+        print("vm%d  pid %s (%s)  ssh 127.0.0.1:%d  mac %s%s" % (
+            vm["index"], vm.get("pid") if running else "-",
+            "running" if running else "stopped", vm["ssh_port"], vm["mac"], where))
+    return 0
