@@ -6,6 +6,9 @@
 SHELL := /bin/bash
 QHCA_CACHE := $(or $(QHCA_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/qhca)
 export QHCA_CACHE
+# The guests' Debian (docs/flavours.md): debian13 (default), debian12 or newest.
+FLAVOUR ?= $(or $(QHCA_FLAVOUR),debian13)
+export QHCA_FLAVOUR := $(FLAVOUR)
 .NOTPARALLEL:
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;

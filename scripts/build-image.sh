@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Build the guest image from Debian packages: an uncompressed initramfs in two layers,
+# Build the guest image of the flavour (QHCA_FLAVOUR, see scripts/lib.sh) from Debian
+# packages: an uncompressed initramfs in two layers,
 #   base.cpio  the packages of images/packages.txt and the kernel modules of
 #              images/modules.txt (rebuilt only when those lists or the kernel change)
 #   qhca.cpio  init, the qhca driver and provider, test programs, the launcher's ssh key
-# concatenated into initrd.cpio. Each VM gets the image in its own RAM: nothing is shared.
+# concatenated into initrd.cpio, in $QHCA_CACHE/flavour-NAME/image. Each VM gets the image
+# in its own RAM: nothing is shared. The guest programs are built in the flavour's build root.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bash "$QHCA_ROOT/scripts/setup-apt.sh"
-need_pkgs mmdebstrap cpio kmod openssh-client libibverbs-dev gcc \
-    libucx-dev libfabric-dev libopenmpi-dev libmpich-dev
+need_pkgs mmdebstrap cpio kmod openssh-client gcc
+buildroot
 fetch_guest_kernel
 
-img="$QHCA_CACHE/image"
+img="$FL_DIR/image"
 mkdir -p "$img"
 # One image build at a time (VM tests and builds may run side by side).
 exec 9> "$img/.lock"
@@ -23,20 +25,22 @@ mods_src="$KERNEL_DIR/root/lib/modules/$KERNEL_REL"
 # ---------------------------------------------------------------- base layer
 pkgs=$(grep -v '^#' "$QHCA_ROOT/images/packages.txt" | xargs | tr ' ' ',')
 mods=$(grep -v '^#' "$QHCA_ROOT/images/modules.txt" | xargs)
-base_sum=$( (echo "$pkgs"; echo "$mods"; echo "$KERNEL_REL"; cat "$0" | sed -n '/^# base-begin/,/^# base-end/p') |
+base_sum=$( (echo "$FL_SUITES"; echo "$pkgs"; echo "$mods"; echo "$KERNEL_REL"; cat "$0" | sed -n '/^# base-begin/,/^# base-end/p') |
     sha256sum | cut -c1-12)
 # base-begin
 if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.cpio" ]; then
-    uri=$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/qhca.sources | head -n1)
-    [ -n "$uri" ] || die "no Debian URI in /etc/apt/sources.list.d/qhca.sources; run scripts/setup-apt.sh"
-    key=$(sed -n 's/^Signed-By: //p' /etc/apt/sources.list.d/qhca.sources | head -n1)
     rootfs="$img/rootfs"
     rm -rf "$rootfs"
-    printf 'Types: deb\nURIs: %s\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: %s\n' \
-        "$uri" "$key" > "$img/sources"
-    step "image: downloading and unpacking Debian packages: ${pkgs//,/ }"
-    mmdebstrap --quiet --variant=extract --mode=root --include="$pkgs" bookworm "$rootfs" \
+    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+        "$DEB_URI" "$FL_SUITES" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}" > "$img/sources"
+    step "image: downloading and unpacking Debian ${FL_SUITES%% *} packages: ${pkgs//,/ }"
+    mmdebstrap --quiet --variant=extract --mode=root --include="$pkgs" "${FL_SUITES%% *}" "$rootfs" \
         "$img/sources" || die "mmdebstrap failed; check the apt sources in $img/sources"
+    # Debian 13 and later ship files in /usr only (merged /usr): the top-level links that
+    # base-files and the essential set would make, made here for the extracted packages.
+    for d in bin sbin lib lib64; do
+        [ -e "$rootfs/$d" ] || [ ! -d "$rootfs/usr/$d" ] || ln -s "usr/$d" "$rootfs/$d"
+    done
     # rdma-core's verbs test suite (tests/vm/test-pyverbs.sh) is in python3-pyverbs' docs.
     mv "$rootfs/usr/share/doc/rdma-core/tests" "$rootfs/usr/share/rdma-core-tests" ||
         die "python3-pyverbs has no test suite in /usr/share/doc/rdma-core/tests"
@@ -65,8 +69,7 @@ if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.
             gcc -shared -fPIC -O2 -o "$libdir/$so" -Wl,-soname,"$so" "${vs[@]}" "$stubs/$so.c" ||
                 die "building the fio stub $so failed"
         done
-        rm -rf "$libdir"/{ceph,libglusterfs.so.0*,libgfrpc.so.0*,libgfxdr.so.0*,libicu*.so.72*} \
-            "$libdir"/{libxml2.so.2*,libboost_iostreams.so.*,libboost_thread.so.*,libfmt.so.9*}
+        rm -rf "$libdir/ceph"
         "$rootfs/lib64/ld-linux-x86-64.so.2" --library-path "$rootfs/lib/x86_64-linux-gnu:$libdir" \
             "$rootfs/usr/bin/fio" --version > /dev/null || die "fio does not run with the engine stubs"
     fi
@@ -79,8 +82,29 @@ if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.
             "$rootfs/usr/lib/x86_64-linux-gnu/libpsm_infinipath.so.1"
     fi
     # hwloc's XML plugin would bring libxml2 and ICU back (see fio above); hwloc parses XML
-    # itself without it.
-    rm -f "$rootfs/usr/lib/x86_64-linux-gnu/hwloc/hwloc_xml_libxml.so"
+    # itself without it. UCX's ROCm and CUDA modules (Debian 13 builds ROCm's) bring HIP, HSA
+    # and LLVM, about 230 MiB, for GPUs no guest has: UCX loads the modules it finds.
+    rm -f "$rootfs/usr/lib/x86_64-linux-gnu/hwloc/hwloc_xml_libxml.so" \
+        "$rootfs"/usr/lib/x86_64-linux-gnu/ucx/lib*_{rocm,cuda}*
+    # Then the libraries that only those (and fio's stubbed engines) needed go: any library
+    # of this list that no ELF file of the image needs any more, until none is left.
+    prune="libicu* libxml2.so* libboost_* libfmt.so* libglusterfs.so* libgfrpc.so* libgfxdr.so*
+        libamdhip64.so* libamd_comgr.so* libhsa-runtime64.so* libhsakmt.so* libLLVM* libz3.so*
+        libdrm_amdgpu.so* libnuma.so*"
+    while :; do
+        needed=$(find "$rootfs"/usr/{bin,sbin,lib} -type f \( -perm -u+x -o -name '*.so*' \) \
+            -exec readelf -d {} + 2>/dev/null | sed -n 's|.*Shared library: \[\(.*\)\]|\1|p' | sort -u || true)
+        gone=0
+        for pat in $prune; do
+            for f in "$rootfs"/usr/lib/x86_64-linux-gnu/$pat; do
+                [ -e "$f" ] || [ -L "$f" ] || continue
+                soname=$(readelf -d "$f" 2>/dev/null | sed -n 's|.*Library soname: \[\(.*\)\]|\1|p' || true)
+                grep -qxF "${soname:-$(basename "$f")}" <<<"$needed" && continue
+                rm -f "$f" && gone=1
+            done
+        done
+        [ $gone = 1 ] || break
+    done
     # Every shared library that an ELF file of the image needs must be in the image.
     libs=$(find "$rootfs" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
     missing=$(find "$rootfs"/{bin,sbin,usr/bin,usr/sbin,lib,usr/lib} -type f \( -perm -u+x -o -name '*.so*' \) \
@@ -88,8 +112,12 @@ if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.
         while read -r need file; do grep -qxF "$need" <<<"$libs" || echo "$file needs $need"; done)
     [ -z "$missing" ] || die "image: shared libraries missing:
 $missing"
-    # busybox supplies what the extracted packages lack (sh, mount, setsid, ...).
-    for a in $("$rootfs/bin/busybox" --list); do
+    # busybox supplies what the extracted packages lack (sh, mount, setsid, ...). It is run
+    # with the image's own C library: a newer Debian's binaries need a newer one than the host's.
+    applets=$("$rootfs/lib64/ld-linux-x86-64.so.2" --library-path "$rootfs/usr/lib/x86_64-linux-gnu" \
+        "$rootfs/bin/busybox" --list) || die "the image's busybox does not run"
+    [ -n "$applets" ] || die "the image's busybox lists no applets"
+    for a in $applets; do
         for d in bin sbin usr/bin usr/sbin; do
             [ -e "$rootfs/$d/$a" ] && continue 2
         done
@@ -124,36 +152,38 @@ if [ ! -f "$keydir/id_ed25519" ]; then
     mkdir -p "$keydir" && chmod 700 "$keydir"
     ssh-keygen -q -t ed25519 -N '' -C qhca-launcher -f "$keydir/id_ed25519"
 fi
-ko="$QHCA_CACHE/driver-build/guest-driver/qhca.ko"
-so="$QHCA_CACHE/libqhca-rdmav34.so"
-[ -f "$ko" ] || die "qhca.ko missing: run scripts/build-driver.sh first"
-[ -f "$so" ] || die "libqhca-rdmav34.so missing: run scripts/build-provider.sh first"
+ko="$FL_DIR/work/driver-$KERNEL_REL/guest-driver/qhca.ko"
+so=$(readlink -f "$FL_DIR/provider.so" 2>/dev/null || true)
+[ -f "$ko" ] || die "qhca.ko for $KERNEL_REL missing: run scripts/build-driver.sh first"
+[ -f "$so" ] || die "the $QHCA_FLAVOUR provider is missing: run scripts/build-provider.sh first"
 
 step "image: qhca layer (init, driver, provider, test programs)"
-layer="$img/layer"
+layer="$FL_DIR/work/layer"
+inner=/work/layer	# the layer inside the build root
+bcc() { in_buildroot "$@"; }	# guest programs: compiled against the guests' own libraries
 rm -rf "$layer" && mkdir -p "$layer"/{proc,sys,run,tmp,mnt,var/log,etc/libibverbs.d,root/.ssh,usr/local/bin,usr/lib/x86_64-linux-gnu/libibverbs}
 install -m 755 "$QHCA_ROOT/images/init" "$layer/init"
-install -m 644 "$so" "$layer/usr/lib/x86_64-linux-gnu/libibverbs/libqhca-rdmav34.so"
+install -m 644 "$so" "$layer/usr/lib/x86_64-linux-gnu/libibverbs/$(basename "$so")"
 echo "driver qhca" > "$layer/etc/libibverbs.d/qhca.driver"
 # Every tests/vm/qhca_NAME.c becomes the guest program qhca-NAME.
 for src in "$QHCA_ROOT"/tests/vm/qhca_*.c; do
     prog=$(basename "$src" .c)
-    gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/${prog//_/-}" "$src" -libverbs ||
+    bcc gcc -O2 -Wall -Wextra -o "$inner/usr/local/bin/${prog//_/-}" "/qhca/tests/vm/$prog.c" -libverbs ||
         die "test program $src does not build"
 done
 # Guest benchmarks: bench/qp_scale.c becomes qhca-qp-scale (bench/qp-scale.sh runs it).
-gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-qp-scale" "$QHCA_ROOT/bench/qp_scale.c" \
+bcc gcc -O2 -Wall -Wextra -o "$inner/usr/local/bin/qhca-qp-scale" /qhca/bench/qp_scale.c \
     -libverbs || die "bench/qp_scale.c does not build"
 install -m 755 "$QHCA_ROOT/tests/vm/qhca_tcp.py" "$layer/usr/local/bin/qhca-tcp"
 # The middleware checks (tests/vm/test-middleware.sh): UCX's UCP API, and one MPI program
 # built against each MPI of the image. In /usr/bin: MPI starts ranks in other guests through
 # ssh, whose sessions have the system PATH only.
-gcc -O2 -Wall -Wextra -o "$layer/usr/local/bin/qhca-ucx-check" "$QHCA_ROOT/tests/vm/ucx_check.c" \
+bcc gcc -O2 -Wall -Wextra -o "$inner/usr/local/bin/qhca-ucx-check" /qhca/tests/vm/ucx_check.c \
     -lucp -lucs || die "tests/vm/ucx_check.c does not build"
 mkdir -p "$layer/usr/bin"
 for mpi in openmpi mpich; do
-    "mpicc.$mpi" -O2 -Wall -Wextra -o "$layer/usr/bin/qhca-mpi-check.$mpi" \
-        "$QHCA_ROOT/tests/vm/mpi_check.c" || die "tests/vm/mpi_check.c does not build with $mpi"
+    bcc "mpicc.$mpi" -O2 -Wall -Wextra -o "$inner/usr/bin/qhca-mpi-check.$mpi" \
+        /qhca/tests/vm/mpi_check.c || die "tests/vm/mpi_check.c does not build with $mpi"
 done
 # ssh between the guests, for MPI: one key pair that every guest holds and trusts, host
 # keys not checked (each guest makes new ones at boot), the guests by name (vm1 is
@@ -205,7 +235,11 @@ printf '/bin/sh\n' > "$layer/etc/shells"
 { printf '127.0.0.1 localhost\n'; for i in $(seq 1 254); do echo "192.168.77.$i vm$i"; done; } \
     > "$layer/etc/hosts"
 # Modules: the base set plus qhca.ko, with a fresh modules.dep for the union.
-moddir="$layer/lib/modules/$KERNEL_REL"
+# The layer's paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a
+# directory lib in the layer would replace the link when the kernel unpacks the initramfs.
+libtop=lib
+[ -L "$img/rootfs/lib" ] && libtop=usr/lib
+moddir="$layer/$libtop/modules/$KERNEL_REL"
 mkdir -p "$moddir/extra"
 cp "$ko" "$moddir/extra/qhca.ko"
 depbase="$img/depmod"

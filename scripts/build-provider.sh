@@ -1,35 +1,53 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Build the qhca rdma-core provider (libqhca-rdmav34.so) inside Debian's rdma-core source.
+# Build the qhca rdma-core provider (libqhca-rdmavN.so, N the provider ABI of the guests'
+# libibverbs) for the flavour's guests (QHCA_FLAVOUR), inside the flavour's build root.
 #
-# The guest runs rdma-core 44 (bookworm). Its source is used when the archive serves it;
-# when it does not (some mirrors lack rdma-core_44.0.orig.tar.gz) the trixie source (56.x)
-# is used instead: both export the same provider ABI, IBVERBS_PRIVATE_34, and the same
-# struct verbs_context_ops layout. The public verbs headers come from bookworm's
-# libibverbs-dev either way, so that structures the provider embeds (ibv_qp_ex grew in
-# 56) have the layout of the guest's libibverbs 44.
+# It is built in Debian's source of the rdma-core the guests run. Where the archive lacks
+# that source (some mirrors have no rdma-core_44.0.orig.tar.gz, Debian 12's), another
+# rdma-core source with the same provider ABI (IBVERBS_PRIVATE_N, the same struct
+# verbs_context_ops) is used, and the public verbs headers come from the guests' own
+# libibverbs-dev either way, so that structures the provider embeds (ibv_qp_ex grew in 56)
+# have the layout of the guests' libibverbs. Prints "provider: PATH".
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 bash "$QHCA_ROOT/scripts/setup-apt.sh"
-need_pkgs cmake ninja-build pkg-config libnl-3-dev libnl-route-3-dev libudev-dev python3 \
-    libibverbs-dev
+buildroot
+
+# The guests' libibverbs: its version and provider ABI.
+gver=$(dpkg-query --admindir="$BR/var/lib/dpkg" -W -f='${Version}' libibverbs-dev)
+pabi=$(ls "$BR"/usr/lib/x86_64-linux-gnu/libibverbs/ | sed -n 's/.*-rdmav\([0-9]*\)\.so$/\1/p' | sort -u | head -n1)
+[ -n "$pabi" ] || die "the $QHCA_FLAVOUR build root has no rdma-core providers to read the provider ABI from"
 
 dl="$QHCA_CACHE/dl/rdma-core"
 mkdir -p "$dl"
-tarball=$(ls "$dl"/rdma-core_*.orig.tar.gz 2>/dev/null | sort -V | head -n1 || true)
-if [ -z "$tarball" ]; then
-    for suite in bookworm trixie; do
-        step "provider: downloading Debian's rdma-core source ($suite)"
-        (cd "$dl" && apt-get source -q --download-only "rdma-core/$suite" 2>&1 |
-            grep -E '^(Fetched|E:)' | sed 's/^/    /') || true
-        tarball=$(ls "$dl"/rdma-core_*.orig.tar.gz 2>/dev/null | sort -V | head -n1 || true)
-        [ -n "$tarball" ] && break
-    done
-    [ -n "$tarball" ] || die "no rdma-core source could be downloaded; check 'apt-cache showsrc rdma-core'"
+src_pabi() { tar -xzOf "$1" --wildcards '*/CMakeLists.txt' 2>/dev/null |
+             sed -n 's/^set(IBVERBS_PABI_VERSION "\([0-9]*\)").*/\1/p' | head -n1; }
+up=${gver#*:} up=${up%-*}
+tarball="$dl/rdma-core_$up.orig.tar.gz"
+if [ ! -f "$tarball" ]; then
+    step "provider: downloading Debian's rdma-core $gver source"
+    (cd "$dl" && qapt source --download-only "rdma-core=$gver" 2>&1 | grep -E '^(Fetched|E:)' |
+        sed 's/^/    /') || true
 fi
+if [ ! -f "$tarball" ]; then
+    # Another source with the same provider ABI, newest first.
+    for v in $(qapt_cache showsrc rdma-core 2>/dev/null | sed -n 's/^Version: //p' | sort -rV | uniq); do
+        u=${v#*:} u=${u%-*}
+        [ -f "$dl/rdma-core_$u.orig.tar.gz" ] ||
+            (cd "$dl" && qapt source --download-only "rdma-core=$v" > /dev/null 2>&1) || true
+        if [ -f "$dl/rdma-core_$u.orig.tar.gz" ] && [ "$(src_pabi "$dl/rdma-core_$u.orig.tar.gz")" = "$pabi" ]; then
+            tarball="$dl/rdma-core_$u.orig.tar.gz"
+            echo "provider: no rdma-core $up source in the archive; rdma-core $u has the same provider ABI $pabi" >&2
+            break
+        fi
+    done
+fi
+[ -f "$tarball" ] || die "no rdma-core source with provider ABI $pabi could be downloaded; check 'apt-cache showsrc rdma-core'"
 ver=$(basename "$tarball" | sed -E 's/rdma-core_([0-9.]+)\.orig.*/\1/')
-src="$QHCA_CACHE/rdma-core-$ver"
+[ "$(src_pabi "$tarball")" = "$pabi" ] || die "rdma-core $ver's provider ABI is not the guests' ($pabi)"
+src="$FL_DIR/work/rdma-core-$ver"
 if [ ! -f "$src/.qhca-unpacked" ]; then
     step "provider: unpacking rdma-core $ver"
     rm -rf "$src" && mkdir -p "$src"
@@ -53,22 +71,23 @@ done
 for f in "$QHCA_ROOT"/abi/*; do
     cmp -s "$f" "$src/providers/qhca/abi/$(basename "$f")" || cp "$f" "$src/providers/qhca/abi/"
 done
-# The guest's public verbs headers (bookworm's libibverbs-dev, the guest's rdma-core 44).
+# The guests' public verbs headers (their libibverbs-dev, in the build root).
 gi="$src/providers/qhca/guest-include/infiniband"
 mkdir -p "$gi"
 for h in verbs.h verbs_api.h ib_user_ioctl_verbs.h; do
-    cmp -s "/usr/include/infiniband/$h" "$gi/$h" || cp "/usr/include/infiniband/$h" "$gi/"
+    cmp -s "$BR/usr/include/infiniband/$h" "$gi/$h" || cp "$BR/usr/include/infiniband/$h" "$gi/"
 done
 
-build="$src/build"
-if [ ! -f "$build/build.ninja" ]; then
+inner="/work/rdma-core-$ver/build"
+if [ ! -f "$src/build/build.ninja" ]; then
     step "provider: configuring rdma-core $ver"
-    mkdir -p "$build"
-    (cd "$build" && cmake -GNinja -DNO_MAN_PAGES=1 -DNO_PYVERBS=1 -DENABLE_STATIC=0 \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo .. > cmake.log 2>&1) ||
-        { tail -n 20 "$build/cmake.log"; die "rdma-core cmake failed; log: $build/cmake.log"; }
+    mkdir -p "$src/build"
+    in_buildroot sh -c "cd $inner && cmake -GNinja -DNO_MAN_PAGES=1 -DNO_PYVERBS=1 -DENABLE_STATIC=0 \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo .. > cmake.log 2>&1" ||
+        { tail -n 20 "$src/build/cmake.log"; rm -f "$src/build/build.ninja"; die "rdma-core cmake failed; log: $src/build/cmake.log"; }
 fi
-step "provider: building libqhca-rdmav34.so"
-ninja_progress "$build" lib/libqhca-rdmav34.so
-ln -sfn "$build/lib/libqhca-rdmav34.so" "$QHCA_CACHE/libqhca-rdmav34.so"
-echo "provider: $build/lib/libqhca-rdmav34.so (rdma-core $ver source)"
+lib="libqhca-rdmav$pabi.so"
+step "provider: building $lib (rdma-core $ver, for the $QHCA_FLAVOUR guests' libibverbs $gver)"
+NINJA_IN_BUILDROOT=$inner ninja_progress "$src/build" "lib/$lib"
+ln -sfn "$src/build/lib/$lib" "$FL_DIR/provider.so"
+echo "provider: $src/build/lib/$lib"

@@ -53,7 +53,12 @@ need_backports() {
 ninja_progress() {
     local dir=$1; shift
     local log="$dir/ninja.log.txt"
-    NINJA_STATUS='[%f/%t] ' ninja -C "$dir" "$@" > "$log" 2>&1 &
+    # NINJA_IN_BUILDROOT=INNER: DIR is INNER inside the flavour's build root; run ninja there.
+    if [ -n "${NINJA_IN_BUILDROOT:-}" ]; then
+        in_buildroot env NINJA_STATUS='[%f/%t] ' ninja -C "$NINJA_IN_BUILDROOT" "$@" > "$log" 2>&1 &
+    else
+        NINJA_STATUS='[%f/%t] ' ninja -C "$dir" "$@" > "$log" 2>&1 &
+    fi
     local pid=$! last=-1
     while kill -0 "$pid" 2>/dev/null; do
         sleep 5
@@ -73,49 +78,180 @@ ninja_progress() {
     fi
 }
 
-# The guest kernel: Debian's 6.12 from bookworm-backports (QHCA_KERNEL overrides, e.g.
-# QHCA_KERNEL=6.12.95+deb12). Prints the ABI name such as 6.12.95+deb12.
+# ---------------------------------------------------------------- guest flavours
+# The guests' Debian (docs/flavours.md), chosen by QHCA_FLAVOUR (make FLAVOUR=..., up --flavour):
+#   debian13  Debian 13 (trixie) and its kernel, 6.12: the default
+#   debian12  Debian 12 (bookworm) and its kernel, 6.1
+#   newest    unstable's userland (rdma-core, UCX, libfabric, MPI) and the newest kernel of
+#             trixie-backports and unstable (7.x)
+# Each has its own build root (that Debian with compilers and -dev packages: the driver, the
+# provider and the guest programs are built in it, against exactly what the guest runs) and its
+# own image, in $QHCA_CACHE/flavour-NAME. QHCA_KERNEL=ABI (6.12.95+deb12, 7.3.4+bpo) boots
+# another kernel of the flavour's kernel suites.
+QHCA_FLAVOUR=${QHCA_FLAVOUR:-debian13}
+FLAVOURS="debian13 debian12 newest"
+flavour_init() {
+    case $QHCA_FLAVOUR in
+    debian13) FL_SUITES="trixie trixie-updates" FL_KSUITES="trixie trixie-backports"
+              FL_KDEFAULT="trixie" ;;
+    debian12) FL_SUITES="bookworm bookworm-updates" FL_KSUITES="bookworm bookworm-backports"
+              FL_KDEFAULT="bookworm" ;;
+    newest)   FL_SUITES="unstable" FL_KSUITES="unstable trixie-backports"
+              FL_KDEFAULT="unstable trixie-backports" ;;
+    *) die "QHCA_FLAVOUR=$QHCA_FLAVOUR: the flavours are $FLAVOURS" ;;
+    esac
+    FL_DIR=$QHCA_CACHE/flavour-$QHCA_FLAVOUR
+    mkdir -p "$FL_DIR"
+}
+
+# The Debian archive and its keyring, from the entry scripts/setup-apt.sh wrote from this
+# machine's own apt configuration: sets DEB_URI and DEB_KEY.
+debian_archive() {
+    local src=/etc/apt/sources.list.d/qhca.sources
+    DEB_URI=$(sed -n 's/^URIs: //p' "$src" 2>/dev/null | head -n1)
+    DEB_KEY=$(sed -n 's/^Signed-By: //p' "$src" 2>/dev/null | head -n1)
+    [ -n "$DEB_URI" ] || die "no Debian URI in $src; run scripts/setup-apt.sh"
+}
+
+# qapt / qapt_cache ARGS: apt-get / apt-cache on a private apt state in $QHCA_CACHE/apt that
+# knows every suite the flavours use (deb and deb-src), so that the host's own apt stays as
+# it is (a bookworm host never sees trixie's or unstable's packages as upgrades).
+QAPT_SUITES="bookworm bookworm-updates bookworm-backports trixie trixie-updates trixie-backports unstable"
+qapt_opts=()
+qapt_setup() {
+    [ ${#qapt_opts[@]} = 0 ] || return 0
+    debian_archive
+    local d=$QHCA_CACHE/apt want
+    mkdir -p "$d"/{etc,lists/partial,cache/archives/partial}
+    qapt_opts=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$d/etc"
+               -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts="$d/etc"
+               -o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache"
+               -o Dir::State::status=/dev/null -o APT::Architecture=amd64 -q)
+    want=$(printf 'Types: deb deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+        "$DEB_URI" "$QAPT_SUITES" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}")
+    # Fresh lists once a day, or when the sources changed.
+    if [ "$(cat "$d/etc/qhca.sources" 2>/dev/null)" != "$want" ] ||
+       [ -z "$(find "$d/stamp" -mmin -1440 2>/dev/null)" ]; then
+        printf '%s\n' "$want" > "$d/etc/qhca.sources"
+        step "apt: the flavours' package lists ($QAPT_SUITES)"
+        apt-get "${qapt_opts[@]}" update 2>&1 | grep -E '^(E:|W:|Fetched)' | sed 's/^/    /' || true
+        [ -n "$(ls "$d/lists" | grep -v -e partial -e lock)" ] ||
+            die "apt could not fetch the package lists from $DEB_URI"
+        touch "$d/stamp"
+    fi
+}
+qapt() { qapt_setup; apt-get "${qapt_opts[@]}" "$@"; }
+qapt_cache() { qapt_setup; apt-cache "${qapt_opts[@]}" "$@"; }
+
+# The flavour's guest kernel (QHCA_KERNEL overrides): prints its ABI, e.g. 6.12.117+deb13.
 guest_kernel_abi() {
     if [ -n "${QHCA_KERNEL:-}" ]; then
         echo "$QHCA_KERNEL"
         return
     fi
-    local dep
-    dep=$(apt-cache show linux-image-amd64/bookworm-backports 2>/dev/null |
-          sed -n 's/^Depends: linux-image-\([^ ]*\)-amd64 .*/\1/p' | sort -V | tail -n1)
-    [ -n "$dep" ] || die "cannot find linux-image-amd64 in bookworm-backports; run scripts/setup-apt.sh"
+    local s dep all=""
+    for s in $FL_KDEFAULT; do
+        dep=$(qapt_cache show "linux-image-amd64/$s" 2>/dev/null | grep '^Depends:' |
+              grep -o 'linux-image-[^ ,]*-amd64 ' | sed 's/^linux-image-//; s/-amd64 $//' |
+              sort -V | tail -n1 || true)
+        all="$all $dep"
+    done
+    dep=$(printf '%s\n' $all | sort -V | tail -n1)
+    [ -n "$dep" ] || die "cannot find linux-image-amd64 in $FL_KDEFAULT"
     echo "$dep"
 }
 
-# Fetch and unpack the guest kernel image, headers and kbuild into $QHCA_CACHE/kernel-ABI/.
-# Sets KERNEL_DIR (the unpacked root), KERNEL_REL (uname -r) and KDIR (the headers).
+# Fetch and unpack the guest kernel's image and modules into $QHCA_CACHE/kernel-ABI/root.
+# Sets KERNEL_DIR (the unpacked root) and KERNEL_REL (uname -r).
 fetch_guest_kernel() {
     local abi
     abi=$(guest_kernel_abi)
     KERNEL_REL="$abi-amd64"
     KERNEL_DIR="$QHCA_CACHE/kernel-$abi"
-    KDIR="$KERNEL_DIR/root/usr/src/linux-headers-$KERNEL_REL"
     if [ -f "$KERNEL_DIR/.done" ]; then
         [ -f "$KERNEL_DIR/root/lib/modules/$KERNEL_REL/modules.dep" ] ||
             depmod -b "$KERNEL_DIR/root" "$KERNEL_REL"
         return 0
     fi
     need_pkgs kmod
-    step "kernel: downloading Debian's linux $KERNEL_REL image and headers"
+    step "kernel: downloading Debian's linux $KERNEL_REL"
     rm -rf "$KERNEL_DIR" && mkdir -p "$KERNEL_DIR/dl" "$KERNEL_DIR/root"
-    (cd "$KERNEL_DIR/dl" && apt-get download -q "linux-image-$KERNEL_REL" \
-        "linux-headers-$KERNEL_REL" "linux-headers-$abi-common" "linux-kbuild-$abi" 2>&1 |
+    # From 7.x linux-image-REL is a metapackage of linux-binary-REL (the kernel),
+    # linux-modules-REL and linux-base-REL: fetch those of its dependencies too.
+    local pkgs
+    pkgs="linux-image-$KERNEL_REL $(qapt_cache show "linux-image-$KERNEL_REL" 2>/dev/null |
+        grep '^Depends:' | grep -o "linux-[a-z]*-$KERNEL_REL " | sort -u | xargs || true)"
+    (cd "$KERNEL_DIR/dl" && qapt download $pkgs 2>&1 |
         grep -E '^(Get|Fetched|E:)' | sed 's/^/    /') || true
-    local d n=0
+    local d
     for d in "$KERNEL_DIR"/dl/*.deb; do
-        [ -f "$d" ] || continue
-        dpkg-deb -x "$d" "$KERNEL_DIR/root"
-        n=$((n + 1))
+        [ -f "$d" ] && dpkg-deb -x "$d" "$KERNEL_DIR/root"
     done
-    [ $n = 4 ] || die "kernel packages for $KERNEL_REL could not be downloaded (got $n of 4)"
-    # The headers' Makefile includes the common headers by absolute path: point it here.
-    sed -i "s#/usr/src/#$KERNEL_DIR/root/usr/src/#" "$KDIR/Makefile"
+    # Debian 13's packages put modules in /usr/lib (merged /usr); lib/modules is the path used.
+    [ -d "$KERNEL_DIR/root/lib" ] || ln -s usr/lib "$KERNEL_DIR/root/lib"
+    [ -f "$KERNEL_DIR/root/boot/vmlinuz-$KERNEL_REL" ] && [ -d "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" ] ||
+        die "the kernel $KERNEL_REL could not be downloaded ($pkgs; is $abi in $FL_KSUITES?" \
+            "'QHCA_KERNEL=' picks the flavour's own)"
     rm -rf "$KERNEL_DIR/dl"
     depmod -b "$KERNEL_DIR/root" "$KERNEL_REL"
     touch "$KERNEL_DIR/.done"
+}
+
+# ---------------------------------------------------------------- the flavour's build root
+# A Debian of the guests' release with compilers, the -dev packages of what the guests run and
+# the guest kernel's headers (with the compiler that kernel was built with): the driver, the
+# provider and the guest programs are built inside it, so each flavour's binaries match its
+# libraries and kernel whatever Debian the host runs. $FL_DIR/buildroot; sets BR.
+BR_PKGS="cmake ninja-build pkg-config python3 libnl-3-dev libnl-route-3-dev libudev-dev
+  libibverbs-dev librdmacm-dev libucx-dev libfabric-dev libopenmpi-dev libmpich-dev kmod bc
+  libelf-dev"
+buildroot() {
+    flavour_init
+    qapt_setup
+    BR=$FL_DIR/buildroot
+    local suites sum
+    suites=$(printf '%s\n' $FL_SUITES $FL_KSUITES | awk '!seen[$0]++' | xargs)
+    sum=$(echo "$suites" $BR_PKGS "$DEB_URI" | sha256sum | cut -c1-12)
+    [ "$(cat "$BR/.qhca-sum" 2>/dev/null)" = "$sum" ] && return 0
+    need_pkgs mmdebstrap util-linux
+    exec 8> "$FL_DIR/.buildroot.lock"
+    flock 8
+    [ "$(cat "$BR/.qhca-sum" 2>/dev/null)" = "$sum" ] && return 0
+    step "buildroot: Debian $suites with compilers and -dev packages, for the $QHCA_FLAVOUR" \
+         "guests (once: about 2-4 min, 1.5 GiB)"
+    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$DEB_URI" \
+        "$suites" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}" > "$FL_DIR/buildroot.sources"
+    rm -rf "$BR.tmp"
+    mmdebstrap --quiet --variant=buildd --mode=root --include="$(echo $BR_PKGS | tr ' ' ,)" \
+        "${FL_SUITES%% *}" "$BR.tmp" "$FL_DIR/buildroot.sources" ||
+        die "mmdebstrap of the $QHCA_FLAVOUR build root failed; sources: $FL_DIR/buildroot.sources"
+    echo "$sum" > "$BR.tmp/.qhca-sum"
+    rm -rf "$BR" && mv "$BR.tmp" "$BR"
+    exec 8>&-
+}
+
+# in_buildroot CMD...: run CMD in the build root as root, with this tree at /qhca (read-only)
+# and $FL_DIR/work at /work; the mounts live in a mount namespace of its own and end with CMD.
+in_buildroot() {
+    mkdir -p "$FL_DIR/work" "$BR/qhca" "$BR/work"
+    unshare -m --fork sh -c '
+        br=$1 root=$2 work=$3; shift 3
+        mount -t proc proc "$br/proc" && mount --bind "$root" "$br/qhca" &&
+        mount -o remount,bind,ro "$br/qhca" && mount --bind "$work" "$br/work" || exit 125
+        exec chroot "$br" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+    ' in_buildroot "$BR" "$QHCA_ROOT" "$FL_DIR/work" "$@"
+}
+
+# buildroot_headers REL: the headers of kernel REL in the build root (apt inside it).
+buildroot_headers() {
+    [ -f "$BR/usr/src/linux-headers-$1/Makefile" ] && return 0
+    step "buildroot: headers of linux $1"
+    exec 8> "$FL_DIR/.buildroot.lock"
+    flock 8
+    in_buildroot sh -c "apt-get -q update > /dev/null && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends linux-headers-$1" 2>&1 |
+        grep -E '^(Setting up|E:)' | sed 's/^/    /' || true
+    exec 8>&-
+    [ -f "$BR/usr/src/linux-headers-$1/Makefile" ] ||
+        die "the headers of linux $1 could not be installed in $BR (apt output above)"
 }

@@ -89,7 +89,7 @@ import argparse
 import os
 import sys
 
-from .common import CACHE, DEFAULT_MEM, RUN
+from .common import CACHE, DEFAULT_FLAVOUR, DEFAULT_MEM, FLAVOURS, RUN
 from .explain import cmd_explain
 from .fabric import cmd_fabric
 from .guest import cmd_console, cmd_exec, cmd_ssh
@@ -113,6 +113,10 @@ def main():
     p.add_argument("--mem", default=DEFAULT_MEM, metavar="MIB",
                    help="memory of each guest in MiB (default $QHCA_VM_MEM, else 1024: "
                         "8 guests fit a 24 GiB host)")
+    p.add_argument("--flavour", choices=FLAVOURS, default=DEFAULT_FLAVOUR,
+                   help="the guests' Debian: debian13 (Debian 13 and its kernel), debian12, "
+                        "newest (unstable's userland, the newest kernel); default "
+                        "$QHCA_FLAVOUR, else debian13 (docs/flavours.md)")
     p.add_argument("--timeout", type=int, default=None,
                    help="seconds to wait for every guest (default $QHCA_BOOT_TIMEOUT, else "
                         "180 plus 30 for each guest beyond 2)")

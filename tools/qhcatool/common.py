@@ -12,39 +12,26 @@ import sys
 
 CACHE = os.environ.get("QHCA_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "qhca")
-
-
 RUN = os.environ.get("QHCA_RUN") or os.path.join(CACHE, "run")
-
-
 STATE = os.path.join(RUN, "state.json")
-
-
 QEMU_DIR = os.path.join(CACHE, "qemu")
-
-
 QEMU = os.path.join(QEMU_DIR, "qemu-system-x86_64")
-
-
 FABRIC = os.path.join(CACHE, "bin", "qhca-fabric")
-
-
-KERNEL = os.path.join(CACHE, "image", "vmlinuz")
-
-
-INITRD = os.path.join(CACHE, "image", "initrd.cpio")
-
-
 SSH_KEY = os.path.join(CACHE, "ssh", "id_ed25519")
-
-
 SEABIOS = "/usr/share/seabios"
-
-
 READY_MARK = "qhca-guest-ready"
-
-
 CONTROL_SOCK = os.path.join(RUN, "fabric", "control.sock")
+
+# The guests' Debian (scripts/lib.sh, docs/flavours.md): each flavour has its own kernel and
+# image in CACHE/flavour-NAME/image, built by 'make image FLAVOUR=NAME'.
+FLAVOURS = ("debian13", "debian12", "newest")
+DEFAULT_FLAVOUR = os.environ.get("QHCA_FLAVOUR") or "debian13"
+
+
+def image_files(flavour):
+    """(kernel, initrd) of FLAVOUR's guest image."""
+    d = os.path.join(CACHE, "flavour-" + flavour, "image")
+    return os.path.join(d, "vmlinuz"), os.path.join(d, "initrd.cpio")
 
 
 # Each guest's memory in MiB unless 'up --mem' says otherwise: 1024 lets eight guests (8 GiB)

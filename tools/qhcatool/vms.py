@@ -11,10 +11,11 @@ import subprocess
 import sys
 import time
 
-from .common import (CACHE, CONTROL_SOCK, DEFAULT_MEM, FABRIC, INITRD, KERNEL, QEMU, QEMU_DIR,
+from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, QEMU, QEMU_DIR,
                      READY_MARK, RUN, SEABIOS, SSH_KEY, STATE, alive, device_props, die,
-                     free_port, info, is_loopback, load_state, mgmt_mac, port_free, running_vm,
-                     rxe_mac, save_state, split_hostport, vm_alive, vm_entry, vm_mac)
+                     free_port, image_files, info, is_loopback, load_state, mgmt_mac,
+                     port_free, running_vm, rxe_mac, save_state, split_hostport, vm_alive,
+                     vm_entry, vm_mac)
 from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .guest import ssh_base
 from .netns import (BRIDGE, need_root, netns_path, open_tap, run_netns, tap_name, tap_setup,
@@ -22,7 +23,7 @@ from .netns import (BRIDGE, need_root, netns_path, open_tap, run_netns, tap_name
 from .qmp import Qmp
 
 
-def probe_accel():
+def probe_accel(kernel):
     """KVM if a guest really runs under it here, else TCG. The answer is cached per boot."""
     forced = os.environ.get("QHCA_ACCEL")
     if forced:
@@ -46,7 +47,7 @@ def probe_accel():
     cmd = [QEMU, "-machine", "q35", "-accel", "kvm", "-cpu", "host", "-m", "256",
            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
            "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom"),
-           "-kernel", KERNEL, "-append", "console=ttyS0 panic=-1",
+           "-kernel", kernel, "-append", "console=ttyS0 panic=-1",
            "-serial", "file:" + log]
     accel = "tcg"
     try:
@@ -73,16 +74,18 @@ def probe_accel():
 TAP_NETDEV_RE = re.compile(r"tap,id=fabric,fd=\d+")
 
 
-def qemu_cmdline(i, netdev, accel, ssh_port, extra, rxe_port=None, mem=DEFAULT_MEM, link=None):
-    """Guest I's QEMU: its qhca device on NETDEV (a -netdev value with id=fabric); with
-    RXE_PORT also a virtio-net NIC on that fabric port; LINK 'ib': an InfiniBand port."""
+def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DEFAULT_MEM,
+                 link=None):
+    """Guest I's QEMU booting IMAGE (kernel, initrd): its qhca device on NETDEV (a -netdev
+    value with id=fabric); with RXE_PORT also a virtio-net NIC on that fabric port; LINK
+    'ib': an InfiniBand port."""
     run = RUN
     cmd = [QEMU, "-name", "vm%d,debug-threads=on" % i,
            "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max",
            "-smp", "1", "-m", str(mem),
            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
            "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom"),
-           "-kernel", KERNEL, "-initrd", INITRD,
+           "-kernel", image[0], "-initrd", image[1],
            "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d" % i,
            "-chardev", "socket,id=console,path=%s/vm%d.console,server=on,wait=off,"
                        "logfile=%s/vm%d.log" % (run, i, run, i),
@@ -157,10 +160,11 @@ def cmd_down(args):
     return 0
 
 
-def check_artifacts():
-    missing = [p for p in (QEMU, FABRIC, KERNEL, INITRD, SSH_KEY) if not os.path.exists(p)]
+def check_artifacts(image, flavour):
+    missing = [p for p in (QEMU, FABRIC) + image + (SSH_KEY,) if not os.path.exists(p)]
     if missing:
-        die("not built yet: %s\n  run 'make all' in the qhca tree first" % ", ".join(missing))
+        die("not built yet: %s\n  run 'make all%s' in the qhca tree first"
+            % (", ".join(missing), "" if flavour == DEFAULT_FLAVOUR else " FLAVOUR=" + flavour))
     if not os.path.exists(os.path.join(SEABIOS, "bios-256k.bin")):
         die("SeaBIOS is missing; install Debian's seabios package (make all does)")
 
@@ -386,7 +390,8 @@ def cmd_up(args):
         tcp = (host, base)
         fabric_args += ["--tcp", fmt_hostport(host, base)]
 
-    check_artifacts()
+    image = image_files(args.flavour)
+    check_artifacts(image, args.flavour)
     check_socket_paths(last, nports if on_fabric else 1)
     os.makedirs(RUN, exist_ok=True)
     old = load_state()
@@ -407,7 +412,7 @@ def cmd_up(args):
                  % (n, mem, avail // 1024))
     except (OSError, AttributeError):
         pass
-    accel = probe_accel()
+    accel = probe_accel(image[0])
     fabdir = os.path.join(RUN, "fabric")
     for i in indexes:
         for f in ("vm%d.log" % i, "vm%d.qemu.log" % i, "vm%d.log.prev" % i,
@@ -418,7 +423,7 @@ def cmd_up(args):
                 pass
     state = {"started": time.time(), "accel": accel, "mem": mem, "vms": [], "fabric_pid": None,
              "control": CONTROL_SOCK if control else None, "first": first, "netdev": netdev,
-             "ib": bool(args.ib)}
+             "ib": bool(args.ib), "flavour": args.flavour}
 
     if on_fabric:
         os.makedirs(fabdir, exist_ok=True)
@@ -501,7 +506,7 @@ def cmd_up(args):
         else:
             vm["tap"] = {"netns": ns, "ifname": tap_name(i)}
             nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
-        vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump,
+        vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
                                   rxe_port=n + k + 1 if args.rxe else None, mem=mem,
                                   link="ib" if args.ib else None)
         try:
