@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "qhca_abi.h"
+#include "qhca_compat.h"
 #include "qhca_uabi.h"
 
 #define QHCA_DRV_NAME		"qhca"
@@ -348,7 +349,7 @@ int qhca_obj_cmd(struct qhca_dev *dev, u8 opcode, u32 handle, const void *in, u3
 		 void *out, u32 out_len, u32 *result0);
 struct ib_mr *qhca_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
-			       int access, struct ib_udata *udata);
+			       int access, QHCA_REG_MR_DMAH_PARAM struct ib_udata *udata);
 int qhca_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *qhca_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
 				 u64 virt, int access, struct ib_pd *pd, struct ib_udata *udata);
@@ -362,9 +363,9 @@ int qhca_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 int qhca_comp_eqs_init(struct qhca_dev *dev);
 void qhca_comp_eqs_fini(struct qhca_dev *dev);
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		   struct uverbs_attr_bundle *attrs);
+		   qhca_create_cq_attrs *attrs);
 int qhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int qhca_resize_cq(struct ib_cq *ibcq, qhca_resize_cqe cqe, struct ib_udata *udata);
 int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qhca_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int qhca_cq_attach_qp(struct qhca_cq *cq, struct qhca_qp *qp);

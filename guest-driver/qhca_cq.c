@@ -104,9 +104,9 @@ static void qhca_cq_put_mem(struct qhca_dev *dev, struct qhca_cq *cq, bool keep)
 }
 
 int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		   struct uverbs_attr_bundle *attrs)
+		   qhca_create_cq_attrs *attrs)
 {
-	struct ib_udata *udata = &attrs->driver_udata;
+	struct ib_udata *udata = qhca_create_cq_udata(attrs);
 	struct qhca_dev *dev = to_qdev(ibcq->device);
 	struct qhca_cq *cq = to_qcq(ibcq);
 	struct qhca_ucontext *uctx = rdma_udata_to_drv_context(udata, struct qhca_ucontext,
@@ -190,7 +190,7 @@ err_buf:
  * ibv_resize_cq: the provider's new ring, pinned; the device moves the completions not
  * yet polled into it (EINVAL if they do not fit). Kernel CQs are sized at creation.
  */
-int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+int qhca_resize_cq(struct ib_cq *ibcq, qhca_resize_cqe cqe, struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qdev(ibcq->device);
 	struct qhca_cq *cq = to_qcq(ibcq);
@@ -205,7 +205,7 @@ int qhca_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 
 	if (!cq->umem)
 		return -EOPNOTSUPP;
-	if (cqe < 1 || cqe > dev->attr.max_cqe)
+	if (cqe < 1 || (s64)cqe > dev->attr.max_cqe)
 		return -EINVAL;
 	err = qhca_ucmd_get(udata, &ucmd, sizeof(ucmd), &ucmd.comp_mask,
 			    QHCA_RESIZE_CQ_CMD_COMP_MASK);
@@ -278,7 +278,7 @@ static enum ib_wc_opcode qhca_wc_opcode(u8 op)
 	case QHCA_WC_BIND_MW:
 		return IB_WC_BIND_MW;
 	case QHCA_WC_ATOMIC_WRITE:
-		return IB_WC_ATOMIC_WRITE;
+		return QHCA_IB_WC_ATOMIC_WRITE;
 	case QHCA_WC_REG_MR:
 		return IB_WC_REG_MR;
 	case QHCA_WC_RECV:

@@ -78,7 +78,7 @@ int qhca_umem_pbl_get(struct qhca_dev *dev, u64 addr, size_t size, int access,
 {
 	int err;
 
-	*umem = ib_umem_get(&dev->ibdev, addr, size, access);
+	*umem = ib_umem_get_va(&dev->ibdev, addr, size, access);
 	if (IS_ERR(*umem)) {
 		err = PTR_ERR(*umem);
 		*umem = NULL;
@@ -227,12 +227,14 @@ static int qhca_mr_register(struct qhca_dev *dev, struct ib_pd *ibpd, u8 opcode,
 }
 
 struct ib_mr *qhca_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
-			       int access, struct ib_udata *udata)
+			       int access, QHCA_REG_MR_DMAH_PARAM struct ib_udata *udata)
 {
 	struct qhca_dev *dev = to_qdev(ibpd->device);
 	struct qhca_mr *mr;
 	int err;
 
+	if (qhca_reg_mr_dmah_given())
+		return ERR_PTR(-EOPNOTSUPP);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);

@@ -56,7 +56,7 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 	else
 		attr->max_fast_reg_page_list_len = 0;
 	if (a->dev_caps & QHCA_DEV_CAP_ATOMIC_WRITE)
-		attr->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
+		attr->device_cap_flags |= QHCA_IB_DEVICE_ATOMIC_WRITE;
 	if (a->dev_caps & QHCA_DEV_CAP_MW) {
 		/* Windows share the device's key table with regions. */
 		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B;
@@ -391,7 +391,7 @@ const struct ib_device_ops qhca_dev_ops = {
 	.dealloc_ucontext = qhca_dealloc_ucontext,
 	.dealloc_xrcd = qhca_dealloc_xrcd,
 	.dereg_mr = qhca_dereg_mr,
-	.resize_cq = qhca_resize_cq,
+	.QHCA_OP_RESIZE_CQ = qhca_resize_cq,
 	.rereg_user_mr = qhca_rereg_user_mr,
 	.alloc_mr = qhca_alloc_mr,
 	.alloc_mw = qhca_alloc_mw,

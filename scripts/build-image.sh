@@ -31,8 +31,7 @@ base_sum=$( (echo "$FL_SUITES"; echo "$pkgs"; echo "$mods"; echo "$KERNEL_REL"; 
 if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.cpio" ]; then
     rootfs="$img/rootfs"
     rm -rf "$rootfs"
-    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
-        "$DEB_URI" "$FL_SUITES" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}" > "$img/sources"
+    deb_sources deb "$FL_SUITES" > "$img/sources"
     step "image: downloading and unpacking Debian ${FL_SUITES%% *} packages: ${pkgs//,/ }"
     mmdebstrap --quiet --variant=extract --mode=root --include="$pkgs" "${FL_SUITES%% *}" "$rootfs" \
         "$img/sources" || die "mmdebstrap failed; check the apt sources in $img/sources"
@@ -258,5 +257,5 @@ cp "$img/rootfs/etc/ld.so.cache" "$layer/etc/ld.so.cache" 2>/dev/null || true
 
 cat "$img/base.cpio" "$img/qhca.cpio" > "$img/initrd.cpio.tmp"
 mv "$img/initrd.cpio.tmp" "$img/initrd.cpio"
-ln -sf "$KERNEL_DIR/root/boot/vmlinuz-$KERNEL_REL" "$img/vmlinuz"
+ln -sf "$KERNEL_IMAGE" "$img/vmlinuz"
 echo "image: $img/vmlinuz + $img/initrd.cpio ($(du -m "$img/initrd.cpio" | cut -f1) MiB)"

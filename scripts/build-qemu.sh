@@ -93,7 +93,8 @@ config_args=(--target-list=x86_64-softmmu --python=/usr/bin/python3
     --disable-docs --disable-download --disable-install-blobs --enable-trace-backends=log)
 compilers=()
 case $flavour in
-plain) ;;
+# virtfs: 'qhca up --share' (9p on virtio; QEMU's xattr calls come from the C library).
+plain) config_args+=(--enable-virtfs --enable-attr) ;;
 sanitize) config_args+=(--enable-asan --enable-ubsan) ;;
 fuzz) need_pkgs clang libclang-rt-14-dev
       config_args+=(--enable-fuzzing --enable-asan)

@@ -113,6 +113,15 @@ debian_archive() {
     [ -n "$DEB_URI" ] || die "no Debian URI in $src; run scripts/setup-apt.sh"
 }
 
+# deb_sources TYPES SUITES: one deb822 apt source of the archive for SUITES. Release files
+# are not checked for expiry: a mirror that is a snapshot serves unstable's and backports'
+# Release files past their Valid-Until, and apt (mmdebstrap's with --error-on=any) refuses them.
+deb_sources() {
+    debian_archive
+    printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\nCheck-Valid-Until: no\n' \
+        "$1" "$DEB_URI" "$2" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}"
+}
+
 # qapt / qapt_cache ARGS: apt-get / apt-cache on a private apt state in $QHCA_CACHE/apt that
 # knows every suite the flavours use (deb and deb-src), so that the host's own apt stays as
 # it is (a bookworm host never sees trixie's or unstable's packages as upgrades).
@@ -126,9 +135,9 @@ qapt_setup() {
     qapt_opts=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$d/etc"
                -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts="$d/etc"
                -o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache"
-               -o Dir::State::status=/dev/null -o APT::Architecture=amd64 -q)
-    want=$(printf 'Types: deb deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
-        "$DEB_URI" "$QAPT_SUITES" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}")
+               -o Dir::State::status=/dev/null -o APT::Architecture=amd64
+               -o APT::Sandbox::User=root -q)
+    want=$(deb_sources "deb deb-src" "$QAPT_SUITES")
     # Fresh lists once a day, or when the sources changed.
     if [ "$(cat "$d/etc/qhca.sources" 2>/dev/null)" != "$want" ] ||
        [ -z "$(find "$d/stamp" -mmin -1440 2>/dev/null)" ]; then
@@ -161,8 +170,15 @@ guest_kernel_abi() {
     echo "$dep"
 }
 
+# KERNEL_IMAGE: the unpacked kernel's bzImage, /boot/vmlinuz-REL up to 6.x, beside its
+# modules in /usr/lib/modules/REL/vmlinuz from 7.x.
+kernel_image() {
+    KERNEL_IMAGE=$KERNEL_DIR/root/boot/vmlinuz-$KERNEL_REL
+    [ -f "$KERNEL_IMAGE" ] || KERNEL_IMAGE=$KERNEL_DIR/root/lib/modules/$KERNEL_REL/vmlinuz
+}
+
 # Fetch and unpack the guest kernel's image and modules into $QHCA_CACHE/kernel-ABI/root.
-# Sets KERNEL_DIR (the unpacked root) and KERNEL_REL (uname -r).
+# Sets KERNEL_DIR (the unpacked root), KERNEL_REL (uname -r) and KERNEL_IMAGE.
 fetch_guest_kernel() {
     local abi
     abi=$(guest_kernel_abi)
@@ -171,6 +187,7 @@ fetch_guest_kernel() {
     if [ -f "$KERNEL_DIR/.done" ]; then
         [ -f "$KERNEL_DIR/root/lib/modules/$KERNEL_REL/modules.dep" ] ||
             depmod -b "$KERNEL_DIR/root" "$KERNEL_REL"
+        kernel_image
         return 0
     fi
     need_pkgs kmod
@@ -189,7 +206,8 @@ fetch_guest_kernel() {
     done
     # Debian 13's packages put modules in /usr/lib (merged /usr); lib/modules is the path used.
     [ -d "$KERNEL_DIR/root/lib" ] || ln -s usr/lib "$KERNEL_DIR/root/lib"
-    [ -f "$KERNEL_DIR/root/boot/vmlinuz-$KERNEL_REL" ] && [ -d "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" ] ||
+    kernel_image
+    [ -f "$KERNEL_IMAGE" ] && [ -d "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" ] ||
         die "the kernel $KERNEL_REL could not be downloaded ($pkgs; is $abi in $FL_KSUITES?" \
             "'QHCA_KERNEL=' picks the flavour's own)"
     rm -rf "$KERNEL_DIR/dl"
@@ -219,8 +237,7 @@ buildroot() {
     [ "$(cat "$BR/.qhca-sum" 2>/dev/null)" = "$sum" ] && return 0
     step "buildroot: Debian $suites with compilers and -dev packages, for the $QHCA_FLAVOUR" \
          "guests (once: about 2-4 min, 1.5 GiB)"
-    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$DEB_URI" \
-        "$suites" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}" > "$FL_DIR/buildroot.sources"
+    deb_sources deb "$suites" > "$FL_DIR/buildroot.sources"
     rm -rf "$BR.tmp"
     mmdebstrap --quiet --variant=buildd --mode=root --include="$(echo $BR_PKGS | tr ' ' ,)" \
         "${FL_SUITES%% *}" "$BR.tmp" "$FL_DIR/buildroot.sources" ||
@@ -249,7 +266,7 @@ buildroot_headers() {
     exec 8> "$FL_DIR/.buildroot.lock"
     flock 8
     in_buildroot sh -c "apt-get -q update > /dev/null && DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q --no-install-recommends linux-headers-$1" 2>&1 |
+        apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends linux-headers-$1" 2>&1 |
         grep -E '^(Setting up|E:)' | sed 's/^/    /' || true
     exec 8>&-
     [ -f "$BR/usr/src/linux-headers-$1/Makefile" ] ||

@@ -92,6 +92,7 @@ import sys
 from .common import CACHE, DEFAULT_FLAVOUR, DEFAULT_MEM, FLAVOURS, RUN
 from .explain import cmd_explain
 from .fabric import cmd_fabric
+from .files import cmd_cp
 from .guest import cmd_console, cmd_exec, cmd_ssh
 from .qmp import cmd_device, cmd_link
 from .vms import boot_timeout, cmd_down, cmd_kill, cmd_reset, cmd_start, cmd_status, cmd_up
@@ -117,6 +118,11 @@ def main():
                    help="the guests' Debian: debian13 (Debian 13 and its kernel), debian12, "
                         "newest (unstable's userland, the newest kernel); default "
                         "$QHCA_FLAVOUR, else debian13 (docs/flavours.md)")
+    p.add_argument("--share", action="append", metavar="DIR",
+                   help="DIR of the host at the same path in every guest, read-only "
+                        "(virtfs); repeatable")
+    p.add_argument("--share-rw", action="append", metavar="DIR",
+                   help="as --share, and the guests may write to it (as QEMU's user)")
     p.add_argument("--timeout", type=int, default=None,
                    help="seconds to wait for every guest (default $QHCA_BOOT_TIMEOUT, else "
                         "180 plus 30 for each guest beyond 2)")
@@ -200,6 +206,10 @@ def main():
     p.add_argument("index", type=int)
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_exec)
+    p = sub.add_parser("cp", help="copy files and directories into or out of a guest: "
+                                  "cp SRC... I:PATH, cp I:PATH... DIR")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.set_defaults(fn=cmd_cp)
     p = sub.add_parser("ssh", help="interactive shell in guest I")
     p.add_argument("index", type=int)
     p.set_defaults(fn=cmd_ssh)

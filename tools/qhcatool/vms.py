@@ -17,6 +17,7 @@ from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, 
                      port_free, running_vm, rxe_mac, save_state, split_hostport, vm_alive,
                      vm_entry, vm_mac)
 from .fabric import dgram_netdev, fabric_netdev, start_fabric
+from .files import parse_shares, share_qemu_args
 from .guest import ssh_base
 from .netns import (BRIDGE, need_root, netns_path, open_tap, run_netns, tap_name, tap_setup,
                     tap_teardown)
@@ -75,18 +76,20 @@ TAP_NETDEV_RE = re.compile(r"tap,id=fabric,fd=\d+")
 
 
 def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DEFAULT_MEM,
-                 link=None):
+                 link=None, shares=()):
     """Guest I's QEMU booting IMAGE (kernel, initrd): its qhca device on NETDEV (a -netdev
     value with id=fabric); with RXE_PORT also a virtio-net NIC on that fabric port; LINK
-    'ib': an InfiniBand port."""
+    'ib': an InfiniBand port; SHARES the host directories of 'up --share'."""
     run = RUN
+    share_args, share_word = share_qemu_args(shares)
     cmd = [QEMU, "-name", "vm%d,debug-threads=on" % i,
            "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max",
            "-smp", "1", "-m", str(mem),
            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
            "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom"),
            "-kernel", image[0], "-initrd", image[1],
-           "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d" % i,
+           "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d%s" % (
+               i, " " + share_word if share_word else ""),
            "-chardev", "socket,id=console,path=%s/vm%d.console,server=on,wait=off,"
                        "logfile=%s/vm%d.log" % (run, i, run, i),
            "-serial", "chardev:console",
@@ -100,7 +103,7 @@ def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DE
         # A virtio-net NIC on the same fabric (ports n+1..2n) to compare with Linux rxe.
         cmd += ["-netdev", fabric_netdev(rxe_port).replace("id=fabric", "id=rxenet", 1),
                 "-device", "virtio-net-pci,netdev=rxenet,romfile=,mac=%s" % rxe_mac(i)]
-    return cmd + extra
+    return cmd + share_args + extra
 
 
 def stop_pid(pid, name, timeout=10.0):
@@ -390,6 +393,7 @@ def cmd_up(args):
         tcp = (host, base)
         fabric_args += ["--tcp", fmt_hostport(host, base)]
 
+    shares = parse_shares(args.share, args.share_rw)
     image = image_files(args.flavour)
     check_artifacts(image, args.flavour)
     check_socket_paths(last, nports if on_fabric else 1)
@@ -508,7 +512,7 @@ def cmd_up(args):
             nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
         vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
                                   rxe_port=n + k + 1 if args.rxe else None, mem=mem,
-                                  link="ib" if args.ib else None)
+                                  link="ib" if args.ib else None, shares=shares)
         try:
             launch(vm)
         except RuntimeError as e:
