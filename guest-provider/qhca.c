@@ -360,8 +360,8 @@ static struct verbs_context *qhca_alloc_context(struct ibv_device *ibdev, int cm
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
-				sizeof(resp)))
+	if (qhca_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+				 sizeof(resp)))
 		goto err;
 	/* Minor 1: send completions carry their WQE index (the provider frees slots by it). */
 	if (resp.abi_minor < 1) {

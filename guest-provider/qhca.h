@@ -15,6 +15,7 @@
 #include <util/mmio.h>
 #include <util/udma_barrier.h>
 
+#include "qhca_compat.h"
 #include "qhca_uabi.h"
 #include <kernel-abi/qhca_uabi.h>	/* made from it by CMakeLists.txt */
 

@@ -394,8 +394,8 @@ struct ibv_cq_ex *qhca_create_cq_ex(struct ibv_context *context,
 	cq = cq_alloc(to_qctx(context), attr->cqe, parent, &cmd.drv_payload);
 	if (!cq)
 		return NULL;
-	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
-				 &resp.ibv_resp, sizeof(resp), 0)) {
+	if (qhca_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp))) {
 		cq_free(cq);
 		return NULL;
 	}
