@@ -107,7 +107,9 @@ for tier in "${tiers[@]}"; do
               bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-20}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
     qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
-    vm) need_pkgs tshark	# the wire test decodes captures with it
+    # tshark: the wire test decodes captures with it; the verbs headers: test-share builds a
+    # program on the host, as README shows.
+    vm) need_pkgs tshark gcc libibverbs-dev librdmacm-dev
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done ;;

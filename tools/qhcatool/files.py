@@ -110,17 +110,18 @@ def copy_in(state, srcs, i, dst):
         name = os.path.basename(os.path.normpath(src))
         if stat.S_ISDIR(st.st_mode):
             if dkind == "d":
-                target, rename = dst, ""
+                script = "tar -C %s -xf -" % shlex.quote(dst)
+            elif dkind:
+                die("cp: %d:%s is a file; a directory cannot replace it" % (i, dst))
             else:
-                # A new directory DST: unpack beside it under the source's name, then rename.
+                # A new directory DST: unpacked in a directory of its own beside it, then
+                # renamed (never merged into a namesake that is there already).
                 parent = os.path.dirname(dst.rstrip("/")) or "/"
-                target, rename = parent, ""
-                if os.path.join(parent, name) != dst.rstrip("/"):
-                    rename = " && mv %s %s" % (shlex.quote(os.path.join(parent, name)),
-                                               shlex.quote(dst))
+                script = ("t=$(mktemp -d %s/.qhca-cp.XXXXXX) && tar -C \"$t\" -xf - && "
+                          "mv \"$t\"/%s %s && rmdir \"$t\"" % (
+                              shlex.quote(parent), shlex.quote(name), shlex.quote(dst)))
             pipe(["tar", "-C", os.path.dirname(os.path.abspath(src)), "-cf", "-", name],
-                 ssh_base(state, i) + ["--", "tar -C %s -xf -%s" % (shlex.quote(target), rename)],
-                 "copying %s into guest %d" % (src, i))
+                 ssh_base(state, i) + ["--", script], "copying %s into guest %d" % (src, i))
         else:
             path = os.path.join(dst, name) if dkind == "d" else dst
             with open(src, "rb") as f:
