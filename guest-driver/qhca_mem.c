@@ -290,7 +290,7 @@ int qhca_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	struct qhca_mr_create c = {};
 	int err;
 
-	if (udata->inlen || udata->outlen)
+	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
 	if (!(dev->attr.dev_caps & QHCA_DEV_CAP_MW))
 		return -EOPNOTSUPP;

@@ -18,7 +18,8 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 	struct qhca_dev *dev = to_qdev(ibdev);
 	const struct qhca_device_attr *a = &dev->attr;
 
-	if (udata->inlen || udata->outlen)
+	/* The core's own query (at registration) passes no udata from 7.x. */
+	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	attr->fw_ver = a->fw_version;

@@ -126,13 +126,19 @@ $missing"
 
     step "image: kernel modules for $KERNEL_REL"
     want=()
-    for m in $mods; do
-        f=$(grep -E "(^|/)${m//[-_]/[-_]}\.ko(\.xz)?:" "$mods_src/modules.dep" | cut -d: -f1 | head -n1 || true)
-        if [ -z "$f" ]; then
-            grep -qE "/${m//[-_]/[-_]}\.ko$" "$mods_src/modules.builtin" && continue
-            die "kernel module $m not found in $KERNEL_REL"
-        fi
-        want+=("$f" $(grep -E "^$f:" "$mods_src/modules.dep" | cut -d: -f2-))
+    # An entry A|B names one module under the names kernels have given it: the first found.
+    for entry in $mods; do
+        found=
+        for m in ${entry//|/ }; do
+            f=$(grep -E "(^|/)${m//[-_]/[-_]}\.ko(\.[gx]z|\.zst)?:" "$mods_src/modules.dep" | cut -d: -f1 | head -n1 || true)
+            if [ -n "$f" ]; then
+                want+=("$f" $(grep -E "^$f:" "$mods_src/modules.dep" | cut -d: -f2-))
+                found=1
+                break
+            fi
+            grep -qE "/${m//[-_]/[-_]}\.ko$" "$mods_src/modules.builtin" && { found=1; break; }
+        done
+        [ -n "$found" ] || die "kernel module ${entry//|/ or } not found in $KERNEL_REL"
     done
     for f in $(printf '%s\n' "${want[@]}" | sort -u); do
         mkdir -p "$rootfs/lib/modules/$KERNEL_REL/$(dirname "$f")"
