@@ -13,12 +13,14 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check demo bench bench-qp soak down clean \
+.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check check-kernels demo bench bench-qp soak down clean \
 	cache-rule print-cache
 
 help:
 	@echo "make demo      build everything, boot two VMs and print ibv_devinfo from each"
 	@echo "make check     build everything and run the whole test suite (CI runs this)"
+	@echo "make check-kernels  the verbs, NVMe-oF and middleware tiers on every flavour and"
+	@echo "               its kernel: FLAVOUR=debian12 (6.1), debian13 (6.12), newest (7.x)"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs, the device and the"
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
@@ -38,8 +40,9 @@ host:
 qemu:
 	$(TIME) bash scripts/build-qemu.sh
 
+# KDIR=TREE: against a kernel tree you built (docs/flavours.md, "Your own kernel").
 driver:
-	$(TIME) bash scripts/build-driver.sh
+	$(TIME) KDIR="$(KDIR)" bash scripts/build-driver.sh
 
 provider:
 	$(TIME) bash scripts/build-provider.sh
@@ -89,6 +92,11 @@ vmtest: all
 
 check: all cache-rule
 	@bash tests/check.sh
+
+# Every flavour, each with its own kernel (Debian 12: 6.1, Debian 13: 6.12, newest: 7.x):
+# foundation, pingpongs, perftest, the verbs tier, NVMe-oF and the middleware on each.
+check-kernels: host qemu
+	@bash tests/check.sh kernels
 
 demo: all
 	@bash scripts/demo.sh

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Build the guest image of the flavour (QHCA_FLAVOUR, see scripts/lib.sh) from Debian
-# packages: an uncompressed initramfs in two layers,
-#   base.cpio  the packages of images/packages.txt and the kernel modules of
-#              images/modules.txt (rebuilt only when those lists or the kernel change)
-#   qhca.cpio  init, the qhca driver and provider, test programs, the launcher's ssh key
+# packages: an uncompressed initramfs in three layers,
+#   base.cpio    the packages of images/packages.txt (rebuilt only when they change)
+#   kernel.cpio  the guest kernel's modules of images/modules.txt and qhca.ko
+#                (scripts/kernel-layer.sh; 'qhca up --kernel' makes one for your kernel)
+#   qhca.cpio    init, the provider, test programs, the launcher's ssh key
 # concatenated into initrd.cpio, in $QHCA_CACHE/flavour-NAME/image. Each VM gets the image
 # in its own RAM: nothing is shared. The guest programs are built in the flavour's build root.
 set -euo pipefail
@@ -20,12 +21,10 @@ mkdir -p "$img"
 # One image build at a time (VM tests and builds may run side by side).
 exec 9> "$img/.lock"
 flock 9
-mods_src="$KERNEL_DIR/root/lib/modules/$KERNEL_REL"
 
 # ---------------------------------------------------------------- base layer
 pkgs=$(grep -v '^#' "$QHCA_ROOT/images/packages.txt" | xargs | tr ' ' ',')
-mods=$(grep -v '^#' "$QHCA_ROOT/images/modules.txt" | xargs)
-base_sum=$( (echo "$FL_SUITES"; echo "$pkgs"; echo "$mods"; echo "$KERNEL_REL"; cat "$0" | sed -n '/^# base-begin/,/^# base-end/p') |
+base_sum=$( (echo "$FL_SUITES"; echo "$pkgs"; cat "$0" | sed -n '/^# base-begin/,/^# base-end/p') |
     sha256sum | cut -c1-12)
 # base-begin
 if [ "$(cat "$img/base.sum" 2>/dev/null)" != "$base_sum" ] || [ ! -f "$img/base.cpio" ]; then
@@ -124,27 +123,6 @@ $missing"
     done
     [ -e "$rootfs/bin/sh" ] || ln -s busybox "$rootfs/bin/sh"
 
-    step "image: kernel modules for $KERNEL_REL"
-    want=()
-    # An entry A|B names one module under the names kernels have given it: the first found.
-    for entry in $mods; do
-        found=
-        for m in ${entry//|/ }; do
-            f=$(grep -E "(^|/)${m//[-_]/[-_]}\.ko(\.[gx]z|\.zst)?:" "$mods_src/modules.dep" | cut -d: -f1 | head -n1 || true)
-            if [ -n "$f" ]; then
-                want+=("$f" $(grep -E "^$f:" "$mods_src/modules.dep" | cut -d: -f2-))
-                found=1
-                break
-            fi
-            grep -qE "/${m//[-_]/[-_]}\.ko$" "$mods_src/modules.builtin" && { found=1; break; }
-        done
-        [ -n "$found" ] || die "kernel module ${entry//|/ or } not found in $KERNEL_REL"
-    done
-    for f in $(printf '%s\n' "${want[@]}" | sort -u); do
-        mkdir -p "$rootfs/lib/modules/$KERNEL_REL/$(dirname "$f")"
-        cp "$mods_src/$f" "$rootfs/lib/modules/$KERNEL_REL/$f"
-    done
-    cp "$mods_src"/modules.{order,builtin,builtin.modinfo} "$rootfs/lib/modules/$KERNEL_REL/" 2>/dev/null || true
     (cd "$rootfs" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$img/base.cpio.tmp"
     mv "$img/base.cpio.tmp" "$img/base.cpio"
     echo "$base_sum" > "$img/base.sum"
@@ -239,21 +217,15 @@ printf 'root:*:19000:0:99999:7:::\n' > "$layer/etc/shadow"
 printf '/bin/sh\n' > "$layer/etc/shells"
 { printf '127.0.0.1 localhost\n'; for i in $(seq 1 254); do echo "192.168.77.$i vm$i"; done; } \
     > "$layer/etc/hosts"
-# Modules: the base set plus qhca.ko, with a fresh modules.dep for the union.
-# The layer's paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a
-# directory lib in the layer would replace the link when the kernel unpacks the initramfs.
+# The kernel layer: the modules the guests need and qhca.ko (scripts/kernel-layer.sh). Its
+# paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a directory
+# lib in a later layer would replace the link when the kernel unpacks the initramfs.
 libtop=lib
 [ -L "$img/rootfs/lib" ] && libtop=usr/lib
-moddir="$layer/$libtop/modules/$KERNEL_REL"
-mkdir -p "$moddir/extra"
-cp "$ko" "$moddir/extra/qhca.ko"
-depbase="$img/depmod"
-rm -rf "$depbase" && mkdir -p "$depbase/lib/modules"
-cp -a "$img/rootfs/lib/modules/$KERNEL_REL" "$depbase/lib/modules/"
-cp "$ko" "$depbase/lib/modules/$KERNEL_REL/extra/" 2>/dev/null ||
-    { mkdir -p "$depbase/lib/modules/$KERNEL_REL/extra"; cp "$ko" "$depbase/lib/modules/$KERNEL_REL/extra/"; }
-depmod -b "$depbase" "$KERNEL_REL"
-cp "$depbase/lib/modules/$KERNEL_REL"/modules.* "$moddir/"
+echo "$libtop" > "$img/libtop"
+step "image: kernel layer for $KERNEL_REL (modules of images/modules.txt, qhca.ko)"
+bash "$QHCA_ROOT/scripts/kernel-layer.sh" "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" "$ko" \
+    "$libtop" "$img/kernel.cpio"
 # ld.so cache for the union of both layers.
 mkdir -p "$layer/etc"
 cp -a "$layer/usr/lib/x86_64-linux-gnu/libibverbs/." "$img/rootfs/usr/lib/x86_64-linux-gnu/libibverbs/"
@@ -261,7 +233,7 @@ ldconfig -r "$img/rootfs" 2>/dev/null || true
 cp "$img/rootfs/etc/ld.so.cache" "$layer/etc/ld.so.cache" 2>/dev/null || true
 (cd "$layer" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$img/qhca.cpio"
 
-cat "$img/base.cpio" "$img/qhca.cpio" > "$img/initrd.cpio.tmp"
+cat "$img/base.cpio" "$img/kernel.cpio" "$img/qhca.cpio" > "$img/initrd.cpio.tmp"
 mv "$img/initrd.cpio.tmp" "$img/initrd.cpio"
 ln -sf "$KERNEL_IMAGE" "$img/vmlinuz"
 echo "image: $img/vmlinuz + $img/initrd.cpio ($(du -m "$img/initrd.cpio" | cut -f1) MiB)"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run the test tiers, lowest first, and print one summary line, the last, alone:
 #   N passed, N failed, N skipped
-#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm ...]     (default: all)
+#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm|flavours|kernels ...]
+#   (default: all but kernels, the long run of make check-kernels)
 # Expects the builds of 'make all' in $QHCA_CACHE (selftest needs none). Sourced (as
 # tests/selftest.sh does), it only defines the functions.
 set -uo pipefail
@@ -48,6 +49,7 @@ run_tier() {	# run_tier NAME COMMAND...
     rc=${PIPESTATUS[0]}
     tally "$name" "$log" "$rc"
     rm -f "$log"
+    return "$rc"
 }
 
 unit_tests() {	# unit_tests plain|sanitize
@@ -92,11 +94,42 @@ qtests() {	# qtests [sanitize]
     return "${PIPESTATUS[0]}"
 }
 
+# build_flavour F: the driver, provider and image of flavour F (QHCA_FLAVOUR, scripts/lib.sh).
+build_flavour() {
+    local s
+    for s in build-driver build-provider build-image; do
+        QHCA_FLAVOUR=$1 bash "$QHCA_ROOT/scripts/$s.sh" > /dev/null ||
+            { echo "not ok - $1: scripts/$s.sh failed"; return 1; }
+    done
+    echo "ok - $1: driver, provider and image built"
+}
+
+# flavour_test F TEST [VAR=VALUE...]: tests/vm/TEST.sh on guests of flavour F (the VM tests
+# follow QHCA_FLAVOUR), with the environment given.
+flavour_test() {
+    local f=$1 t=$2; shift 2
+    run_tier "$f: $t" env QHCA_FLAVOUR="$f" "$@" bash "$QHCA_ROOT/tests/vm/$t.sh"
+}
+
+# flavour_tier F short|long: build flavour F; short: its guests come up and run the
+# pingpongs and perftest (make check, for the flavours beside the default); long: also the
+# verbs, NVMe-oF and middleware tiers (make check-kernels, each flavour its own kernel:
+# 6.1, 6.12, 7.x).
+flavour_tier() {
+    run_tier "$1: build" build_flavour "$1" || return 0
+    flavour_test "$1" test-foundation
+    flavour_test "$1" smoke-flavour
+    [ "$2" = long ] || return 0
+    flavour_test "$1" test-verbs
+    flavour_test "$1" test-storage QHCA_STORAGE_ONLY=nvme
+    flavour_test "$1" test-middleware
+}
+
 # Sourced: the functions only.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(selftest unit sanitize fuzz qtest qtest-sanitize vm)
+[ ${#tiers[@]} -gt 0 ] || tiers=(selftest unit sanitize fuzz qtest qtest-sanitize vm flavours)
 
 for tier in "${tiers[@]}"; do
     case $tier in
@@ -113,7 +146,14 @@ for tier in "${tiers[@]}"; do
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done ;;
-    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm)" ;;
+    # The other flavours' short tiers (the vm tier runs the default flavour, $QHCA_FLAVOUR).
+    flavours) need_pkgs tshark gcc libibverbs-dev librdmacm-dev
+        for f in $FLAVOURS; do
+            [ "$f" = "$QHCA_FLAVOUR" ] || flavour_tier "$f" short
+        done ;;
+    kernels) need_pkgs tshark gcc libibverbs-dev librdmacm-dev
+        for f in $FLAVOURS; do flavour_tier "$f" long; done ;;
+    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, flavours, kernels)" ;;
     esac
 done
 

@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -263,6 +264,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	char cwd[4096];
 	int i;
 
+	/* As qhca-fabric's main: a peer that went away is EPIPE, not the end of the process
+	 * (the switch may close a port's socket while a record still writes to its peer). */
+	signal(SIGPIPE, SIG_IGN);
 	for (i = 1; i < *argc; i++)
 		if (!strncmp((*argv)[i], "-artifact_prefix=", 17) ||
 		    !strncmp((*argv)[i], "-exact_artifact_path=", 21))

@@ -115,6 +115,29 @@ via_qhca() {
     [ "$rc" = 0 ] && [ "$bad" = 0 ]
 }
 
+# pair SERVER_CMD CLIENT_CMD: a server in guest 2 and its client in guest 1; both exit 0.
+pair() {
+    local srv=$1 cli=$2 out rc
+    "$qhca" exec 2 -- "pkill -f '^${srv%% *}' ; rm -f /tmp/srv.log /tmp/srv.rc; setsid sh -c '$srv > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc' < /dev/null > /dev/null 2>&1 &" || return 1
+    sleep 1.5
+    out=$(timeout 120 "$qhca" exec 1 -- "$cli" 2>&1)
+    rc=$?
+    echo "$out" | tail -n 3
+    eventually 20 "$qhca" exec 2 -- 'test -s /tmp/srv.rc' || { echo "server did not finish"; return 1; }
+    [ "$rc" = 0 ] && [ "$("$qhca" exec 2 -- cat /tmp/srv.rc)" = 0 ] ||
+        { echo "client rc $rc; server:"; "$qhca" exec 2 -- cat /tmp/srv.log; return 1; }
+}
+
+pingpong() {	# pingpong PROG ARGS...: an ibv_*_pingpong between the guests over qhca_0
+    local prog=$1; shift
+    pair "$prog -d qhca_0 -g 1 $*" "$prog -d qhca_0 -g 1 $* 192.168.77.2"
+}
+
+perf() {	# perf PROG ARGS...: perftest over TCP-exchanged connection data
+    local prog=$1; shift
+    pair "$prog -d qhca_0 -x 1 $*" "$prog -d qhca_0 -x 1 $* 192.168.77.2"
+}
+
 vm_down() {
     check "down" "$qhca" down
     check "down leaves nothing running" nothing_running

@@ -118,6 +118,11 @@ def main():
                    help="the guests' Debian: debian13 (Debian 13 and its kernel), debian12, "
                         "newest (unstable's userland, the newest kernel); default "
                         "$QHCA_FLAVOUR, else debian13 (docs/flavours.md)")
+    p.add_argument("--kernel", metavar="BZIMAGE",
+                   help="boot this kernel of your own with the flavour's userland; with "
+                        "--modules, and qhca.ko from 'make driver KDIR=YOUR-TREE'")
+    p.add_argument("--modules", metavar="DIR",
+                   help="the modules of --kernel: make modules_install INSTALL_MOD_PATH=DIR")
     p.add_argument("--share", action="append", metavar="DIR",
                    help="DIR of the host at the same path in every guest, read-only "
                         "(virtfs); repeatable")

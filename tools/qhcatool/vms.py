@@ -19,6 +19,7 @@ from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, 
 from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .files import parse_shares, share_qemu_args
 from .guest import ssh_base
+from .kernel import own_kernel_image
 from .netns import (BRIDGE, need_root, netns_path, open_tap, run_netns, tap_name, tap_setup,
                     tap_teardown)
 from .qmp import Qmp
@@ -395,6 +396,8 @@ def cmd_up(args):
 
     shares = parse_shares(args.share, args.share_rw)
     image = image_files(args.flavour)
+    if args.kernel or args.modules:
+        image = own_kernel_image(args.kernel, args.modules, os.path.dirname(image[1]))
     check_artifacts(image, args.flavour)
     check_socket_paths(last, nports if on_fabric else 1)
     os.makedirs(RUN, exist_ok=True)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The kernel layer of a guest image: the modules of images/modules.txt (and those they
+# need) from a kernel's module tree, qhca.ko built for that kernel, and their modules.dep,
+# as one cpio archive. scripts/build-image.sh makes one for the flavour's kernel, 'qhca up
+# --kernel' one for a kernel you built.
+#   kernel-layer.sh MODDIR KO LIBTOP OUT
+#     MODDIR  the kernel's lib/modules/RELEASE (Debian's unpacked, or make modules_install's)
+#     KO      qhca.ko for that kernel
+#     LIBTOP  lib or usr/lib: where the image's base keeps lib/ (usr/lib when /lib is a link)
+#     OUT     the cpio archive to write
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# = 4 ] || die "usage: kernel-layer.sh MODDIR KO LIBTOP OUT"
+src=$1 ko=$2 libtop=$3 out=$4
+rel=$(basename "$src")
+[ -d "$src" ] || die "$src: no such module directory (a lib/modules/RELEASE)"
+[ -f "$ko" ] || die "$ko: no qhca.ko (make driver, or make driver KDIR=YOUR-TREE)"
+need_pkgs kmod cpio
+[ -f "$src/modules.dep" ] || depmod -b "$(dirname "$(dirname "$(dirname "$src")")")" "$rel" ||
+    die "$src has no modules.dep and depmod failed"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dst="$tmp/root/lib/modules/$rel"
+mkdir -p "$dst/extra"
+
+want=()
+# An entry A|B names one module under the names kernels have given it: the first found. A
+# module built in (modules.builtin) needs no file.
+for entry in $(grep -v '^#' "$QHCA_ROOT/images/modules.txt"); do
+    found=
+    for m in ${entry//|/ }; do
+        f=$(grep -E "(^|/)${m//[-_]/[-_]}\.ko(\.[gx]z|\.zst)?:" "$src/modules.dep" | cut -d: -f1 | head -n1 || true)
+        if [ -n "$f" ]; then
+            want+=("$f" $(grep -E "^$f:" "$src/modules.dep" | cut -d: -f2-))
+            found=1
+            break
+        fi
+        grep -qE "/${m//[-_]/[-_]}\.ko$" "$src/modules.builtin" 2>/dev/null && { found=1; break; }
+    done
+    [ -n "$found" ] || die "kernel module ${entry//|/ or } is in neither the modules nor built into $rel" \
+        "(docs/flavours.md lists the options qhca and the tests need)"
+done
+for f in $(printf '%s\n' "${want[@]}" | sort -u); do
+    mkdir -p "$dst/$(dirname "$f")"
+    cp "$src/$f" "$dst/$f"
+done
+cp "$src"/modules.{order,builtin,builtin.modinfo} "$dst/" 2>/dev/null || true
+cp "$ko" "$dst/extra/qhca.ko"
+depmod -b "$tmp/root" "$rel"
+mkdir -p "$tmp/layer/$(dirname "$libtop")"
+mv "$tmp/root/lib" "$tmp/layer/$libtop"
+(cd "$tmp/layer" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$out.tmp"
+mv "$out.tmp" "$out"

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A kernel of your own in the guests: 'up --kernel BZIMAGE --modules DIR' boots it with
+the flavour image's userland. The image's kernel layer is replaced by one made for that
+kernel (scripts/kernel-layer.sh: the modules the guests need from DIR, and qhca.ko built
+with 'make driver KDIR=YOUR-TREE')."""
+import os
+import subprocess
+
+from .common import CACHE, RUN, die, info
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def module_dir(path):
+    """DIR as make modules_install INSTALL_MOD_PATH=DIR left it, or its lib/modules/RELEASE
+    itself: the RELEASE directory."""
+    path = os.path.realpath(path)
+    top = os.path.join(path, "lib", "modules")
+    if os.path.isdir(top):
+        rels = [r for r in sorted(os.listdir(top)) if os.path.isdir(os.path.join(top, r))]
+        if len(rels) != 1:
+            die("--modules %s: want one kernel in lib/modules, found %s"
+                % (path, ", ".join(rels) or "none"))
+        return os.path.join(top, rels[0])
+    if os.path.exists(os.path.join(path, "modules.order")) or \
+            os.path.exists(os.path.join(path, "modules.builtin")):
+        return path
+    die("--modules %s: no lib/modules/RELEASE in it (make modules_install "
+        "INSTALL_MOD_PATH=%s)" % (path, path))
+
+
+def own_kernel_image(kernel, modules, flavour_image_dir):
+    """(kernel, initrd) for 'up --kernel KERNEL --modules MODULES': the flavour's base and
+    qhca layers with a kernel layer for KERNEL, written to the run directory."""
+    kernel = os.path.realpath(kernel)
+    if not os.path.isfile(kernel):
+        die("--kernel %s: no such file (the bzImage, arch/x86/boot/bzImage)" % kernel)
+    if not modules:
+        die("--kernel needs --modules DIR: the kernel's modules (make modules_install "
+            "INSTALL_MOD_PATH=DIR), from which the guests get theirs")
+    moddir = module_dir(modules)
+    rel = os.path.basename(moddir)
+    ko = os.path.join(CACHE, "driver-kdir", rel, "guest-driver", "qhca.ko")
+    if not os.path.isfile(ko):
+        die("no qhca.ko for %s: run 'make driver KDIR=YOUR-TREE' in the qhca tree first" % rel)
+    parts = [os.path.join(flavour_image_dir, f) for f in ("base.cpio", "qhca.cpio", "libtop")]
+    for p in parts:
+        if not os.path.isfile(p):
+            die("%s missing: build the flavour's image first (make image)" % p)
+    with open(parts[2]) as f:
+        libtop = f.read().strip()
+    os.makedirs(RUN, exist_ok=True)
+    layer = os.path.join(RUN, "kernel-%s.cpio" % rel)
+    info("kernel %s: its layer of modules and qhca.ko" % rel)
+    if subprocess.run(["bash", os.path.join(ROOT, "scripts", "kernel-layer.sh"), moddir, ko,
+                       libtop, layer]).returncode:
+        die("the kernel layer for %s could not be made (see above)" % rel)
+    initrd = os.path.join(RUN, "initrd-%s.cpio" % rel)
+    with open(initrd + ".tmp", "wb") as out:
+        for p in (parts[0], layer, parts[1]):
+            with open(p, "rb") as f:
+                while True:
+                    chunk = f.read(1 << 22)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+    os.replace(initrd + ".tmp", initrd)
+    os.unlink(layer)
+    return kernel, initrd
