@@ -20,8 +20,9 @@ sync_files() {	# sync_files OUT: guest-driver/ and abi/ into OUT; unchanged file
 # compiler, into $QHCA_CACHE/driver-kdir/RELEASE ('qhca up --kernel' finds it there).
 if [ -n "${KDIR:-}" ]; then
     [ -f "$KDIR/Makefile" ] || die "KDIR=$KDIR is no kernel tree (no Makefile)"
-    rel=$(cat "$KDIR/include/config/kernel.release" 2>/dev/null) ||
-        die "KDIR=$KDIR is not built or prepared (no include/config/kernel.release): run make there first"
+    # The release the kernel reports (uname -r), as the tree's build wrote it.
+    rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$KDIR/include/generated/utsrelease.h" 2>/dev/null)
+    [ -n "$rel" ] || die "KDIR=$KDIR is not built or prepared (no include/generated/utsrelease.h): run make there first"
     out="$QHCA_CACHE/driver-kdir/$rel"
     need_pkgs make gcc bc
     sync_files "$out"
