@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check check-kernels demo bench bench-qp soak down clean \
+.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check check-kernels driver-loop demo bench bench-qp soak down clean \
 	cache-rule print-cache
 
 help:
@@ -26,6 +26,7 @@ help:
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
 	@echo "make bench-qp  16384 QPs on one device (QHCA_QPS=N, 0: until refused): time per"
 	@echo "               create, modify, message and destroy, memory per QP in guest and host"
+	@echo "make driver-loop  edit, rebuild the driver, two guests ready, a test passes: timed"
 	@echo "make soak      RC through a lossy fabric, 1 GiB with every byte checked (figures)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
 	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
@@ -109,6 +110,10 @@ bench: all
 # once: time per create and memory per QP, guest and host (one VM; make bench runs it too).
 bench-qp: all
 	@bash bench/qp-scale.sh
+
+# The driver developer's loop, timed: edit, rebuild, two guests ready, a test passes.
+driver-loop: host qemu provider
+	@bash bench/driver-loop.sh
 
 # RC through a lossy fabric for a long time (1 GiB, every byte checked); QHCA_SOAK_BYTES.
 soak: all

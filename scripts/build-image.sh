@@ -135,12 +135,21 @@ if [ ! -f "$keydir/id_ed25519" ]; then
     mkdir -p "$keydir" && chmod 700 "$keydir"
     ssh-keygen -q -t ed25519 -N '' -C qhca-launcher -f "$keydir/id_ed25519"
 fi
+if [ ! -f "$keydir/guest_ed25519" ]; then	# the guests' own key pair (for MPI, below)
+    ssh-keygen -q -t ed25519 -N '' -C qhca-guests -f "$keydir/guest_ed25519"
+fi
 ko="$FL_DIR/work/driver-$KERNEL_REL/guest-driver/qhca.ko"
 so=$(readlink -f "$FL_DIR/provider.so" 2>/dev/null || true)
 [ -f "$ko" ] || die "qhca.ko for $KERNEL_REL missing: run scripts/build-driver.sh first"
 [ -f "$so" ] || die "the $QHCA_FLAVOUR provider is missing: run scripts/build-provider.sh first"
 
-step "image: qhca layer (init, driver, provider, test programs)"
+# The qhca layer is made again only when what goes into it changed.
+qhca_sum=$( (echo "$FL_SUITES"; cat "$so" "$QHCA_ROOT/images/init" "$QHCA_ROOT"/tests/vm/qhca_*.c \
+    "$QHCA_ROOT"/tests/vm/{qhca_tcp.py,ucx_check.c,mpi_check.c} "$QHCA_ROOT/bench/qp_scale.c" \
+    "$keydir"/*.pub; sed -n '/^# qhca-begin/,/^# qhca-end/p' "$0") | sha256sum | cut -c1-12)
+# qhca-begin
+if [ "$(cat "$img/qhca.sum" 2>/dev/null)" != "$qhca_sum" ] || [ ! -f "$img/qhca.cpio" ]; then
+step "image: qhca layer (init, provider, test programs)"
 layer="$FL_DIR/work/layer"
 inner=/work/layer	# the layer inside the build root
 bcc() { in_buildroot "$@"; }	# guest programs: compiled against the guests' own libraries
@@ -171,9 +180,6 @@ done
 # ssh between the guests, for MPI: one key pair that every guest holds and trusts, host
 # keys not checked (each guest makes new ones at boot), the guests by name (vm1 is
 # 192.168.77.1, the fabric's address; the management NICs all have the same one).
-if [ ! -f "$keydir/guest_ed25519" ]; then
-    ssh-keygen -q -t ed25519 -N '' -C qhca-guests -f "$keydir/guest_ed25519"
-fi
 install -m 600 "$keydir/guest_ed25519" "$layer/root/.ssh/id_ed25519"
 install -m 644 "$keydir/guest_ed25519.pub" "$layer/root/.ssh/id_ed25519.pub"
 cat "$keydir/id_ed25519.pub" "$keydir/guest_ed25519.pub" > "$layer/root/.ssh/authorized_keys"
@@ -217,21 +223,30 @@ printf 'root:*:19000:0:99999:7:::\n' > "$layer/etc/shadow"
 printf '/bin/sh\n' > "$layer/etc/shells"
 { printf '127.0.0.1 localhost\n'; for i in $(seq 1 254); do echo "192.168.77.$i vm$i"; done; } \
     > "$layer/etc/hosts"
-# The kernel layer: the modules the guests need and qhca.ko (scripts/kernel-layer.sh). Its
-# paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a directory
-# lib in a later layer would replace the link when the kernel unpacks the initramfs.
-libtop=lib
-[ -L "$img/rootfs/lib" ] && libtop=usr/lib
-echo "$libtop" > "$img/libtop"
-step "image: kernel layer for $KERNEL_REL (modules of images/modules.txt, qhca.ko)"
-bash "$QHCA_ROOT/scripts/kernel-layer.sh" "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" "$ko" \
-    "$libtop" "$img/kernel.cpio"
 # ld.so cache for the union of both layers.
 mkdir -p "$layer/etc"
 cp -a "$layer/usr/lib/x86_64-linux-gnu/libibverbs/." "$img/rootfs/usr/lib/x86_64-linux-gnu/libibverbs/"
 ldconfig -r "$img/rootfs" 2>/dev/null || true
 cp "$img/rootfs/etc/ld.so.cache" "$layer/etc/ld.so.cache" 2>/dev/null || true
 (cd "$layer" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$img/qhca.cpio"
+echo "$qhca_sum" > "$img/qhca.sum"
+fi
+# qhca-end
+
+# The kernel layer: the modules the guests need and qhca.ko (scripts/kernel-layer.sh). Its
+# paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a directory
+# lib in a later layer would replace the link when the kernel unpacks the initramfs.
+libtop=lib
+[ -L "$img/rootfs/lib" ] && libtop=usr/lib
+echo "$libtop" > "$img/libtop"
+kernel_sum=$( (echo "$KERNEL_REL $libtop"; cat "$ko" "$QHCA_ROOT/images/modules.txt" \
+    "$QHCA_ROOT/scripts/kernel-layer.sh") | sha256sum | cut -c1-12)
+if [ "$(cat "$img/kernel.sum" 2>/dev/null)" != "$kernel_sum" ] || [ ! -f "$img/kernel.cpio" ]; then
+    step "image: kernel layer for $KERNEL_REL (modules of images/modules.txt, qhca.ko)"
+    bash "$QHCA_ROOT/scripts/kernel-layer.sh" "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" "$ko" \
+        "$libtop" "$img/kernel.cpio"
+    echo "$kernel_sum" > "$img/kernel.sum"
+fi
 
 cat "$img/base.cpio" "$img/kernel.cpio" "$img/qhca.cpio" > "$img/initrd.cpio.tmp"
 mv "$img/initrd.cpio.tmp" "$img/initrd.cpio"

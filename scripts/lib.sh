@@ -158,7 +158,13 @@ guest_kernel_abi() {
         echo "$QHCA_KERNEL"
         return
     fi
-    local s dep all=""
+    local s dep all="" memo=$QHCA_CACHE/apt/kernel-$QHCA_FLAVOUR
+    qapt_setup
+    # The answer stands until the package lists are fetched again (qapt_setup's stamp).
+    if [ "$memo" -nt "$QHCA_CACHE/apt/stamp" ] && [ -s "$memo" ]; then
+        cat "$memo"
+        return
+    fi
     for s in $FL_KDEFAULT; do
         dep=$(qapt_cache show "linux-image-amd64/$s" 2>/dev/null | grep '^Depends:' |
               grep -o 'linux-image-[^ ,]*-amd64 ' | sed 's/^linux-image-//; s/-amd64 $//' |
@@ -167,7 +173,7 @@ guest_kernel_abi() {
     done
     dep=$(printf '%s\n' $all | sort -V | tail -n1)
     [ -n "$dep" ] || die "cannot find linux-image-amd64 in $FL_KDEFAULT"
-    echo "$dep"
+    echo "$dep" | tee "$memo"
 }
 
 # KERNEL_IMAGE: the unpacked kernel's bzImage, /boot/vmlinuz-REL up to 6.x, beside its
