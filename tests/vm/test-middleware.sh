@@ -45,9 +45,12 @@ fi_pp() {	# fi_pp PROVIDER EP SIZE: fi_pingpong with data verification (-v): 50 
         both "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3" "fi_pingpong -p \"$1\" -e $2 -v -I 50 -S $3 192.168.77.2"
 }
 
-perftest() {	# ucx_perftest tag_lat: 1000 messages of 4 KiB each way, UCX's defaults otherwise
+# ucx_perftest tag_lat: 1000 messages of 4 KiB each way, UCX's defaults otherwise. Debian
+# 13's is built with MPI and starts in MPI mode (-P 1) unless told -P 0; older ones have no -P.
+perftest() {
+    local p='$(ucx_perftest -h 2>&1 | grep -q -- " -P <0|1>" && echo -P 0)'
     via_qhca "$((1000 * 4096)) $((1000 * 4096))" \
-        both "ucx_perftest -t tag_lat -s 4096 -n 1000" "ucx_perftest -t tag_lat -s 4096 -n 1000 192.168.77.2"
+        both "ucx_perftest $p -t tag_lat -s 4096 -n 1000" "ucx_perftest $p -t tag_lat -s 4096 -n 1000 192.168.77.2"
 }
 
 mpi() {	# mpi N CMD: CMD runs qhca-mpi-check on guests 1..N, every check must hold, through
