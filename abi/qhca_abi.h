@@ -167,6 +167,7 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_ATTACH_MCAST = 0x4e,	/* handle: qpn (UD); in: qhca_mcast */
 	QHCA_CMD_DETACH_MCAST = 0x4f,	/* handle: qpn; in: qhca_mcast */
 	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
+	QHCA_CMD_QUERY_SRQ = 0x51,	/* handle: srqn; out: qhca_srq_attr (QHCA_DEV_CAP_QUERY_SRQ) */
 	QHCA_CMD_MAX
 };
 
@@ -832,6 +833,20 @@ struct qhca_srq_modify {
 QHCA_ABI_ASSERT_SIZE(struct qhca_srq_modify, 8);
 
 /*
+ * QUERY_SRQ: the SRQ as the device has it. limit is the armed limit, 0 once the limit event
+ * fired (IBA 10.2.9.3: ibv_query_srq reads it back, as rdma-core's tests do).
+ */
+struct qhca_srq_attr {
+	uint32_t limit;
+	uint8_t log2;			/* 2^log2 WQEs */
+	uint8_t stride_log2;
+	uint8_t rsvd[2];
+	uint32_t pi;			/* the producer index the last doorbell gave */
+	uint32_t ci;			/* WQEs taken */
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_srq_attr, 16);
+
+/*
  * RESIZE_SRQ: the SRQ moves to a new ring of 2^log2 WQEs of the same stride. The WQEs
  * posted and not yet taken keep their free-running indices (each at index mod the new
  * size); BAD_FIELD if they do not fit. A limit beyond the new size is disarmed.
@@ -899,6 +914,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_counters_block, 256);
 #define QHCA_DEV_CAP_ATOMIC_WRITE	(1u << 7)	/* ATOMIC_WRITE (IBA 1.5) */
 #define QHCA_DEV_CAP_XRC		(1u << 8)	/* XRC domains, SRQs and QPs */
 #define QHCA_DEV_CAP_MCAST		(1u << 9)	/* ATTACH_MCAST, DETACH_MCAST */
+#define QHCA_DEV_CAP_QUERY_SRQ		(1u << 10)	/* QUERY_SRQ */
 
 #define QHCA_FW_VERSION_MAJOR_MASK	0x0000ffff00000000ull	/* fw_version: bits 32-47 */
 #define QHCA_FW_VERSION_MINOR_MASK	0x00000000ffff0000ull	/* bits 16-31 */

@@ -815,12 +815,22 @@ int qhca_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 
 int qhca_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
+	struct qhca_dev *dev = to_qdev(ibsrq->device);
 	struct qhca_srq *srq = to_qsrq(ibsrq);
+	struct qhca_srq_attr a = {};
+	int err;
 
 	attr->max_wr = 1u << srq->rq.log2;
 	attr->max_sge = ((1u << srq->rq.stride_log2) - sizeof(struct qhca_rq_wqe)) /
 			sizeof(struct qhca_sge);
 	attr->srq_limit = 0;
+	if (!(dev->attr.dev_caps & QHCA_DEV_CAP_QUERY_SRQ))
+		return 0;	/* a device without QUERY_SRQ: the limit reads 0 */
+	/* The armed limit as the device has it: 0 once the limit event fired. */
+	err = qhca_obj_cmd(dev, QHCA_CMD_QUERY_SRQ, srq->srqn, NULL, 0, &a, sizeof(a), NULL);
+	if (err)
+		return err;
+	attr->srq_limit = a.limit;
 	return 0;
 }
 

@@ -52,6 +52,9 @@ static int qhca_query_device(struct ib_device *ibdev, struct ib_device_attr *att
 	attr->max_res_rd_atom = min_t(u64, (u64)a->max_qp_rd_atom * a->max_qp, INT_MAX);
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_CHANGE_PHY_PORT;
+	/* ibv_modify_srq(IBV_SRQ_MAX_WR): the provider's rings (RESIZE_SRQ) */
+	if (a->dev_caps & QHCA_DEV_CAP_SRQ)
+		attr->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
 	if (a->dev_caps & QHCA_DEV_CAP_FAST_REG)
 		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 	else

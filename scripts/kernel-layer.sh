@@ -18,8 +18,7 @@ rel=$(basename "$src")
 [ -d "$src" ] || die "$src: no such module directory (a lib/modules/RELEASE)"
 [ -f "$ko" ] || die "$ko: no qhca.ko (make driver, or make driver KDIR=YOUR-TREE)"
 need_pkgs kmod cpio
-[ -f "$src/modules.dep" ] || depmod -b "$(dirname "$(dirname "$(dirname "$src")")")" "$rel" ||
-    die "$src has no modules.dep and depmod failed"
+[ -f "$src/modules.dep" ] || die "$src has no modules.dep (make modules_install writes it)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dst="$tmp/root/lib/modules/$rel"

@@ -86,7 +86,7 @@ ninja_progress() {
 #             trixie-backports and unstable (7.x)
 # Each has its own build root (that Debian with compilers and -dev packages: the driver, the
 # provider and the guest programs are built in it, against exactly what the guest runs) and its
-# own image, in $QHCA_CACHE/flavour-NAME. QHCA_KERNEL=ABI (6.12.95+deb12, 7.3.4+bpo) boots
+# own image, in $QHCA_CACHE/flavour-NAME. QHCA_KERNEL=ABI (6.12.95+deb12, 7.3.4+deb13) boots
 # another kernel of the flavour's kernel suites.
 QHCA_FLAVOUR=${QHCA_FLAVOUR:-debian13}
 FLAVOURS="debian13 debian12 newest"
@@ -113,13 +113,23 @@ debian_archive() {
     [ -n "$DEB_URI" ] || die "no Debian URI in $src; run scripts/setup-apt.sh"
 }
 
-# deb_sources TYPES SUITES: one deb822 apt source of the archive for SUITES. Release files
-# are not checked for expiry: a mirror that is a snapshot serves unstable's and backports'
-# Release files past their Valid-Until, and apt (mmdebstrap's with --error-on=any) refuses them.
+# deb_sources TYPES SUITES: deb822 apt sources of the archive for SUITES. The Release files
+# of unstable, -updates and -backports are not checked for expiry: a mirror that is a
+# snapshot serves them past their Valid-Until, and apt (mmdebstrap's with --error-on=any)
+# refuses them; the stable releases' have no expiry to check.
 deb_sources() {
     debian_archive
-    printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\nCheck-Valid-Until: no\n' \
-        "$1" "$DEB_URI" "$2" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}"
+    local s stable="" rolling=""
+    for s in $2; do
+        case $s in bookworm|trixie) stable="$stable $s" ;; *) rolling="$rolling $s" ;; esac
+    done
+    _deb_stanza() {	# _deb_stanza TYPES SUITES EXTRA
+        printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n%s' \
+            "$1" "$DEB_URI" "$2" "${DEB_KEY:-/usr/share/keyrings/debian-archive-keyring.gpg}" "$3"
+    }
+    [ -z "$stable" ] || _deb_stanza "$1" "${stable# }" ""
+    [ -z "$stable" ] || [ -z "$rolling" ] || echo
+    [ -z "$rolling" ] || _deb_stanza "$1" "${rolling# }" "Check-Valid-Until: no"$'\n'
 }
 
 # qapt / qapt_cache ARGS: apt-get / apt-cache on a private apt state in $QHCA_CACHE/apt that
@@ -143,10 +153,13 @@ qapt_setup() {
        [ -z "$(find "$d/stamp" -mmin -1440 2>/dev/null)" ]; then
         printf '%s\n' "$want" > "$d/etc/qhca.sources"
         step "apt: the flavours' package lists ($QAPT_SUITES)"
-        apt-get "${qapt_opts[@]}" update 2>&1 | grep -E '^(E:|W:|Fetched)' | sed 's/^/    /' || true
+        local out
+        out=$(apt-get "${qapt_opts[@]}" update 2>&1)
+        grep -E '^(E:|W:|Fetched)' <<<"$out" | sed 's/^/    /' || true
         [ -n "$(ls "$d/lists" | grep -v -e partial -e lock)" ] ||
             die "apt could not fetch the package lists from $DEB_URI"
-        touch "$d/stamp"
+        # A failed or partial update is tried again next time, not trusted for a day.
+        grep -q '^E:' <<<"$out" || touch "$d/stamp"
     fi
 }
 qapt() { qapt_setup; apt-get "${qapt_opts[@]}" "$@"; }
@@ -240,7 +253,10 @@ buildroot() {
     need_pkgs mmdebstrap util-linux
     exec 8> "$FL_DIR/.buildroot.lock"
     flock 8
-    [ "$(cat "$BR/.qhca-sum" 2>/dev/null)" = "$sum" ] && return 0
+    if [ "$(cat "$BR/.qhca-sum" 2>/dev/null)" = "$sum" ]; then	# made while we waited
+        exec 8>&-
+        return 0
+    fi
     step "buildroot: Debian $suites with compilers and -dev packages, for the $QHCA_FLAVOUR" \
          "guests (once: about 2-4 min, 1.5 GiB)"
     deb_sources deb "$suites" > "$FL_DIR/buildroot.sources"

@@ -38,6 +38,7 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_MODIFY_SRQ] = "MODIFY_SRQ",
 	[QHCA_CMD_DESTROY_SRQ] = "DESTROY_SRQ",
 	[QHCA_CMD_QUERY_COUNTERS] = "QUERY_COUNTERS",
+	[QHCA_CMD_QUERY_SRQ] = "QUERY_SRQ",
 	[QHCA_CMD_MAD_IFC] = "MAD_IFC",
 	[QHCA_CMD_MODIFY_PORT] = "MODIFY_PORT",
 	[QHCA_CMD_SET_NODE_DESC] = "SET_NODE_DESC",
@@ -98,7 +99,8 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.hw_version = QHCA_PCI_REVISION;
 	a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_UC | QHCA_DEV_CAP_UD | QHCA_DEV_CAP_SRQ |
 		     QHCA_DEV_CAP_ATOMIC | QHCA_DEV_CAP_FAST_REG | QHCA_DEV_CAP_MW |
-		     QHCA_DEV_CAP_ATOMIC_WRITE | QHCA_DEV_CAP_XRC | QHCA_DEV_CAP_MCAST;
+		     QHCA_DEV_CAP_ATOMIC_WRITE | QHCA_DEV_CAP_XRC | QHCA_DEV_CAP_MCAST |
+		     QHCA_DEV_CAP_QUERY_SRQ;
 	a.max_uctx = e->uctx.capacity;
 	a.max_pd = c->max_pd;
 	a.max_qp = c->max_qp;
@@ -476,6 +478,19 @@ static uint16_t cmd_modify_srq(struct qhca_engine *e, const struct qhca_cmd *cmd
 	return qhca_srq_modify(e, cmd->obj.handle, &m);
 }
 
+static uint16_t cmd_query_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_srq_attr a;
+	uint16_t st;
+
+	OBJ_ARGS(NULL, 0, sizeof(a));
+	st = qhca_srq_query(e, cmd->obj.handle, &a);
+	if (st == QHCA_ST_OK && qhca_dma_write(e, cmd->obj.out_addr, &a, sizeof(a)))
+		st = QHCA_ST_DMA_ERROR;
+	return st;
+}
+
 static uint16_t cmd_destroy_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
 				struct admin_result *res)
 {
@@ -613,6 +628,7 @@ static const struct {
 	[QHCA_CMD_RESIZE_CQ] = { cmd_resize_cq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_RESIZE_SRQ] = { cmd_resize_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_QUERY_COUNTERS] = { cmd_query_counters, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_QUERY_SRQ] = { cmd_query_srq, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_MAD_IFC] = { cmd_mad_ifc, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_MODIFY_PORT] = { cmd_modify_port, sizeof(struct qhca_cmd_modify_port) },
 	[QHCA_CMD_SET_NODE_DESC] = { cmd_set_node_desc, sizeof(struct qhca_cmd_obj) },

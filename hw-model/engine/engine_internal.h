@@ -572,6 +572,7 @@ void qhca_qp_flush(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_wq_doorbell(struct qhca_engine *e, uint32_t page, uint32_t reg, uint64_t value);
 uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c, uint32_t *srqn);
 uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_modify *m);
+uint16_t qhca_srq_query(struct qhca_engine *e, uint32_t srqn, struct qhca_srq_attr *a);
 uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn);
 struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn);
 /* The XRC SRQ of XRC SRQ number @n (24 bits, from the wire), or NULL. */

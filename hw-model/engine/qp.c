@@ -707,6 +707,21 @@ uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca
 	return QHCA_ST_OK;
 }
 
+uint16_t qhca_srq_query(struct qhca_engine *e, uint32_t srqn, struct qhca_srq_attr *a)
+{
+	const struct qhca_srq *srq = qhca_srq_find(e, srqn);
+
+	if (!srq)
+		return QHCA_ST_BAD_HANDLE;
+	memset(a, 0, sizeof(*a));
+	a->limit = srq->limit;
+	a->log2 = srq->wq.log2;
+	a->stride_log2 = srq->wq.stride_log2;
+	a->pi = srq->wq.pi;
+	a->ci = srq->wq.ci;
+	return QHCA_ST_OK;
+}
+
 uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_resize *r)
 {
 	struct qhca_srq *srq = qhca_srq_find(e, srqn);

@@ -1563,6 +1563,20 @@ static void test_srq_and_doorbell_ownership(void)
 	expect_cqe(&nodes[1], &b.rcq, 501, QHCA_WC_SUCCESS, QHCA_WC_RECV, 100);
 	CHECK_EQ(nodes[1].async_events, 0);	/* no async EQ in this test: counted below */
 	CHECK_EQ(nodes[1].e.srq[0]->limit, 0);	/* the limit fired and disarmed */
+	/* QUERY_SRQ reads the limit back (0 now), re-armed it reads the new one. */
+	{
+		struct qhca_srq_attr sa;
+		struct qhca_srq_modify m = { .limit = 7 };
+
+		CHECK_EQ(qhca_srq_query(&nodes[1].e, srqn, &sa), QHCA_ST_OK);
+		CHECK_EQ(sa.limit, 0);
+		CHECK_EQ(sa.log2, 6);
+		CHECK_EQ(sa.pi - sa.ci, 1);
+		CHECK_EQ(qhca_srq_modify(&nodes[1].e, srqn, &m), QHCA_ST_OK);
+		CHECK_EQ(qhca_srq_query(&nodes[1].e, srqn, &sa), QHCA_ST_OK);
+		CHECK_EQ(sa.limit, 7);
+		CHECK_EQ(qhca_srq_query(&nodes[1].e, srqn + 1, &sa), QHCA_ST_BAD_HANDLE);
+	}
 	CHECK_EQ(qhca_srq_destroy(&nodes[1].e, srqn), QHCA_ST_BUSY);
 	CHECK_EQ(qhca_qp_destroy(&nodes[1].e, b2.qpn), QHCA_ST_OK);
 	/* A QP doorbell from a page that does not own the QP is refused. */

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The short tier of a flavour or kernel other than the default (tests/flavours.sh, make
-# check and make check-kernels): the pingpongs, perftest's four operations and a program
-# built on the host, between two guests of $QHCA_FLAVOUR (QHCA_KERNEL), over qhca_0.
+# The short tier of a flavour (tests/check.sh: make check for the flavours beside the
+# default, make check-kernels for all): the pingpongs and perftest's four operations between
+# two guests of $QHCA_FLAVOUR (QHCA_KERNEL), over qhca_0, on the flavour's own kernel.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$root/scripts/lib.sh"
+flavour_init
+want=$(guest_kernel_abi)-amd64
 
-vm_up 2
-check "the guests run the flavour's kernel ($("$qhca" exec 1 -- uname -r 2>/dev/null))" \
-    eval '[ "$("$qhca" exec 1 -- uname -r)" = "$("$qhca" exec 2 -- uname -r)" ]'
+vm_up 2 --flavour "$QHCA_FLAVOUR"
+check "both guests run the $QHCA_FLAVOUR kernel, $want" eval '
+    for i in 1 2; do r=$("$qhca" exec $i -- uname -r) && [ "$r" = "$want" ] || { echo "vm$i: ${r:-no answer}"; exit 1; }; done'
 check "ibv_rc_pingpong 4 KiB x 100, data checked" pingpong ibv_rc_pingpong -s 4096 -n 100 -c
 check "ibv_ud_pingpong 1 KiB x 100" pingpong ibv_ud_pingpong -s 1024 -n 100
 check "ibv_srq_pingpong 4 KiB x 100, 4 QPs" pingpong ibv_srq_pingpong -s 4096 -n 100 -q 4

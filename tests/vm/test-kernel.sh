@@ -35,7 +35,7 @@ fetch_guest_kernel > /dev/null	# made above: its release, here
 rel=$KERNEL_REL
 rm -rf "$QHCA_CACHE/driver-kdir/$rel"
 check "make driver KDIR=TREE builds qhca.ko against it" eval '
-    out=$(make -s -C "$root" driver KDIR="$work/tree" 2>&1); echo "$out"
+    out=$(make -s -C "$root" driver KDIR="$work/tree" 2>&1); rc=$?; echo "$out"; [ $rc = 0 ] &&
     grep -q "driver: $QHCA_CACHE/driver-kdir/$rel/guest-driver/qhca.ko" <<<"$out" &&
     modinfo -F vermagic "$QHCA_CACHE/driver-kdir/$rel/guest-driver/qhca.ko" | grep -q "^${rel} "'
 unset QHCA_FLAVOUR	# the guests: the default flavour's userland on that kernel

@@ -22,16 +22,17 @@ def module_dir(path):
             die("--modules %s: want one kernel in lib/modules, found %s"
                 % (path, ", ".join(rels) or "none"))
         return os.path.join(top, rels[0])
-    if os.path.exists(os.path.join(path, "modules.order")) or \
-            os.path.exists(os.path.join(path, "modules.builtin")):
+    if os.path.exists(os.path.join(path, "modules.dep")):
         return path
-    die("--modules %s: no lib/modules/RELEASE in it (make modules_install "
+    die("--modules %s: no lib/modules/RELEASE in it, nor a modules.dep (make modules_install "
         "INSTALL_MOD_PATH=%s)" % (path, path))
 
 
 def own_kernel_image(kernel, modules, flavour_image_dir):
     """(kernel, initrd) for 'up --kernel KERNEL --modules MODULES': the flavour's base and
     qhca layers with a kernel layer for KERNEL, written to the run directory."""
+    if not kernel:
+        die("--modules goes with --kernel BZIMAGE (the flavour's own kernel has its modules)")
     kernel = os.path.realpath(kernel)
     if not os.path.isfile(kernel):
         die("--kernel %s: no such file (the bzImage, arch/x86/boot/bzImage)" % kernel)

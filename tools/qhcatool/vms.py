@@ -396,8 +396,6 @@ def cmd_up(args):
 
     shares = parse_shares(args.share, args.share_rw)
     image = image_files(args.flavour)
-    if args.kernel or args.modules:
-        image = own_kernel_image(args.kernel, args.modules, os.path.dirname(image[1]))
     check_artifacts(image, args.flavour)
     check_socket_paths(last, nports if on_fabric else 1)
     os.makedirs(RUN, exist_ok=True)
@@ -411,6 +409,8 @@ def cmd_up(args):
             except RuntimeError:
                 pass
         os.unlink(STATE)
+    if args.kernel or args.modules:	# after the check above: a refused up writes nothing
+        image = own_kernel_image(args.kernel, args.modules, os.path.dirname(image[1]))
     control = on_fabric
     try:
         avail = int(re.search(r"MemAvailable:\s+(\d+)", open("/proc/meminfo").read()).group(1))
@@ -596,15 +596,7 @@ def cmd_reset(args):
     except (OSError, RuntimeError, ValueError) as e:
         die("vm%d: reset failed: %s" % (i, e))
     info("vm%d: system reset" % i)
-    if args.no_wait:
-        return 0
-    try:
-        wait_ready(state, args.timeout, indexes=[i], since=t0, marks=marks)
-    except RuntimeError as e:
-        sys.stderr.write("qhca: error: %s\n" % e)
-        log_tails([i])
-        return 1
-    return 0
+    return wait_one(state, i, args, t0, marks)
 
 
 def cmd_start(args):
@@ -636,10 +628,15 @@ def cmd_start(args):
         die(str(e))
     save_state(state)
     info("vm%d: starting (pid %d, ssh 127.0.0.1:%d)" % (i, vm["pid"], vm["ssh_port"]))
+    return wait_one(state, i, args, t0)
+
+
+def wait_one(state, i, args, t0, marks=None):
+    """After 'reset' or 'start': guest I ready (unless --no-wait), or its log's tail and 1."""
     if args.no_wait:
         return 0
     try:
-        wait_ready(state, args.timeout, indexes=[i], since=t0)
+        wait_ready(state, args.timeout, indexes=[i], since=t0, marks=marks)
     except RuntimeError as e:
         sys.stderr.write("qhca: error: %s\n" % e)
         log_tails([i])
