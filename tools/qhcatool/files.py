@@ -32,6 +32,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__
 GUEST_SYSTEM = ("/bin", "/boot", "/etc", "/lib", "/lib64", "/sbin", "/usr", "/var", "/root/.ssh")
 GUEST_VIRTUAL = ("/dev", "/proc", "/run", "/sys")
 GUEST_KEEP = ("/", "/root", "/tmp", "/mnt")
+# Below the system directories, these hold nothing the guest needs (/var/home: /home on
+# image-based distributions).
+GUEST_FREE = ("/usr/local", "/var/tmp", "/var/home", "/var/srv")
 # x86 cuts the kernel command line at 2048 bytes; what the launcher puts there besides.
 CMDLINE_MAX = 2047
 CMDLINE_OTHER = 80
@@ -56,7 +59,7 @@ def parse_shares(ro, rw):
             if path in GUEST_KEEP or any(inside(d, path) for d in GUEST_SYSTEM + GUEST_VIRTUAL) \
                     or any(inside(path, d) for d in GUEST_VIRTUAL) \
                     or (any(inside(path, d) for d in GUEST_SYSTEM)
-                        and not inside(path, "/usr/local") and not inside(path, "/var/tmp")):
+                        and not any(inside(path, d) for d in GUEST_FREE)):
                 die("--share %s: %s is a directory the guest itself needs; share a directory "
                     "elsewhere (under /home, /srv, /opt, /root/NAME, /tmp/NAME, ...)"
                     % (p, path))
