@@ -425,17 +425,22 @@ static uint16_t cmd_modify_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	return qhca_qp_modify(e, cmd->obj.handle, &a);
 }
 
+/* A query's answer ST with its LEN bytes at A: written to the command's out buffer if OK. */
+static uint16_t put_answer(struct qhca_engine *e, const struct qhca_cmd *cmd, uint16_t st,
+			   const void *a, size_t len)
+{
+	if (st == QHCA_ST_OK && qhca_dma_write(e, cmd->obj.out_addr, a, len))
+		st = QHCA_ST_DMA_ERROR;
+	return st;
+}
+
 static uint16_t cmd_query_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			     struct admin_result *res)
 {
 	struct qhca_qp_attr a;
-	uint16_t st;
 
 	OBJ_ARGS(NULL, 0, sizeof(a));
-	st = qhca_qp_query(e, cmd->obj.handle, &a);
-	if (st == QHCA_ST_OK && qhca_dma_write(e, cmd->obj.out_addr, &a, sizeof(a)))
-		st = QHCA_ST_DMA_ERROR;
-	return st;
+	return put_answer(e, cmd, qhca_qp_query(e, cmd->obj.handle, &a), &a, sizeof(a));
 }
 
 static uint16_t cmd_destroy_qp(struct qhca_engine *e, const struct qhca_cmd *cmd,
@@ -482,13 +487,9 @@ static uint16_t cmd_query_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
 	struct qhca_srq_attr a;
-	uint16_t st;
 
 	OBJ_ARGS(NULL, 0, sizeof(a));
-	st = qhca_srq_query(e, cmd->obj.handle, &a);
-	if (st == QHCA_ST_OK && qhca_dma_write(e, cmd->obj.out_addr, &a, sizeof(a)))
-		st = QHCA_ST_DMA_ERROR;
-	return st;
+	return put_answer(e, cmd, qhca_srq_query(e, cmd->obj.handle, &a), &a, sizeof(a));
 }
 
 static uint16_t cmd_destroy_srq(struct qhca_engine *e, const struct qhca_cmd *cmd,
