@@ -125,6 +125,10 @@ flavour_tier() {
     flavour_test "$1" test-middleware
 }
 
+# What the VM tiers need on the host: tshark (the wire test decodes captures with it), the
+# verbs headers and a compiler (test-share builds a program on the host, as README shows).
+VM_HOST_PKGS="tshark gcc libibverbs-dev librdmacm-dev"
+
 # Sourced: the functions only.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
@@ -140,18 +144,16 @@ for tier in "${tiers[@]}"; do
               bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-20}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
     qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
-    # tshark: the wire test decodes captures with it; the verbs headers: test-share builds a
-    # program on the host, as README shows.
-    vm) need_pkgs tshark gcc libibverbs-dev librdmacm-dev
+    vm) need_pkgs $VM_HOST_PKGS
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done ;;
     # The other flavours' short tiers (the vm tier runs the default flavour, $QHCA_FLAVOUR).
-    flavours) need_pkgs tshark gcc libibverbs-dev librdmacm-dev
+    flavours) need_pkgs $VM_HOST_PKGS
         for f in $FLAVOURS; do
             [ "$f" = "$QHCA_FLAVOUR" ] || flavour_tier "$f" short
         done ;;
-    kernels) need_pkgs tshark gcc libibverbs-dev librdmacm-dev
+    kernels) need_pkgs $VM_HOST_PKGS
         for f in $FLAVOURS; do flavour_tier "$f" long; done ;;
     *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, flavours, kernels)" ;;
     esac
