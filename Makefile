@@ -20,7 +20,8 @@ help:
 	@echo "make demo      build everything, boot two VMs and print ibv_devinfo from each"
 	@echo "make check     build everything and run the whole test suite (CI runs this)"
 	@echo "make check-kernels  the verbs, NVMe-oF and middleware tiers on every flavour and"
-	@echo "               its kernel: FLAVOUR=debian12 (6.1), debian13 (6.12), newest (7.x)"
+	@echo "               its kernel: FLAVOUR=debian12 (6.1), debian13 (6.12), newest (7.x),"
+	@echo "               and a kernel built from Debian's linux source (images/kernel.config)"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs, the device and the"
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
@@ -95,7 +96,8 @@ check: all cache-rule
 	@bash tests/check.sh
 
 # Every flavour, each with its own kernel (Debian 12: 6.1, Debian 13: 6.12, newest: 7.x):
-# foundation, pingpongs, perftest, the verbs tier, NVMe-oF and the middleware on each.
+# foundation, pingpongs, perftest, the verbs tier, NVMe-oF and the middleware on each; then
+# a kernel built from Debian's source with qhca's small configuration, booted with 'up --kernel'.
 check-kernels: host qemu
 	@bash tests/check.sh kernels
 

@@ -4,7 +4,10 @@
 # need) from a kernel's module tree, qhca.ko built for that kernel, and their modules.dep,
 # as one cpio archive. scripts/build-image.sh makes one for the flavour's kernel, 'qhca up
 # --kernel' one for a kernel you built.
-#   kernel-layer.sh MODDIR KO LIBTOP OUT
+#   kernel-layer.sh [--lenient] MODDIR KO LIBTOP OUT
+#     --lenient  a module of modules.txt the kernel has neither as a module nor built in is
+#                named in a warning, not an error (a kernel of your own with a small
+#                configuration: the tiers that use it fail, the others run)
 #     MODDIR  the kernel's lib/modules/RELEASE (Debian's unpacked, or make modules_install's)
 #     KO      qhca.ko for that kernel
 #     LIBTOP  lib or usr/lib: where the image's base keeps lib/ (usr/lib when /lib is a link)
@@ -12,7 +15,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-[ $# = 4 ] || die "usage: kernel-layer.sh MODDIR KO LIBTOP OUT"
+lenient=
+[ "${1:-}" = --lenient ] && { lenient=1; shift; }
+[ $# = 4 ] || die "usage: kernel-layer.sh [--lenient] MODDIR KO LIBTOP OUT"
 src=$1 ko=$2 libtop=$3 out=$4
 rel=$(basename "$src")
 [ -d "$src" ] || die "$src: no such module directory (a lib/modules/RELEASE)"
@@ -24,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 dst="$tmp/root/lib/modules/$rel"
 mkdir -p "$dst/extra"
 
-want=()
+want=() absent=()
 # An entry A|B names one module under the names kernels have given it: the first found. A
 # module built in (modules.builtin) needs no file.
 for entry in $(grep -v '^#' "$QHCA_ROOT/images/modules.txt"); do
@@ -38,9 +43,13 @@ for entry in $(grep -v '^#' "$QHCA_ROOT/images/modules.txt"); do
         fi
         grep -qE "/${m//[-_]/[-_]}\.ko$" "$src/modules.builtin" 2>/dev/null && { found=1; break; }
     done
-    [ -n "$found" ] || die "kernel module ${entry//|/ or } is in neither the modules nor built into $rel" \
-        "(docs/flavours.md lists the options qhca and the tests need)"
+    [ -n "$found" ] || absent+=("${entry//|/ or }")
 done
+if [ ${#absent[@]} -gt 0 ]; then
+    msg="linux $rel has neither as modules nor built in: ${absent[*]} (docs/flavours.md lists the options qhca and the tests need)"
+    [ -n "$lenient" ] || die "$msg"
+    echo "qhca: warning: $msg" >&2
+fi
 for f in $(printf '%s\n' "${want[@]}" | sort -u); do
     mkdir -p "$dst/$(dirname "$f")"
     cp "$src/$f" "$dst/$f"

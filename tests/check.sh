@@ -15,7 +15,7 @@ failed_tiers=()
 # Count the TAP lines of a test's output and add them to the totals: "ok" passed, "ok ...
 # # SKIP" skipped (never passed), "not ok" failed. A runner that failed with no "not ok" line
 # (crash, build error) or that ran no test at all counts as one failure.
-tally() {	# tally TIER LOGFILE EXIT_CODE
+tally() {	# tally TIER LOGFILE EXIT_CODE [SECONDS]
     local tier=$1 log=$2 rc=$3 p f s
     [ -r "$log" ] || { echo "tally: no log $log" >&2; return 1; }
     s=$(grep -ciE '^ok .*# *skip' "$log")
@@ -32,7 +32,7 @@ tally() {	# tally TIER LOGFILE EXIT_CODE
     total_fail=$((total_fail + f))
     total_skip=$((total_skip + s))
     [ "$f" = 0 ] || failed_tiers+=("$tier")
-    echo "==> $tier: $p passed, $f failed, $s skipped" >&2
+    echo "==> $tier: $p passed, $f failed, $s skipped${4:+ in $4 s}" >&2
 }
 
 summary() {	# the final line, alone (CI reads it): N passed, N failed, N skipped
@@ -42,12 +42,12 @@ summary() {	# the final line, alone (CI reads it): N passed, N failed, N skipped
 }
 
 run_tier() {	# run_tier NAME COMMAND...
-    local name=$1 log rc; shift
+    local name=$1 log rc t0=$SECONDS; shift
     log=$(mktemp)
     step "test tier: $name"
     "$@" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
-    tally "$name" "$log" "$rc"
+    tally "$name" "$log" "$rc" $((SECONDS - t0))
     rm -f "$log"
     return "$rc"
 }
@@ -154,7 +154,10 @@ for tier in "${tiers[@]}"; do
             [ "$f" = "$QHCA_FLAVOUR" ] || flavour_tier "$f" short
         done ;;
     kernels) need_pkgs $VM_HOST_PKGS
-        for f in $FLAVOURS; do flavour_tier "$f" long; done ;;
+        for f in $FLAVOURS; do flavour_tier "$f" long; done
+        # Your kernel tree, built here from Debian's source (make check boots an unpacked one).
+        run_tier "vm: test-kernel, a kernel built from Debian's linux source" \
+            env QHCA_KERNEL_FROM=source bash "$QHCA_ROOT/tests/vm/test-kernel.sh" ;;
     *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, flavours, kernels)" ;;
     esac
 done

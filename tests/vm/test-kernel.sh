@@ -4,21 +4,38 @@
 # against a kernel tree that is not the flavour's, and that kernel booted with 'up --kernel
 # BZIMAGE --modules DIR' under the default flavour's userland; RDMA between two such guests.
 #
-# The tree is an unpacked Debian build tree (Debian 12's 6.1: its headers, kbuild, image and
-# modules, as the debian12 flavour fetches them), which stands for a tree you built: building
-# a kernel from source takes longer than make check should (docs/flavours.md has the figure).
+# The tree (QHCA_KERNEL_FROM):
+#   unpacked  (make check) an unpacked Debian build tree, Debian 12's 6.1: its headers,
+#             kbuild, image and modules as the debian12 flavour fetches them, standing for a
+#             tree you built
+#   source    (make check-kernels) a kernel built here from Debian's linux source with qhca's
+#             small configuration (scripts/build-kernel.sh, images/kernel.config): minutes
+#             on 2 cores the first time, which make check should not spend (docs/flavours.md)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$root/scripts/lib.sh"
 
-export QHCA_FLAVOUR=debian12	# whose kernel and build root lend the tree
-flavour_init
+from=${QHCA_KERNEL_FROM:-unpacked}
 work=$(mktemp -d /tmp/qhca-kernel.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+case $from in
+unpacked)
+    export QHCA_FLAVOUR=debian12	# whose kernel and build root lend the tree
+    flavour_init
+    what="an unpacked Debian 6.1 tree, its image and its modules"
+    # 6.1 unpacks Debian 13's initramfs (330 MiB with 6.1's uncompressed modules) only with
+    # more than 1 GiB ("Initramfs unpacking failed: write error"); 6.12 and 7.x with 1 GiB.
+    mem=1536 ;;
+source)
+    what="a kernel built from Debian's linux source with images/kernel.config"
+    mem=1024 ;;
+*)  echo "QHCA_KERNEL_FROM=$from: unpacked or source" >&2; exit 2 ;;
+esac
+
 # A tree like a developer's: the prepared headers of Debian's 6.1 (the build root has them,
 # with the kbuild programs) behind a Makefile of our own, and the kernel's image and modules.
-tree() {
+unpacked_tree() {
     buildroot > /dev/null && fetch_guest_kernel > /dev/null && buildroot_headers "$KERNEL_REL" > /dev/null ||
         return 1
     local h=$BR/usr/src/linux-headers-$KERNEL_REL d
@@ -29,21 +46,31 @@ tree() {
     done
     cp -a "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" "$work/mods/lib/modules/"
     cp "$KERNEL_IMAGE" "$work/bzImage"
+    printf 'tree: %s\nbzImage: %s\nmodules: %s\n' "$work/tree" "$work/bzImage" "$work/mods" > "$work/paths"
 }
-check "an unpacked Debian 6.1 tree, its image and its modules" tree || { finish; exit 1; }
-fetch_guest_kernel > /dev/null	# made above: its release, here
-rel=$KERNEL_REL
+# Built from source, or taken from the cache when images/kernel.config and the source did not
+# change (the build script decides).
+source_tree() {
+    local t0=$SECONDS
+    bash "$root/scripts/build-kernel.sh" > "$work/paths" || return 1
+    echo "# the kernel's build took $((SECONDS - t0)) s" >> "$work/paths"
+}
+check "$what" ${from}_tree || { finish; exit 1; }
+grep '^#' "$work/paths"
+tree=$(sed -n 's/^tree: //p' "$work/paths") bzimage=$(sed -n 's/^bzImage: //p' "$work/paths")
+mods=$(sed -n 's/^modules: //p' "$work/paths")
+rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$tree/include/generated/utsrelease.h")
 rm -rf "$QHCA_CACHE/driver-kdir/$rel"
 check "make driver KDIR=TREE builds qhca.ko against it" eval '
-    out=$(make -s -C "$root" driver KDIR="$work/tree" 2>&1); rc=$?; echo "$out"; [ $rc = 0 ] &&
+    out=$(make -s -C "$root" driver KDIR="$tree" 2>&1); rc=$?; echo "$out"; [ $rc = 0 ] &&
     grep -q "driver: $QHCA_CACHE/driver-kdir/$rel/guest-driver/qhca.ko" <<<"$out" &&
     modinfo -F vermagic "$QHCA_CACHE/driver-kdir/$rel/guest-driver/qhca.ko" | grep -q "^${rel} "'
-unset QHCA_FLAVOUR	# the guests: the default flavour's userland on that kernel
+# The guests: the default flavour's userland on 6.1; on a kernel from source, the userland
+# of the flavour whose source it is.
+[ "$from" = source ] || unset QHCA_FLAVOUR
 check "up --kernel without --modules is refused, and says why" eval '
-    msg=$("$qhca" up -n 1 --kernel "$work/bzImage" 2>&1); [ $? != 0 ] && grep -q "needs --modules" <<<"$msg"'
-# 6.1 unpacks Debian 13's initramfs (330 MiB with 6.1's uncompressed modules) only with more
-# than 1 GiB ("Initramfs unpacking failed: write error"); 6.12 and 7.x do with 1 GiB.
-vm_up 2 --mem 1536 --kernel "$work/bzImage" --modules "$work/mods"
+    msg=$("$qhca" up -n 1 --kernel "$bzimage" 2>&1); [ $? != 0 ] && grep -q "needs --modules" <<<"$msg"'
+vm_up 2 --mem "$mem" --kernel "$bzimage" --modules "$mods"
 check "the guests run that kernel ($rel) with qhca.ko from KDIR loaded" eval '
     for i in 1 2; do
         [ "$("$qhca" exec $i -- uname -r)" = "$rel" ] || exit 1

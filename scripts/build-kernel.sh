@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Build a kernel from Debian's linux source (the linux-source package of the flavour's
+# kernel, Debian's patches applied) with qhca's small configuration, images/kernel.config,
+# as a developer builds their own tree: on this machine, with its compiler.
+#   build-kernel.sh        prints "tree: DIR", "bzImage: FILE" and "modules: DIR"
+# DIR is a tree for 'make driver KDIR=DIR' (an O= build directory), FILE and the modules
+# directory for 'qhca up --kernel FILE --modules DIR'. Kept in $QHCA_CACHE/kernel-src and
+# built again only when the source or the configuration changes; with ccache.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+flavour_init
+fetch_guest_kernel > /dev/null	# the flavour's kernel: its source is the one built
+major=$(echo "$KERNEL_REL" | grep -oE '^[0-9]+\.[0-9]+')
+pkg=linux-source-$major
+ver=$(qapt_cache policy "$pkg" 2>/dev/null | sed -n 's/^  Candidate: //p')
+[ -n "$ver" ] && [ "$ver" != "(none)" ] ||
+    die "no $pkg in $FL_KSUITES (the source of the $QHCA_FLAVOUR kernel, $KERNEL_REL)"
+conf=$QHCA_ROOT/images/kernel.config
+dir=$QHCA_CACHE/kernel-src/$pkg-$ver
+out=$dir/build
+sum=$( (cat "$conf"; gcc --version | head -n1) | sha256sum | cut -c1-12)
+report() { echo "tree: $out"; echo "bzImage: $out/arch/x86/boot/bzImage"; echo "modules: $dir/mods"; }
+if [ "$(cat "$dir/.built" 2>/dev/null)" = "$sum" ]; then
+    report
+    exit 0
+fi
+need_pkgs make gcc bc flex bison libelf-dev libssl-dev cpio xz-utils kmod ccache
+
+if [ ! -f "$dir/src/Makefile" ]; then
+    step "kernel source: downloading Debian's $pkg $ver (150 MiB, once)"
+    rm -rf "$dir" && mkdir -p "$dir/dl"
+    (cd "$dir/dl" && qapt download "$pkg=$ver" 2>&1 | grep -E '^(Get|Fetched|E:)' | sed 's/^/    /') || true
+    deb=$(ls "$dir"/dl/*.deb 2>/dev/null | head -n1)
+    [ -n "$deb" ] || die "$pkg $ver could not be downloaded (see above)"
+    step "kernel source: unpacking"
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir/dl" --wildcards '*/linux-source-*.tar.xz'
+    mkdir -p "$dir/src"
+    tar -xJf "$dir"/dl/usr/src/linux-source-*.tar.xz -C "$dir/src" --strip-components=1
+    rm -rf "$dir/dl"
+    [ -f "$dir/src/Makefile" ] || die "$pkg $ver holds no kernel tree"
+fi
+
+kmake() { make -C "$dir/src" O="$out" CC="ccache gcc" HOSTCC="ccache gcc" \
+    KBUILD_BUILD_TIMESTAMP=qhca KBUILD_BUILD_USER=qhca KBUILD_BUILD_HOST=qhca "$@"; }
+step "kernel: configuring $major with images/kernel.config (allnoconfig and qhca's options)"
+rm -rf "$out" "$dir/mods" && mkdir -p "$out"
+kmake -s allnoconfig KCONFIG_ALLCONFIG="$conf"
+# An option the source does not have, or whose dependencies are off, is dropped silently by
+# Kconfig: say which, since the guests would miss it.
+missing=$(grep -E '^CONFIG_[A-Z0-9_]+=' "$conf" | while read -r l; do
+    grep -qxF "$l" "$out/.config" || echo "${l%%=*}"; done)
+[ -z "$missing" ] || die "linux $ver drops options of images/kernel.config: $(echo $missing)"
+
+step "kernel: building $major ($(nproc) jobs; about 1 250 files: 7 minutes without ccache)"
+log=$dir/build.log
+kmake -j"$(nproc)" bzImage modules > "$log" 2>&1 &
+pid=$!
+while kill -0 "$pid" 2>/dev/null; do
+    sleep 15
+    printf '    %s files compiled\n' "$(grep -c '^  CC ' "$log" || true)" >&2
+done
+wait "$pid" || { grep -E 'error|Error' -B2 -A4 "$log" | head -n 40 >&2; die "the kernel build failed; log: $log"; }
+kmake -s modules_install INSTALL_MOD_PATH="$dir/mods" > /dev/null
+[ -f "$out/arch/x86/boot/bzImage" ] && [ -n "$(ls "$dir"/mods/lib/modules 2>/dev/null)" ] ||
+    die "the build made no bzImage or module directory; log: $log"
+echo "$sum" > "$dir/.built"
+report
