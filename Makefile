@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver provider image unit sanitize fuzz qtest vmtest check check-kernels driver-loop demo bench bench-qp soak down clean \
+.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels driver-loop demo bench bench-qp soak down clean \
 	cache-rule print-cache
 
 help:
@@ -30,6 +30,7 @@ help:
 	@echo "make driver-loop  edit, rebuild the driver, two guests ready, a test passes: timed"
 	@echo "make soak      RC through a lossy fabric, 1 GiB with every byte checked (figures)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
+	@echo "make deb       the driver (DKMS) and the provider as .debs for FLAVOUR's release"
 	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
 	@echo "               cache-rule (make, scripts, launcher and VM tests agree on the cache)"
 	@echo "cache: $(QHCA_CACHE)"
@@ -42,14 +43,26 @@ host:
 qemu:
 	$(TIME) bash scripts/build-qemu.sh
 
-# KDIR=TREE: against a kernel tree you built (docs/flavours.md, "Your own kernel").
+# KDIR=TREE: against a kernel tree you built (docs/flavours.md, "Your kernel tree"). Only
+# from make's command line: a KDIR in the environment (kernel developers often have one)
+# must not turn the flavour's driver into another kernel's.
+KDIR_ARG := $(if $(filter command line,$(origin KDIR)),$(KDIR))
 driver:
-	$(TIME) KDIR="$(KDIR)" bash scripts/build-driver.sh
+	$(TIME) bash scripts/build-driver.sh $(if $(KDIR_ARG),--kdir "$(KDIR_ARG)")
+
+# The driver for the flavour's kernel, which the image holds, whatever KDIR says.
+flavour-driver:
+	$(TIME) bash scripts/build-driver.sh
 
 provider:
 	$(TIME) bash scripts/build-provider.sh
 
-image: driver provider
+# The driver as a DKMS package and the provider as a package, for the flavour's release
+# (FLAVOUR=): for guests of your own (docs/install-guest.md).
+deb:
+	$(TIME) bash scripts/build-deb.sh
+
+image: flavour-driver provider
 	$(TIME) bash scripts/build-image.sh
 
 unit: host cache-rule

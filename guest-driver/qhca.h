@@ -166,6 +166,8 @@ struct qhca_cq {
 	struct qhca_cq_dbrec *dbrec;
 	struct xarray qps;		/* kernel CQs: qpn -> the QPs completing here */
 	bool destroying;		/* DESTROY_CQ sent (debugfs cq_event_delay_ms) */
+	/* A resize from the command to the swap of rings: uverbs lets two run at once. */
+	struct mutex resize_lock;
 };
 
 /* A work queue ring (SQ, RQ, SRQ). */
@@ -218,6 +220,8 @@ struct qhca_srq {
 	u32 srqn;
 	struct qhca_ring rq;
 	spinlock_t lock;
+	/* A resize from the command to the swap of rings: uverbs lets two run at once. */
+	struct mutex resize_lock;
 };
 
 struct qhca_mr {

@@ -121,6 +121,7 @@ int qhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (attr->flags || attr->cqe < 1 || attr->cqe > dev->attr.max_cqe)
 		return -EINVAL;
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	xa_init_flags(&cq->qps, XA_FLAGS_LOCK_IRQ);
 	log2 = order_base_2((u64)attr->cqe + 1);	/* one slot stays free */
 	if (uctx) {
@@ -222,10 +223,12 @@ int qhca_resize_cq(struct ib_cq *ibcq, qhca_resize_cqe cqe, struct ib_udata *uda
 		return err;
 	r.pbl = pb.desc;
 	r.log2_entries = log2;
+	mutex_lock(&cq->resize_lock);
 	err = qhca_obj_cmd(dev, QHCA_CMD_RESIZE_CQ, cq->cqn, &r, sizeof(r), NULL, 0, NULL);
 	keep = qhca_admin_cmd_keep(dev, err);
 	qhca_pbl_free(dev, &pb, keep);
 	if (err) {
+		mutex_unlock(&cq->resize_lock);
 		qhca_admin_put_umem(dev, keep, umem);
 		return err;
 	}
@@ -234,6 +237,7 @@ int qhca_resize_cq(struct ib_cq *ibcq, qhca_resize_cqe cqe, struct ib_udata *uda
 	cq->log2 = log2;
 	cq->size = size;
 	ibcq->cqe = (1 << log2) - 1;
+	mutex_unlock(&cq->resize_lock);
 	return 0;
 }
 

@@ -682,6 +682,7 @@ int qhca_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init, struct 
 	if (init->attr.max_wr > dev->attr.max_srq_wr || init->attr.max_sge > dev->attr.max_srq_sge)
 		return -EINVAL;
 	spin_lock_init(&srq->lock);
+	mutex_init(&srq->resize_lock);
 	srq->rq.log2 = order_base_2(max(init->attr.max_wr, 1u));
 	srq->rq.stride_log2 = qhca_rq_stride_log2(init->attr.max_sge);
 	if (uctx) {
@@ -775,6 +776,7 @@ static int qhca_srq_resize(struct qhca_dev *dev, struct qhca_srq *srq, u32 max_w
 	if (!qhca_ring_geometry_ok(&r, dev->attr.max_srq_wr))
 		return -EINVAL;
 	err = qhca_ring_get(dev, &r, ucmd.buf_addr, true, &pb);
+	mutex_lock(&srq->resize_lock);
 	if (!err) {
 		c.log2 = r.log2;
 		c.stride_log2 = r.stride_log2;
@@ -785,12 +787,14 @@ static int qhca_srq_resize(struct qhca_dev *dev, struct qhca_srq *srq, u32 max_w
 	}
 	qhca_pbl_free(dev, &pb, keep);
 	if (err) {
+		mutex_unlock(&srq->resize_lock);
 		qhca_ring_put(dev, &r, keep);
 		return err;
 	}
 	old = srq->rq;
 	srq->rq.umem = r.umem;
 	srq->rq.log2 = r.log2;
+	mutex_unlock(&srq->resize_lock);
 	qhca_ring_put(dev, &old, false);
 	return 0;
 }

@@ -16,13 +16,21 @@ sync_files() {	# sync_files OUT: guest-driver/ and abi/ into OUT; unchanged file
     done
 }
 
-# KDIR=TREE: against a kernel tree you built (make driver KDIR=...), with this machine's
+# --kdir TREE: against a kernel tree you built (make driver KDIR=...), with this machine's
 # compiler, into $QHCA_CACHE/driver-kdir/RELEASE ('qhca up --kernel' finds it there).
-if [ -n "${KDIR:-}" ]; then
+KDIR=
+if [ "${1:-}" = --kdir ]; then
+    KDIR=${2:-}
+    [ -n "$KDIR" ] || die "--kdir needs a kernel tree"
+elif [ $# -gt 0 ]; then
+    die "usage: build-driver.sh [--kdir TREE]"
+fi
+if [ -n "$KDIR" ]; then
     [ -f "$KDIR/Makefile" ] || die "KDIR=$KDIR is no kernel tree (no Makefile)"
     # The release the kernel reports (uname -r), as the tree's build wrote it.
     rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$KDIR/include/generated/utsrelease.h" 2>/dev/null)
     [ -n "$rel" ] || die "KDIR=$KDIR is not built or prepared (no include/generated/utsrelease.h): run make there first"
+    [[ $rel =~ ^[A-Za-z0-9][A-Za-z0-9._+~-]*$ ]] || die "KDIR=$KDIR: its release '$rel' is no kernel release"
     out="$QHCA_CACHE/driver-kdir/$rel"
     need_pkgs make gcc bc
     sync_files "$out"

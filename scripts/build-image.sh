@@ -143,8 +143,11 @@ so=$(readlink -f "$FL_DIR/provider.so" 2>/dev/null || true)
 [ -f "$ko" ] || die "qhca.ko for $KERNEL_REL missing: run scripts/build-driver.sh first"
 [ -f "$so" ] || die "the $QHCA_FLAVOUR provider is missing: run scripts/build-provider.sh first"
 
-# The qhca layer is made again only when what goes into it changed.
-qhca_sum=$( (echo "$FL_SUITES"; cat "$so" "$QHCA_ROOT/images/init" "$QHCA_ROOT"/tests/vm/qhca_*.c \
+# The qhca layer is made again only when what goes into it changed: its sources and the
+# headers they include (the device's ABI among them), the base layer and the build root's
+# packages the programs are compiled against.
+qhca_sum=$( (echo "$FL_SUITES $base_sum"; cat "$so" "$QHCA_ROOT/images/init" "$QHCA_ROOT"/tests/vm/qhca_*.c \
+    "$QHCA_ROOT"/tests/vm/*.h "$QHCA_ROOT"/abi/*.h "$BR/var/lib/dpkg/status" \
     "$QHCA_ROOT"/tests/vm/{qhca_tcp.py,ucx_check.c,mpi_check.c} "$QHCA_ROOT/bench/qp_scale.c" \
     "$keydir"/*.pub; sed -n '/^# qhca-begin/,/^# qhca-end/p' "$0") | sha256sum | cut -c1-12)
 # qhca-begin

@@ -50,11 +50,25 @@ if [ ${#absent[@]} -gt 0 ]; then
     [ -n "$lenient" ] || die "$msg"
     echo "qhca: warning: $msg" >&2
 fi
+# The names come from the directory's modules.dep: each must be a relative path below it,
+# without "..", naming a regular file that really is inside it (no link out of it), so that
+# a crafted directory can neither write beside the layer nor put the host's files in it.
+real_src=$(realpath -e "$src")
+inside() {	# inside NAME: $src/NAME is a regular file of the module tree
+    case /$1/ in */../*|*/./*|//*) return 1 ;; esac
+    [[ $1 =~ ^[A-Za-z0-9_.+/-]+$ ]] || return 1
+    [ -f "$src/$1" ] && [ ! -L "$src/$1" ] || return 1
+    case $(realpath -e "$src/$1") in "$real_src"/*) return 0 ;; esac
+    return 1
+}
 for f in $(printf '%s\n' "${want[@]}" | sort -u); do
+    inside "$f" || die "$src/modules.dep names $f: not a module file inside $src"
     mkdir -p "$dst/$(dirname "$f")"
     cp "$src/$f" "$dst/$f"
 done
-cp "$src"/modules.{order,builtin,builtin.modinfo} "$dst/" 2>/dev/null || true
+for f in modules.order modules.builtin modules.builtin.modinfo; do
+    if inside "$f"; then cp "$src/$f" "$dst/"; fi
+done
 cp "$ko" "$dst/extra/qhca.ko"
 depmod -b "$tmp/root" "$rel"
 mkdir -p "$tmp/layer/$(dirname "$libtop")"

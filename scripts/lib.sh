@@ -168,6 +168,8 @@ qapt_cache() { qapt_setup; apt-cache "${qapt_opts[@]}" "$@"; }
 # The flavour's guest kernel (QHCA_KERNEL overrides): prints its ABI, e.g. 6.12.117+deb13.
 guest_kernel_abi() {
     if [ -n "${QHCA_KERNEL:-}" ]; then
+        [[ $QHCA_KERNEL =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] ||
+            die "QHCA_KERNEL=$QHCA_KERNEL is no Debian kernel ABI (6.12.95+deb12, 7.3.4+deb13)"
         echo "$QHCA_KERNEL"
         return
     fi
@@ -287,8 +289,9 @@ buildroot_headers() {
     step "buildroot: headers of linux $1"
     exec 8> "$FL_DIR/.buildroot.lock"
     flock 8
-    in_buildroot sh -c "apt-get -q update > /dev/null && DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends linux-headers-$1" 2>&1 |
+    in_buildroot sh -c 'apt-get -q update > /dev/null && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends "linux-headers-$1"' \
+        buildroot_headers "$1" 2>&1 |
         grep -E '^(Setting up|E:)' | sed 's/^/    /' || true
     exec 8>&-
     [ -f "$BR/usr/src/linux-headers-$1/Makefile" ] ||

@@ -1042,6 +1042,73 @@ static void test_admin_bytes_per_doorbell(void)
 	stop();
 }
 
+/*
+ * QUERY_SRQ through the admin queue, as the driver sends it: the answer is exactly the 16
+ * bytes of struct qhca_srq_attr at out_addr (no more, no less), its reserved bytes zero;
+ * an unknown handle, a wrong out_len, input given or an answer address outside the guest
+ * are refused, and a refused query writes nothing.
+ */
+static void test_query_srq_admin(void)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_CREATE_SRQ, .len = sizeof(cmd.obj) } };
+	struct qhca_pbl pbl = { .addr = SRQ_LIST, .npages = 1, .levels = 1 };
+	struct qhca_srq_create sc = { .uctx = QHCA_HANDLE_KERNEL, .log2 = 4, .stride_log2 = 6,
+				      .limit = 3, .pbl = pbl };
+	struct qhca_srq_attr a;
+	uint8_t *ans = guest + (OUTBUF + 0x200 - GUEST_BASE);
+	uint32_t pd, srqn, i;
+
+	start_default();
+	CHECK_EQ(exec_handle(QHCA_CMD_CREATE_PD, QHCA_HANDLE_KERNEL, &pd), QHCA_ST_OK);
+	memcpy(guest + (SRQ_LIST - GUEST_BASE), &(uint64_t){ SRQ_PAGE }, 8);
+	sc.pd = pd;
+	memcpy(guest + (OUTBUF - GUEST_BASE), &sc, sizeof(sc));
+	cmd.obj.in_addr = OUTBUF;
+	cmd.obj.in_len = sizeof(sc);
+	CHECK_EQ(exec(&cmd, &srqn, NULL), QHCA_ST_OK);
+	qhca_engine_db_write(&eng, QHCA_DB_SRQ, (5ull << 32) | srqn, 8);
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = QHCA_CMD_QUERY_SRQ;
+	cmd.hdr.len = sizeof(cmd.obj);
+	cmd.obj.handle = srqn;
+	cmd.obj.out_addr = OUTBUF + 0x200;
+	cmd.obj.out_len = sizeof(a);
+	memset(ans, 0xa5, 64);
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_OK);
+	memcpy(&a, ans, sizeof(a));
+	CHECK_EQ(a.limit, 3);
+	CHECK_EQ(a.log2, 4);
+	CHECK_EQ(a.stride_log2, 6);
+	CHECK_EQ(a.rsvd[0], 0);
+	CHECK_EQ(a.rsvd[1], 0);
+	CHECK_EQ(a.pi, 5);
+	CHECK_EQ(a.ci, 0);
+	for (i = sizeof(a); i < 64; i++)	/* not a byte past the answer */
+		CHECK_EQ(ans[i], 0xa5);
+
+	/* Refused, and nothing written. */
+	memset(ans, 0xa5, 64);
+	cmd.obj.handle = srqn + 1;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_HANDLE);
+	cmd.obj.handle = srqn;
+	cmd.obj.out_len = sizeof(a) - 1;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	cmd.obj.out_len = sizeof(a) + 1;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	cmd.obj.out_len = sizeof(a);
+	cmd.obj.in_addr = OUTBUF;
+	cmd.obj.in_len = 8;
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_BAD_FIELD);
+	cmd.obj.in_addr = 0;
+	cmd.obj.in_len = 0;
+	for (i = 0; i < 64; i++)
+		CHECK_EQ(ans[i], 0xa5);
+	cmd.obj.out_addr = GUEST_BASE + GUEST_SIZE - 8;	/* runs past the guest's memory */
+	CHECK_EQ(exec(&cmd, NULL, NULL), QHCA_ST_DMA_ERROR);
+	stop();
+}
+
 static const struct unit_test tests[] = {
 	{ "identity_registers", test_identity_registers },
 	{ "config_check", test_config_check },
@@ -1066,6 +1133,7 @@ static const struct unit_test tests[] = {
 	{ "admin_work_per_doorbell", test_admin_work_per_doorbell },
 	{ "admin_reset_while_pending", test_admin_reset_while_pending },
 	{ "admin_bytes_per_doorbell", test_admin_bytes_per_doorbell },
+	{ "query_srq_admin", test_query_srq_admin },
 	{}
 };
 

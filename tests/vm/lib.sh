@@ -58,11 +58,16 @@ nothing_running() {	# no live process of this run (ps must list the processes: a
     [ -z "$left" ] || { echo "still running: $left"; return 1; }
 }
 
+# What a kernel prints when it goes wrong: a BUG (also "kernel BUG at"), an oops, a general
+# protection fault, an invalid opcode, a warning, a hung task; and qhca's own errors: an
+# admin command timed out, a registration that failed.
+KERNEL_LOG_BAD='BUG:|BUG at|Oops|general protection fault|invalid opcode|WARNING:|blocked for more than|qhca.*timed out|ib_register_device failed'
+
 # kernel_log_clean I [REGEX]: guest I's kernel log could be read (dmesg ran and printed it) and
 # has no line matching REGEX (default: a BUG, an oops or a warning). A failed dmesg or an
 # empty log fails: they prove nothing.
 kernel_log_clean() {
-    local re=${2:-'BUG:|Oops|WARNING:'} log rc
+    local re=${2:-"$KERNEL_LOG_BAD"} log rc
     log=$("$qhca" exec "$1" -- dmesg) || { echo "vm$1: dmesg failed"; return 1; }
     [ -n "$log" ] || { echo "vm$1: dmesg printed nothing"; return 1; }
     grep -E "$re" <<<"$log"

@@ -19,7 +19,7 @@ for op in write read send atomic; do
     check "ib_${op}_bw over RC" perf "ib_${op}_bw" -n 200
 done
 check "ib_send_lat over RC" perf ib_send_lat -n 200
-check "no kernel oops or qhca error (vm1)" kernel_log_clean 1
-check "no kernel oops or qhca error (vm2)" kernel_log_clean 2
+check "no kernel BUG, oops, warning or qhca error (vm1)" kernel_log_clean 1
+check "no kernel BUG, oops, warning or qhca error (vm2)" kernel_log_clean 2
 vm_down
 finish

@@ -60,7 +60,8 @@ grep '^#' "$work/paths"
 tree=$(sed -n 's/^tree: //p' "$work/paths") bzimage=$(sed -n 's/^bzImage: //p' "$work/paths")
 mods=$(sed -n 's/^modules: //p' "$work/paths")
 rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$tree/include/generated/utsrelease.h")
-rm -rf "$QHCA_CACHE/driver-kdir/$rel"
+[ -n "$rel" ] || { echo "Bail out! no release in $tree/include/generated/utsrelease.h"; exit 1; }
+rm -rf "${QHCA_CACHE:?}/driver-kdir/$rel"
 check "make driver KDIR=TREE builds qhca.ko against it" eval '
     out=$(make -s -C "$root" driver KDIR="$tree" 2>&1); rc=$?; echo "$out"; [ $rc = 0 ] &&
     grep -q "driver: $QHCA_CACHE/driver-kdir/$rel/guest-driver/qhca.ko" <<<"$out" &&
@@ -70,6 +71,22 @@ check "make driver KDIR=TREE builds qhca.ko against it" eval '
 [ "$from" = source ] || unset QHCA_FLAVOUR
 check "up --kernel without --modules is refused, and says why" eval '
     msg=$("$qhca" up -n 1 --kernel "$bzimage" 2>&1); [ $? != 0 ] && grep -q "needs --modules" <<<"$msg"'
+# Another kernel than the modules': the flavour image's own kernel (Debian's) with them.
+check "up --kernel with another kernel's --modules is refused, and says why" eval '
+    msg=$("$qhca" up -n 1 --kernel "$QHCA_CACHE/flavour-debian13/image/vmlinuz" --modules "$mods" 2>&1)
+    [ $? != 0 ] && grep -q "holds the modules of $rel" <<<"$msg"'
+# A module directory whose modules.dep points outside it, or at a link out of it, is
+# refused before anything is copied (scripts/kernel-layer.sh).
+crafted() {	# crafted DEP_PATH [LINK_TARGET]: a --modules directory naming DEP_PATH as virtio_pci
+    local d=$work/crafted/lib/modules/$rel
+    rm -rf "$work/crafted" && mkdir -p "$d/kernel"
+    echo "$1:" > "$d/modules.dep"
+    [ -z "${2:-}" ] || ln -s "$2" "$d/$1"
+    msg=$(bash "$root/scripts/kernel-layer.sh" --lenient "$d" "$QHCA_CACHE/driver-kdir/$rel/guest-driver/qhca.ko" lib "$work/layer.cpio" 2>&1)
+    [ $? != 0 ] && grep -q "not a module file inside" <<<"$msg" && [ ! -e "$work/layer.cpio" ]
+}
+check "a --modules directory naming ../ or a link out of it is refused" eval '
+    crafted ../../../../../tmp/virtio_pci.ko && crafted kernel/virtio_pci.ko /etc/hostname'
 vm_up 2 --mem "$mem" --kernel "$bzimage" --modules "$mods"
 check "the guests run that kernel ($rel) with qhca.ko from KDIR loaded" eval '
     for i in 1 2; do
@@ -78,6 +95,6 @@ check "the guests run that kernel ($rel) with qhca.ko from KDIR loaded" eval '
     done'
 check "ibv_rc_pingpong 4 KiB x 100 between them, data checked" pingpong ibv_rc_pingpong -s 4096 -n 100 -c
 check "ib_write_bw between them" perf ib_write_bw -n 200
-check "no kernel oops or qhca error" kernel_log_clean 1
+check "no kernel BUG, oops, warning or qhca error in either guest" eval 'kernel_log_clean 1 && kernel_log_clean 2'
 vm_down
 finish

@@ -131,6 +131,6 @@ check "up --share of a directory the guest needs is refused" \
 check "up --share of a directory holding qhca's cache is refused" \
     fails "holds qhca's cache" "$qhca" up -n 1 --share "$(dirname "$QHCA_CACHE")"
 
-check "no kernel oops or qhca error" kernel_log_clean 1
+check "no kernel BUG, oops, warning or qhca error" kernel_log_clean 1
 vm_down
 finish

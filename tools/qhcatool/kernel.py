@@ -4,9 +4,14 @@ the flavour image's userland. The image's kernel layer is replaced by one made f
 kernel (scripts/kernel-layer.sh: the modules the guests need from DIR, and qhca.ko built
 with 'make driver KDIR=YOUR-TREE')."""
 import os
+import re
+import struct
 import subprocess
 
 from .common import CACHE, RUN, die, info
+
+# A kernel release as uname -r prints it; it names directories and files of the cache.
+RELEASE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*\Z")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
@@ -28,6 +33,23 @@ def module_dir(path):
         "INSTALL_MOD_PATH=%s)" % (path, path))
 
 
+def bzimage_release(path):
+    """The release an x86 bzImage was built as (the first word of its version string, which
+    the boot protocol's header points at), or None when PATH is no bzImage."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(0x10000)
+    except OSError:
+        return None
+    if len(head) < 0x210 or head[0x202:0x206] != b"HdrS":
+        return None
+    off = struct.unpack_from("<H", head, 0x20E)[0] + 0x200
+    if not 0x200 < off < len(head):
+        return None
+    words = head[off:off + 256].split(b"\0")[0].split()
+    return words[0].decode("ascii", "replace") if words else None
+
+
 def own_kernel_image(kernel, modules, flavour_image_dir):
     """(kernel, initrd) for 'up --kernel KERNEL --modules MODULES': the flavour's base and
     qhca layers with a kernel layer for KERNEL, written to the run directory."""
@@ -41,6 +63,14 @@ def own_kernel_image(kernel, modules, flavour_image_dir):
             "INSTALL_MOD_PATH=DIR), from which the guests get theirs")
     moddir = module_dir(modules)
     rel = os.path.basename(moddir)
+    if not RELEASE_RE.match(rel):
+        die("--modules %s: %r is no kernel release" % (modules, rel))
+    built = bzimage_release(kernel)
+    if built is None:
+        die("--kernel %s: not an x86 bzImage (arch/x86/boot/bzImage)" % kernel)
+    if built != rel:
+        die("--kernel %s is %s, but --modules %s holds the modules of %s"
+            % (kernel, built, modules, rel))
     ko = os.path.join(CACHE, "driver-kdir", rel, "guest-driver", "qhca.ko")
     if not os.path.isfile(ko):
         die("no qhca.ko for %s: run 'make driver KDIR=YOUR-TREE' in the qhca tree first" % rel)
