@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels driver-loop demo bench bench-qp soak down clean \
+.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk driver-loop demo bench bench-qp soak down clean \
 	cache-rule print-cache
 
 help:
@@ -22,6 +22,10 @@ help:
 	@echo "make check-kernels  the verbs, NVMe-oF and middleware tiers on every flavour and"
 	@echo "               its kernel: FLAVOUR=debian12 (6.1), debian13 (6.12), newest (7.x),"
 	@echo "               and a kernel built from Debian's linux source (images/kernel.config)"
+	@echo "make check-disk  a stock Debian 13 disk guest: make deb's packages with apt, DKMS in"
+	@echo "               the guest, pingpong, perftest, NVMe-oF between two (docs/install-guest.md)"
+	@echo "make check-qemu  the device on the newest QEMU Debian's archive has the source of"
+	@echo "               (QEMU=10.2 for a series): build, qtests, checkpatch.pl, VM tiers"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs, the device and the"
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
@@ -113,6 +117,16 @@ check: all cache-rule
 # a kernel built from Debian's source with qhca's small configuration, booted with 'up --kernel'.
 check-kernels: host qemu
 	@bash tests/check.sh kernels
+
+# qhca in a stock Debian 13 disk guest (GRUB, systemd, Debian's kernel): make deb's packages
+# installed with apt, DKMS building qhca.ko in the guest, RDMA between two such guests.
+check-disk: all
+	@bash tests/check.sh disk
+
+# The device on the newest QEMU whose source the archive serves (QEMU=SERIES for another):
+# build, qtests, checkpatch.pl, guests booting and running RDMA on it.
+check-qemu: all
+	@bash tests/check.sh qemu
 
 demo: all
 	@bash scripts/demo.sh

@@ -5,7 +5,9 @@
 #                                   qtests; fuzz: QEMU's libFuzzer build (clang, ASan), for
 #                                   generic-fuzz over the device's BARs and DMA
 #                                   (qemu-fuzz-x86_64, see scripts/fuzz.sh)
-#   QEMU_SRC=<dir>  use this QEMU 10.0 tree instead of Debian's source package
+#   QEMU=<series>   the QEMU to build: 10.0 (default, Debian 13's) or a newer series Debian's
+#                   source packages have (10.2, 11.1, ...); 'newest' picks the highest
+#   QEMU_SRC=<dir>  use this QEMU tree (10.0 or newer) instead of Debian's source package
 # Everything is cached under $QHCA_CACHE; a second run rebuilds only what changed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -18,13 +20,26 @@ need_pkgs build-essential gcc-multilib seabios ccache ninja-build pkg-config fle
     python3-venv libglib2.0-dev libpixman-1-dev zlib1g-dev libslirp-dev libisal-dev
 need_backports meson 1.5 python3-pycotap
 
-patches=("$QHCA_ROOT"/qemu-patches/*.patch)
-patch_sum=$(cat "${patches[@]}" | sha256sum | cut -c1-12)
+# qemu_patches VERSION: qemu-patches/*.patch for every QEMU, then the series' own:
+# qemu-patches/10.0/ up to 10.0.x, qemu-patches/10.1+/ from the 10.1 cycle (10.0.50) on.
+qemu_patches() {
+    patches=("$QHCA_ROOT"/qemu-patches/*.patch)
+    if dpkg --compare-versions "$1" lt 10.0.50; then
+        patches+=("$QHCA_ROOT"/qemu-patches/10.0/*.patch)
+    else
+        patches+=("$QHCA_ROOT"/qemu-patches/10.1+/*.patch)
+    fi
+    patch_sum=$(cat "${patches[@]}" | sha256sum | cut -c1-12)
+}
+series=${QEMU:-10.0}
+sfx=""	# the build's and its link's suffix: none for 10.0 and QEMU_SRC, -SERIES otherwise
 
 if [ -n "${QEMU_SRC:-}" ]; then
     src=$(cd "$QEMU_SRC" && pwd) || die "QEMU_SRC=$QEMU_SRC is not a directory"
-    [ -f "$src/VERSION" ] && grep -q '^10\.0\.' "$src/VERSION" ||
-        die "QEMU_SRC must be a QEMU 10.0.x tree (VERSION says $(cat "$src/VERSION" 2>/dev/null))"
+    ver=$(cat "$src/VERSION" 2>/dev/null || true)
+    dpkg --compare-versions "${ver:-0}" ge 10.0 ||
+        die "QEMU_SRC must be a QEMU 10.0 or newer tree (VERSION says ${ver:-nothing})"
+    qemu_patches "$ver"
     for p in "${patches[@]}"; do
         if patch -d "$src" -p1 -R --dry-run -s -f < "$p" >/dev/null 2>&1; then
             continue	# already applied
@@ -37,33 +52,53 @@ if [ -n "${QEMU_SRC:-}" ]; then
 else
     dl="$QHCA_CACHE/dl/qemu"
     mkdir -p "$dl"
-    tarball=$(ls "$dl"/qemu_10.0.*.orig.tar.xz 2>/dev/null | sort -V | tail -n1 || true)
-    if [ -z "$tarball" ]; then
-        step "qemu: downloading Debian's QEMU 10.0 source package"
-        (cd "$dl" && { apt-get source -q --download-only qemu/trixie ||
-                       apt-get source -q --download-only qemu/bookworm-backports; } 2>&1 |
-             grep -E '^(Get|Fetched|E:)' | sed 's/^/    /') || true
-        tarball=$(ls "$dl"/qemu_10.0.*.orig.tar.xz 2>/dev/null | sort -V | tail -n1 || true)
-        [ -n "$tarball" ] || die "no QEMU 10.0 source found in apt (trixie or bookworm-backports deb-src); run scripts/setup-apt.sh and check 'apt-cache showsrc qemu'"
+    # The source versions of every suite qapt knows (scripts/lib.sh), e.g. 1:11.1.3+ds-1.
+    srcvers=$(qapt_cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' | sort -uV)
+    # The series to try, newest first: the one asked for, or with 'newest' every series the
+    # archive lists (a listed source can still be missing from a mirror: the next is taken).
+    if [ "$series" = newest ]; then
+        tries=$(sed -E 's/^[0-9]+://; s/^([0-9]+\.[0-9]+).*/\1/' <<<"$srcvers" | sort -uV | tac)
+    else
+        tries=$series
     fi
+    tarball=
+    for series in $tries; do
+        dpkg --compare-versions "$series" ge 10.0 || continue
+        tarball=$(ls "$dl"/qemu_"$series".*.orig.tar.xz 2>/dev/null | sort -V | tail -n1 || true)
+        [ -z "$tarball" ] || break
+        v=$(grep -E "^([0-9]+:)?${series//./\\.}\." <<<"$srcvers" | tail -n1 || true)
+        [ -n "$v" ] || die "no QEMU $series source in apt (have: $(echo $srcvers))"
+        step "qemu: downloading Debian's QEMU source package $v"
+        (cd "$dl" && qapt source -q --download-only "qemu=$v" 2>&1 |
+             grep -E '^(Get|Fetched|E:)' | sed 's/^/    /') || true
+        tarball=$(ls "$dl"/qemu_"$series".*.orig.tar.xz 2>/dev/null | sort -V | tail -n1 || true)
+        [ -n "$tarball" ] && break
+        echo "    QEMU $v: its source could not be downloaded from this archive" >&2
+    done
+    [ -n "$tarball" ] || die "no QEMU source could be downloaded (tried: $(echo $tries))"
     ver=$(basename "$tarball" | sed -E 's/qemu_([0-9.]+).*/\1/')
-    src="$QHCA_CACHE/qemu-$ver-$patch_sum"
-    if [ ! -f "$src/.qhca-patched" ]; then
+    qemu_patches "$ver"
+    # One tree per version, patched again in place when qemu-patches/ change: its path stays,
+    # so the builds keep their configuration and ccache finds what did not change.
+    src="$QHCA_CACHE/qemu-$ver"
+    if [ "$(cat "$src/.qhca-patched" 2>/dev/null)" != "$patch_sum" ]; then
         step "qemu: unpacking $(basename "$tarball") and applying qemu-patches/"
         rm -rf "$src.tmp" && mkdir -p "$src.tmp"
         tar -xf "$tarball" -C "$src.tmp" --strip-components=1
         for p in "${patches[@]}"; do
             patch -d "$src.tmp" -p1 -s -f < "$p" || die "$(basename "$p") does not apply to QEMU $ver"
         done
-        touch "$src.tmp/.qhca-patched"
+        echo "$patch_sum" > "$src.tmp/.qhca-patched"
         rm -rf "$src" && mv "$src.tmp" "$src"
-        # Older trees of other patch sets are not needed any more.
-        for old in "$QHCA_CACHE"/qemu-10.0.*; do
+        # Older trees (other versions of the series, or named by their patch set) go.
+        for old in "$QHCA_CACHE"/qemu-"$series".*; do
             [ "$old" = "$src" ] || case "$old" in *-build) ;; *) rm -rf "$old" ;; esac
         done
     fi
-    build="$QHCA_CACHE/qemu-build"
-    [ "$flavour" = plain ] || build="$QHCA_CACHE/qemu-build-$flavour"
+    # 10.0 keeps the paths it had; another series builds beside it.
+    [ "$series" = 10.0 ] || sfx="-$series"
+    build="$QHCA_CACHE/qemu-build$sfx"
+    [ "$flavour" = plain ] || build="$QHCA_CACHE/qemu-build$sfx-$flavour"
 fi
 
 # Copy the device model into the tree; unchanged files keep their time stamps.
@@ -91,6 +126,8 @@ export CCACHE_DIR=${CCACHE_DIR:-$QHCA_CACHE/ccache}
 config_args=(--target-list=x86_64-softmmu --python=/usr/bin/python3
     --without-default-features --enable-tcg --enable-kvm --enable-slirp
     --disable-docs --disable-download --disable-install-blobs --enable-trace-backends=log)
+# From 10.1 on, Rust devices are an option: off, so that no Rust toolchain is needed.
+dpkg --compare-versions "$ver" lt 10.0.50 || config_args+=(--disable-rust)
 compilers=()
 case $flavour in
 # virtfs: 'qhca up --share' (9p on virtio; QEMU's xattr calls come from the C library).
@@ -113,7 +150,7 @@ fi
 if [ "$flavour" = fuzz ]; then
     step "qemu: building qemu-fuzz-x86_64 (libFuzzer, ASan; cold build: 10-15 min on 2 cores)"
     ninja_progress "$build" qemu-fuzz-x86_64
-    ln -sfn "$build" "$QHCA_CACHE/qemu-fuzz"
+    ln -sfn "$build" "$QHCA_CACHE/qemu-fuzz$sfx"
     echo "qemu: $build/qemu-fuzz-x86_64"
     exit 0
 fi
@@ -123,9 +160,13 @@ ninja_progress "$build" qemu-system-x86_64 tests/qtest/qhca-test
 make -s -C "$build" pc-bios/optionrom/all > "$build/optionrom.log" 2>&1 ||
     { tail -n 20 "$build/optionrom.log"; die "building QEMU's option ROMs failed; log: $build/optionrom.log"; }
 [ -f "$build/pc-bios/optionrom/linuxboot_dma.bin" ] || die "linuxboot_dma.bin was not built; see $build/optionrom.log"
+# $QHCA_CACHE/qemu is the launcher's (10.0 unless QEMU_SRC says otherwise); another series
+# is $QHCA_CACHE/qemu-SERIES (QHCA_QEMU_DIR=... tools/qhca up runs it).
 if [ "$flavour" = sanitize ]; then
-    ln -sfn "$build" "$QHCA_CACHE/qemu-sanitize"
+    ln -sfn "$build" "$QHCA_CACHE/qemu$sfx-sanitize"
 else
-    ln -sfn "$build" "$QHCA_CACHE/qemu"
+    ln -sfn "$build" "$QHCA_CACHE/qemu$sfx"
 fi
+echo "qemu-src: $src"
+echo "qemu-version: $(cat "$src/VERSION")"
 echo "qemu: $build/qemu-system-x86_64"

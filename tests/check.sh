@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run the test tiers, lowest first, and print one summary line, the last, alone:
 #   N passed, N failed, N skipped
-#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm|flavours|kernels ...]
-#   (default: all but kernels, the long run of make check-kernels)
+#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm|flavours|kernels|qemu|disk ...]
+#   (default: all but kernels, qemu and disk, the long runs of make check-kernels, check-qemu
+#   and check-disk)
 # Expects the builds of 'make all' in $QHCA_CACHE (selftest needs none). Sourced (as
 # tests/selftest.sh does), it only defines the functions.
 set -uo pipefail
@@ -72,9 +73,11 @@ unit_tests() {	# unit_tests plain|sanitize
     return $rc
 }
 
-qtests() {	# qtests [sanitize]
+qtests() {	# qtests [sanitize | dir BUILD]
     local b="$QHCA_CACHE/qemu" wrap="$QHCA_CACHE/qtest-wrap"
-    if [ "${1:-}" = sanitize ]; then
+    if [ "${1:-}" = dir ]; then
+        b=$2 wrap="$QHCA_CACHE/qtest-wrap-$(basename "$2")"
+    elif [ "${1:-}" = sanitize ]; then
         bash "$QHCA_ROOT/scripts/build-qemu.sh" sanitize > /dev/null ||
             { echo "not ok - the ASan/UBSan QEMU did not build"; return 1; }
         b="$QHCA_CACHE/qemu-sanitize" wrap="$QHCA_CACHE/qtest-wrap-sanitize"
@@ -129,6 +132,46 @@ flavour_tier() {
 # verbs headers and a compiler (test-share builds a program on the host, as README shows).
 VM_HOST_PKGS="tshark gcc libibverbs-dev librdmacm-dev"
 
+# make check-qemu: the device on the newest QEMU whose source the archive serves (QEMU=SERIES
+# for another): it builds with qemu-patches/, its qtests pass, guests boot and run RDMA on it;
+# and the QEMU-side files and patches pass that tree's own scripts/checkpatch.pl.
+qemu_build() {	# qemu_build SERIES: writes the source tree and build of it to $QHCA_CACHE/check-qemu
+    local out
+    out=$(QEMU=$1 bash "$QHCA_ROOT/scripts/build-qemu.sh") ||
+        { echo "not ok - QEMU $1 with qemu-patches/ did not build"; return 1; }
+    printf '%s\n' "$out" > "$QHCA_CACHE/check-qemu"
+    echo "ok - QEMU $(sed -n 's/^qemu-version: //p' <<<"$out") builds with qemu-patches/"
+}
+checkpatch() {	# checkpatch TREE: the QEMU-side files and the patches, by TREE's checkpatch.pl
+    local f out rc=0
+    cd "$QHCA_ROOT" || return 1
+    # Relative paths: checkpatch judges tests/ by the rules it has for tests.
+    for f in hw-model/qemu/* tests/qtest/qhca-test.c qemu-patches/*.patch qemu-patches/*/*.patch; do
+        case $f in *.patch) out=$(perl "$1/scripts/checkpatch.pl" --no-tree "$f" 2>&1) ;;
+                   *) out=$(perl "$1/scripts/checkpatch.pl" --no-tree -f "$f" 2>&1) ;; esac
+        if grep -q '^total: 0 errors, 0 warnings' <<<"$out"; then
+            echo "ok - checkpatch.pl: $f"
+        else
+            echo "not ok - checkpatch.pl: $f"
+            grep -E '^(ERROR|WARNING|total)' <<<"$out" | head -n 10 | sed 's/^/#   /'
+            rc=1
+        fi
+    done
+    return $rc
+}
+qemu_tier() {
+    local series=${QEMU:-newest} src build
+    run_tier "qemu $series: build" qemu_build "$series" || return 0
+    src=$(sed -n 's/^qemu-src: //p' "$QHCA_CACHE/check-qemu")
+    build=$(dirname "$(sed -n 's/^qemu: //p' "$QHCA_CACHE/check-qemu")")
+    run_tier "qemu $series: qtest" qtests dir "$build"
+    run_tier "qemu $series: checkpatch.pl" checkpatch "$src"
+    run_tier "qemu $series: vm test-foundation" env QHCA_QEMU_DIR="$build" \
+        bash "$QHCA_ROOT/tests/vm/test-foundation.sh"
+    run_tier "qemu $series: vm smoke (pingpongs, perftest)" env QHCA_QEMU_DIR="$build" \
+        bash "$QHCA_ROOT/tests/vm/smoke-flavour.sh"
+}
+
 # Sourced: the functions only.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
@@ -153,12 +196,16 @@ for tier in "${tiers[@]}"; do
         for f in $FLAVOURS; do
             [ "$f" = "$QHCA_FLAVOUR" ] || flavour_tier "$f" short
         done ;;
+    qemu) need_pkgs $VM_HOST_PKGS
+        qemu_tier ;;
+    disk) need_pkgs $VM_HOST_PKGS
+        run_tier "vm: a stock Debian 13 disk guest (disk-guest)" bash "$QHCA_ROOT/tests/vm/disk-guest.sh" ;;
     kernels) need_pkgs $VM_HOST_PKGS
         for f in $FLAVOURS; do flavour_tier "$f" long; done
         # Your kernel tree, built here from Debian's source (make check boots an unpacked one).
         run_tier "vm: test-kernel, a kernel built from Debian's linux source" \
             env QHCA_KERNEL_FROM=source bash "$QHCA_ROOT/tests/vm/test-kernel.sh" ;;
-    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, flavours, kernels)" ;;
+    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, flavours, kernels, qemu, disk)" ;;
     esac
 done
 

@@ -3,9 +3,10 @@
  *
  * qhca: an emulated RDMA host channel adapter (RoCEv2), QEMU adapter.
  *
- * This file is the thin QOM/PCI shell around the plain-C engine in engine/: it owns the
- * BARs, MSI-X, the properties, the netdev and the trace events, and hands every register
- * and doorbell access to the engine. See docs/system/devices/qhca.rst in the qhca tree.
+ * This file is the thin QOM/PCI shell around the plain-C engine in engine/: it
+ * owns the BARs, MSI-X, the properties, the netdev and the trace events, and
+ * hands every register and doorbell access to the engine. See
+ * docs/system/devices/qhca.rst in the qhca tree.
  */
 #include "qemu/osdep.h"
 #include "qemu/guest-random.h"
@@ -28,7 +29,10 @@
 
 #define TYPE_QHCA "qhca"
 
-/* Frames held back, in order, while the netdev layer holds one of ours (~36 MiB at most). */
+/*
+ * Frames held back, in order, while the netdev layer holds one of ours (~36 MiB
+ * at most).
+ */
 #define QHCA_TX_BACKLOG 4096
 OBJECT_DECLARE_SIMPLE_TYPE(QhcaState, QHCA)
 
@@ -39,40 +43,52 @@ struct QhcaState {
     MemoryRegion doorbells;
     NICState *nic;
     NICConf conf;
-    QEMUTimer *timer;           /* the engine's timer: retransmission and RNR deadlines */
-    QEMUBH *timer_bh;           /* ... and work due now (see qhca_ops_timer_arm) */
+    /* the engine's timer: retransmission and RNR deadlines */
+    QEMUTimer *timer;
+    /* ... and work due now (see qhca_ops_timer_arm) */
+    QEMUBH *timer_bh;
     int64_t err_window_ns;      /* rate limit of host-side error reports */
     unsigned err_in_window, err_suppressed;
 
     /*
-     * Transmit back-pressure: when the netdev cannot take a frame it queues it and calls
-     * qhca_tx_sent later. Until then the engine's requesters are blocked and other frames
-     * (ACKs, READ responses, Ethernet) wait here in order; beyond the backlog they drop.
+     * Transmit back-pressure: when the netdev cannot take a frame it queues it
+     * and calls qhca_tx_sent later. Until then the engine's requesters are
+     * blocked and other frames (ACKs, READ responses, Ethernet) wait here in
+     * order; beyond the backlog they drop.
      */
     QEMUBH *tx_bh;
     unsigned tx_inflight;       /* frames of ours queued in the netdev layer */
     uint8_t *tx_frame[QHCA_TX_BACKLOG];
     size_t tx_len[QHCA_TX_BACKLOG];
     unsigned tx_head, tx_count;
-    bool tx_batch;              /* property tx-batch: cork the netdev around bursts */
+    /* property tx-batch: cork the netdev around bursts */
+    bool tx_batch;
     char *link;                 /* property link: "roce" (default) or "ib" */
 
     struct qhca_engine_config cfg;
     struct qhca_engine *engine;
 };
 
-/* ---------------------------------------------------------------- engine ops */
+/* --------------------------------------------------------------- engine ops */
 
-/* Is [addr, addr + len) clear of this device's own BARs? (No DMA into our own MMIO.) */
-/* Before each call into the engine: the trace is on while the event qhca_step is. */
+/*
+ * Before each call into the engine: the trace is on while the event qhca_step
+ * is.
+ */
 static inline void qhca_trace_sync(QhcaState *s)
 {
-    qhca_engine_set_tracing(s->engine, trace_event_get_state_backends(TRACE_QHCA_STEP));
+    qhca_engine_set_tracing(s->engine,
+                            trace_event_get_state_backends(TRACE_QHCA_STEP));
 }
 
+/*
+ * Is [addr, addr + len) clear of this device's own BARs? (No DMA into our own
+ * MMIO.)
+ */
 static bool qhca_dma_target_ok(QhcaState *s, uint64_t addr, size_t len)
 {
-    static const int bars[] = { QHCA_BAR_REGS, QHCA_BAR_DOORBELL, QHCA_BAR_MSIX };
+    static const int bars[] = { QHCA_BAR_REGS, QHCA_BAR_DOORBELL,
+                                QHCA_BAR_MSIX };
     PCIDevice *pci = PCI_DEVICE(s);
     size_t i;
 
@@ -101,7 +117,8 @@ static int qhca_ops_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
     return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
-static int qhca_ops_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+static int qhca_ops_dma_write(void *opaque, uint64_t addr, const void *buf,
+                              size_t len)
 {
     QhcaState *s = opaque;
 
@@ -122,10 +139,11 @@ static void qhca_ops_notify(void *opaque, unsigned vector)
 }
 
 /*
- * The frames the engine sends in one go (a doorbell's WQEs, the READ responses to one
- * request, a retransmission) leave in one write of the netdev where it can batch them
- * (qemu-patches/0003: the stream netdev to the fabric), so a burst wakes the fabric once,
- * not once a frame. Netdevs without it send each frame at once, as before.
+ * The frames the engine sends in one go (a doorbell's WQEs, the READ responses
+ * to one request, a retransmission) leave in one write of the netdev where it
+ * can batch them (qemu-patches/0003: the stream netdev to the fabric), so a
+ * burst wakes the fabric once, not once a frame. Netdevs without it send each
+ * frame at once, as before.
  */
 static void qhca_cork(QhcaState *s, bool on)
 {
@@ -149,14 +167,17 @@ static void qhca_tx_sent(NetClientState *nc, ssize_t ret)
 static bool qhca_tx_send(QhcaState *s, const void *frame, size_t len)
 {
     trace_qhca_tx(len);
-    if (qemu_send_packet_async(qemu_get_queue(s->nic), frame, len, qhca_tx_sent) == 0) {
+    if (qemu_send_packet_async(qemu_get_queue(s->nic), frame, len,
+                               qhca_tx_sent) == 0) {
         s->tx_inflight++;
         return false;
     }
     return true;
 }
 
-/* The netdev took our frames: send the backlog, then let the requesters go on. */
+/*
+ * The netdev took our frames: send the backlog, then let the requesters go on.
+ */
 static void qhca_tx_bh(void *opaque)
 {
     QhcaState *s = opaque;
@@ -201,7 +222,10 @@ static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
         }
         return;
     }
-    /* A frame of ours waits in the netdev layer: keep the order, hold this one back. */
+    /*
+     * A frame of ours waits in the netdev layer: keep the order, hold this one
+     * back.
+     */
     qhca_engine_tx_block(s->engine);
     if (s->tx_count == QHCA_TX_BACKLOG) {
         trace_qhca_tx_backlog_full(len);
@@ -213,8 +237,9 @@ static void qhca_ops_xmit(void *opaque, const void *frame, size_t len)
 }
 
 /*
- * Device time is the guest's: QEMU_CLOCK_VIRTUAL stops while the VM is stopped, so a
- * paused or migrated guest's QPs do not time out, as with QEMU's NIC models.
+ * Device time is the guest's: QEMU_CLOCK_VIRTUAL stops while the VM is stopped,
+ * so a paused or migrated guest's QPs do not time out, as with QEMU's NIC
+ * models.
  */
 static uint64_t qhca_ops_now_ns(void *opaque)
 {
@@ -222,11 +247,12 @@ static uint64_t qhca_ops_now_ns(void *opaque)
 }
 
 /*
- * The engine's one timer. Work due now (what a budget left: admin commands, looped-back
- * frames, QPs overdue) runs from a bottom half, after the main loop has polled and let go
- * of its lock once: an expired QEMUTimer would not do, the timer list runs a timer armed
- * in the past again in the same pass. While the VM is stopped the guest's clock stands
- * still, and so does the device: the QEMUTimer fires when it runs again.
+ * The engine's one timer. Work due now (what a budget left: admin commands,
+ * looped-back frames, QPs overdue) runs from a bottom half, after the main loop
+ * has polled and let go of its lock once: an expired QEMUTimer would not do,
+ * the timer list runs a timer armed in the past again in the same pass. While
+ * the VM is stopped the guest's clock stands still, and so does the device: the
+ * QEMUTimer fires when it runs again.
  */
 static void qhca_ops_timer_arm(void *opaque, uint64_t deadline_ns)
 {
@@ -256,8 +282,9 @@ static void qhca_timer_cb(void *opaque)
 }
 
 /*
- * Conditions the host should hear of, at most QHCA_ERR_REPORTS_PER_S a second whatever
- * the guest does; guest errors go to LOG_GUEST_ERROR and the _ub_ trace event only.
+ * Conditions the host should hear of, at most QHCA_ERR_REPORTS_PER_S a second
+ * whatever the guest does; guest errors go to LOG_GUEST_ERROR and the _ub_
+ * trace event only.
  */
 #define QHCA_ERR_REPORTS_PER_S 5
 
@@ -268,7 +295,8 @@ static void qhca_report_err(QhcaState *s, const char *func, const char *msg)
     if (now - s->err_window_ns >= NANOSECONDS_PER_SECOND) {
         if (s->err_suppressed) {
             warn_report("qhca: %u more errors in the last second not shown "
-                        "(trace event qhca_engine_err shows them all)", s->err_suppressed);
+                        "(trace event qhca_engine_err shows them all)",
+                        s->err_suppressed);
         }
         s->err_window_ns = now;
         s->err_in_window = s->err_suppressed = 0;
@@ -293,8 +321,8 @@ static bool qhca_ops_log_enabled(void *opaque, enum qhca_log_level level)
     }
 }
 
-static void qhca_ops_log(void *opaque, enum qhca_log_level level, const char *func,
-                         const char *msg)
+static void qhca_ops_log(void *opaque, enum qhca_log_level level,
+                         const char *func, const char *msg)
 {
     switch (level) {
     case QHCA_LOG_EVENT:
@@ -311,8 +339,11 @@ static void qhca_ops_log(void *opaque, enum qhca_log_level level, const char *fu
     }
 }
 
-/* The teaching trace: each line with the host's wall clock in ns, the clock of the fabric's
- * capture, so that 'qhca explain' can merge the guests' steps and the capture. */
+/*
+ * The teaching trace: each line with the host's wall clock in ns, the clock of
+ * the fabric's capture, so that 'qhca explain' can merge the guests' steps and
+ * the capture.
+ */
 static void qhca_ops_step(void *opaque, const char *line)
 {
     struct timespec ts;
@@ -344,7 +375,8 @@ static uint64_t qhca_regs_read(void *opaque, hwaddr addr, unsigned size)
     return val;
 }
 
-static void qhca_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static void qhca_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
 {
     QhcaState *s = opaque;
 
@@ -370,16 +402,19 @@ static const MemoryRegionOps qhca_regs_ops = {
 
 static uint64_t qhca_db_read(void *opaque, hwaddr addr, unsigned size)
 {
-    qemu_log_mask(LOG_GUEST_ERROR, "qhca: read of write-only doorbell 0x%" HWADDR_PRIx "\n",
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "qhca: read of write-only doorbell 0x%" HWADDR_PRIx "\n",
                   addr);
     return 0;
 }
 
-static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static void qhca_db_write(void *opaque, hwaddr addr, uint64_t val,
+                          unsigned size)
 {
     QhcaState *s = opaque;
 
-    trace_qhca_doorbell(addr / QHCA_DB_PAGE_SIZE, addr % QHCA_DB_PAGE_SIZE, val);
+    trace_qhca_doorbell(addr / QHCA_DB_PAGE_SIZE, addr % QHCA_DB_PAGE_SIZE,
+                        val);
     qhca_cork(s, true);
     qhca_trace_sync(s);
     qhca_engine_db_write(s->engine, addr, val, size);
@@ -407,7 +442,9 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
     QhcaState *s = qemu_get_nic_opaque(nc);
 
     trace_qhca_rx(size);
-    /* The engine takes every frame; what it cannot deliver it drops and counts. */
+    /*
+     * The engine takes every frame; what it cannot deliver it drops and counts.
+     */
     qhca_cork(s, true);
     qhca_trace_sync(s);
     qhca_engine_receive(s->engine, buf, size);
@@ -459,7 +496,8 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         return;
     }
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
-    s->timer_bh = qemu_bh_new_guarded(qhca_timer_cb, s, &DEVICE(s)->mem_reentrancy_guard);
+    s->timer_bh = qemu_bh_new_guarded(qhca_timer_cb, s,
+                                      &DEVICE(s)->mem_reentrancy_guard);
     s->engine = qhca_engine_new(&s->cfg, &qhca_engine_ops, s);
     if (!s->engine) {
         qemu_bh_delete(s->timer_bh);
@@ -471,26 +509,32 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
     pci->config[PCI_INTERRUPT_PIN] = 1;
     memory_region_init_io(&s->regs, OBJECT(s), &qhca_regs_ops, s, "qhca-regs",
                           QHCA_REGS_SIZE);
-    pci_register_bar(pci, QHCA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
-    memory_region_init_io(&s->doorbells, OBJECT(s), &qhca_db_ops, s, "qhca-doorbells",
+    pci_register_bar(pci, QHCA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+    memory_region_init_io(&s->doorbells, OBJECT(s), &qhca_db_ops, s,
+                          "qhca-doorbells",
                           (uint64_t)s->cfg.db_pages * QHCA_DB_PAGE_SIZE);
     pci_register_bar(pci, QHCA_BAR_DOORBELL,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->doorbells);
-    if (msix_init_exclusive_bar(pci, s->cfg.msix_vectors, QHCA_BAR_MSIX, errp)) {
+    if (msix_init_exclusive_bar(pci, s->cfg.msix_vectors, QHCA_BAR_MSIX,
+                                errp)) {
         qhca_engine_free(s->engine);
         s->engine = NULL;
         qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
         return;
     }
-    s->tx_bh = qemu_bh_new_guarded(qhca_tx_bh, s, &DEVICE(s)->mem_reentrancy_guard);
+    s->tx_bh = qemu_bh_new_guarded(qhca_tx_bh, s,
+                                   &DEVICE(s)->mem_reentrancy_guard);
     for (i = 0; i < s->cfg.msix_vectors; i++) {
         msix_vector_use(pci, i);
     }
 
-    s->nic = qemu_new_nic(&qhca_net_info, &s->conf, object_get_typename(OBJECT(s)),
-                          DEVICE(s)->id, &DEVICE(s)->mem_reentrancy_guard, s);
+    s->nic = qemu_new_nic(&qhca_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), DEVICE(s)->id,
+                          &DEVICE(s)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
     qhca_update_link(s);
     trace_qhca_realize(s->cfg.db_pages, s->cfg.msix_vectors, s->cfg.mtu);
@@ -520,7 +564,8 @@ static void qhca_reset_hold(Object *obj, ResetType type)
 
 static const VMStateDescription qhca_vmstate = {
     .name = "qhca",
-    .unmigratable = 1,	/* queues live in guest memory but engine state is not saved yet */
+    /* queues live in guest memory but engine state is not saved yet */
+    .unmigratable = 1,
 };
 
 static const Property qhca_properties[] = {
@@ -538,15 +583,17 @@ static const Property qhca_properties[] = {
     DEFINE_PROP_UINT32("max-sge", QhcaState, cfg.max_sge, 30),
     DEFINE_PROP_UINT32("max-inline", QhcaState, cfg.max_inline, 256),
     DEFINE_PROP_UINT32("mtu", QhcaState, cfg.mtu, 4096),
-    DEFINE_PROP_UINT32("host-mem-mb", QhcaState, cfg.host_mem_mb, QHCA_HOST_MEM_MB),
+    DEFINE_PROP_UINT32("host-mem-mb", QhcaState, cfg.host_mem_mb,
+                       QHCA_HOST_MEM_MB),
     DEFINE_PROP_BOOL("tx-batch", QhcaState, tx_batch, true),
     DEFINE_PROP_STRING("link", QhcaState, link),
 };
 
 /*
- * The read-only property "objects": the device's own view of its port, QPs, CQs, SRQs and
- * regions as JSON (QMP: qom-get path=/machine/peripheral/ID property=objects; the
- * launcher's 'qhca device I'). Read in the main loop, where the engine runs.
+ * The read-only property "objects": the device's own view of its port, QPs,
+ * CQs, SRQs and regions as JSON (QMP: qom-get path=/machine/peripheral/ID
+ * property=objects; the launcher's 'qhca device I'). Read in the main loop,
+ * where the engine runs.
  */
 static char *qhca_get_objects(Object *obj, Error **errp)
 {
@@ -562,7 +609,14 @@ static char *qhca_get_objects(Object *obj, Error **errp)
     return buf;
 }
 
-static void qhca_class_init(ObjectClass *klass, void *data)
+/*
+ * QEMU 10.1 made the class data const (TypeInfo.class_init, class_data): the
+ * parameter takes its type from TypeInfo, so one definition builds on 10.0 and
+ * on 10.1 and later.
+ */
+typedef __typeof__(((TypeInfo *)NULL)->class_data) QhcaClassData;
+
+static void qhca_class_init(ObjectClass *klass, QhcaClassData data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *pc = PCI_DEVICE_CLASS(klass);

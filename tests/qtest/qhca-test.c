@@ -1,9 +1,10 @@
 /*
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
- * qtest for the qhca device: registers, reset, the admin queue through real guest memory,
- * MSI-X, and malformed or hostile commands that must end in a status, never a crash.
- * Built inside the QEMU tree (qemu-patches/ hooks it into tests/qtest/meson.build).
+ * qtest for the qhca device: registers, reset, the admin queue through real
+ * guest memory, MSI-X, and malformed or hostile commands that must end in a
+ * status, never a crash. Built inside the QEMU tree (qemu-patches/ hooks it
+ * into tests/qtest/meson.build).
  */
 #include "qemu/osdep.h"
 #include "libqtest.h"
@@ -58,7 +59,8 @@ static Qhca *qhca_start_args(const char *extra_args, const char *props)
     Qhca *h = g_new0(Qhca, 1);
 
     h->qts = qtest_initf("-nodefaults %s -device qhca,id=qhca0,addr=04.0%s%s",
-                         extra_args ? extra_args : "", props ? "," : "", props ? props : "");
+                         extra_args ? extra_args : "", props ? "," : "",
+                         props ? props : "");
     pc_alloc_init(&h->alloc, h->qts, 0);
     h->bus = qpci_new_pc(h->qts, &h->alloc);
     h->dev = qpci_device_find(h->bus, QHCA_DEVFN);
@@ -98,13 +100,15 @@ static void qhca_stop(Qhca *h)
 }
 
 /* Submit one command; return the completion's status and results. */
-static uint16_t qhca_exec(Qhca *h, struct qhca_cmd *cmd, uint32_t *r0, uint32_t *r1)
+static uint16_t qhca_exec(Qhca *h, struct qhca_cmd *cmd, uint32_t *r0,
+                          uint32_t *r1)
 {
     struct qhca_cqe_admin cqe;
     uint64_t slot = h->acq + h->cq_head * sizeof(cqe);
 
     cmd->hdr.cmd_id = h->next_id++;
-    qtest_memwrite(h->qts, h->asq + h->sq_tail * QHCA_CMD_SIZE, cmd, sizeof(*cmd));
+    qtest_memwrite(h->qts, h->asq + h->sq_tail * QHCA_CMD_SIZE, cmd,
+                   sizeof(*cmd));
     h->sq_tail = (h->sq_tail + 1) % AQ_DEPTH;
     wr(h, QHCA_REG_ASQ_TAIL, h->sq_tail);
 
@@ -125,7 +129,8 @@ static uint16_t qhca_exec(Qhca *h, struct qhca_cmd *cmd, uint32_t *r0, uint32_t 
     return cqe.status;
 }
 
-static uint16_t qhca_query(Qhca *h, uint8_t op, uint64_t addr, uint32_t len, uint32_t port)
+static uint16_t qhca_query(Qhca *h, uint8_t op, uint64_t addr, uint32_t len,
+                           uint32_t port)
 {
     struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.query) } };
 
@@ -137,7 +142,8 @@ static uint16_t qhca_query(Qhca *h, uint8_t op, uint64_t addr, uint32_t len, uin
 
 static uint16_t qhca_handle(Qhca *h, uint8_t op, uint32_t handle, uint32_t *r0)
 {
-    struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.handle) } };
+    struct qhca_cmd cmd = { .hdr = { .opcode = op,
+                                     .len = sizeof(cmd.handle) } };
 
     cmd.handle.handle = handle;
     return qhca_exec(h, &cmd, r0, NULL);
@@ -148,8 +154,10 @@ static void test_identity(void)
     Qhca *h = qhca_start("db-pages=16,msix-vectors=3");
     uint64_t bar2_size;
 
-    g_assert_cmphex(qpci_config_readw(h->dev, PCI_VENDOR_ID), ==, QHCA_PCI_VENDOR_ID);
-    g_assert_cmphex(qpci_config_readw(h->dev, PCI_DEVICE_ID), ==, QHCA_PCI_DEVICE_ID);
+    g_assert_cmphex(qpci_config_readw(h->dev, PCI_VENDOR_ID), ==,
+                    QHCA_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(h->dev, PCI_DEVICE_ID), ==,
+                    QHCA_PCI_DEVICE_ID);
     g_assert_cmphex(rd(h, QHCA_REG_VERSION), ==, QHCA_ABI_VERSION);
     g_assert_cmpuint(rd(h, QHCA_REG_DB_PAGES), ==, 16);
     g_assert_cmpuint(rd(h, QHCA_REG_MSIX_VECTORS), ==, 3);
@@ -193,23 +201,28 @@ static void test_admin_roundtrip(void)
     /* Vector 0 is masked after enable, so the completion left it pending. */
     g_assert_true(qpci_msix_pending(h->dev, 0));
 
-    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, h->out, sizeof(attr), 0),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, h->out,
+                                sizeof(attr), 0), ==, QHCA_ST_OK);
     qtest_memread(h->qts, h->out, &attr, sizeof(attr));
     g_assert_cmphex(attr.vendor_id, ==, QHCA_PCI_VENDOR_ID);
-    g_assert_cmpuint(attr.max_qp, ==, 262144);  /* the default, as a ConnectX-6 */
+    /* the default, as a ConnectX-6 */
+    g_assert_cmpuint(attr.max_qp, ==, 262144);
     g_assert_cmpuint(attr.max_uctx, ==, 255);
-    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out, sizeof(port), 1),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out,
+                                sizeof(port), 1), ==, QHCA_ST_OK);
     qtest_memread(h->qts, h->out, &port, sizeof(port));
-    g_assert_cmpuint(port.state, ==, 1);    /* DOWN: no netdev behind the port */
+    g_assert_cmpuint(port.state, ==, 1); /* DOWN: no netdev behind the port */
 
     g_assert_cmpuint(qhca_exec(h, &cu, &uctx, &page), ==, QHCA_ST_OK);
     g_assert_cmpuint(page, ==, 1);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, uctx, &pd), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_UCTX, uctx, NULL), ==, QHCA_ST_BUSY);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd, NULL), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_UCTX, uctx, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, uctx, &pd), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_UCTX, uctx, NULL), ==,
+                     QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd, NULL), ==,
+                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_UCTX, uctx, NULL), ==,
+                     QHCA_ST_OK);
 
     /* Several trips around the ring flip the phase. */
     for (i = 0; i < 3 * AQ_DEPTH; i++) {
@@ -236,14 +249,19 @@ static void test_malformed_commands(void)
     cmd.hdr.opcode = QHCA_CMD_NOP;
     cmd.raw[50] = 0xff;
     g_assert_cmpuint(qhca_exec(h, &cmd, NULL, NULL), ==, QHCA_ST_BAD_FIELD);
-    /* Output buffers at wrapping, unbacked, or the device's own BAR addresses. */
+    /*
+     * Output buffers at wrapping, unbacked, or the device's own BAR addresses.
+     */
     g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, UINT64_MAX - 16,
-                                sizeof(struct qhca_device_attr), 0), ==, QHCA_ST_DMA_ERROR);
+                                sizeof(struct qhca_device_attr), 0),
+                     ==, QHCA_ST_DMA_ERROR);
     g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, 1ull << 60,
-                                sizeof(struct qhca_device_attr), 0), ==, QHCA_ST_DMA_ERROR);
+                                sizeof(struct qhca_device_attr), 0),
+                     ==, QHCA_ST_DMA_ERROR);
     bar0_addr = qpci_config_readl(h->dev, PCI_BASE_ADDRESS_0) & ~0xfull;
     g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_DEVICE, bar0_addr,
-                                sizeof(struct qhca_device_attr), 0), ==, QHCA_ST_DMA_ERROR);
+                                sizeof(struct qhca_device_attr), 0),
+                     ==, QHCA_ST_DMA_ERROR);
     g_assert_cmphex(rd(h, QHCA_REG_VERSION), ==, QHCA_ABI_VERSION);
     /* Forged and stale handles. */
     g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, 0xdeadbeef, NULL), ==,
@@ -252,7 +270,8 @@ static void test_malformed_commands(void)
                      QHCA_ST_BAD_HANDLE);
     /* The device still answers a well-formed command. */
     g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out,
-                                sizeof(struct qhca_port_attr), 1), ==, QHCA_ST_OK);
+                                sizeof(struct qhca_port_attr), 1),
+                     ==, QHCA_ST_OK);
     qhca_stop(h);
 }
 
@@ -278,7 +297,9 @@ static void test_hostile_doorbells(void)
     wr(h, QHCA_REG_ASQ_TAIL, 0xffffffff);
     g_assert_cmphex(rd(h, QHCA_REG_STATUS), ==, QHCA_STATUS_FATAL);
     g_assert_cmphex(rd(h, QHCA_REG_ERROR), ==, QHCA_ERR_AQ_TAIL);
-    /* Datapath doorbells with no queue behind them, and stray register offsets. */
+    /*
+     * Datapath doorbells with no queue behind them, and stray register offsets.
+     */
     qpci_io_writeq(h->dev, bar2, 7 * QHCA_DB_PAGE_SIZE + QHCA_DB_SQ, ~0ull);
     qpci_io_writel(h->dev, bar2, 255 * QHCA_DB_PAGE_SIZE + 0xffc, 0xffffffff);
     wr(h, 0xffc, 0xffffffff);
@@ -293,8 +314,8 @@ static void test_hostile_doorbells(void)
 static void test_bad_properties_rejected(void)
 {
     static const char *const bad[] = {
-        "db-pages=3", "mtu=1500", "msix-vectors=2", "max-qp=0", "mac=01:00:00:00:00:01",
-        "link=fc",
+        "db-pages=3", "mtu=1500", "msix-vectors=2", "max-qp=0",
+        "mac=01:00:00:00:00:01", "link=fc",
     };
     size_t i;
 
@@ -306,14 +327,16 @@ static void test_bad_properties_rejected(void)
         g_autofree char *out = NULL;
         int status;
 
-        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out, NULL,
-                                   &status, NULL));
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL,
+                                   &out, NULL, &status, NULL));
         g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
         g_assert_nonnull(strstr(out, "qhca: "));
     }
 }
 
-/* Ethernet rings of 4 descriptors each; returns the TX and RX ring addresses. */
+/*
+ * Ethernet rings of 4 descriptors each; returns the TX and RX ring addresses.
+ */
 static void qhca_eth_start(Qhca *h, uint64_t *tx, uint64_t *rx)
 {
     struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_ETH_START,
@@ -330,13 +353,14 @@ static void qhca_eth_start(Qhca *h, uint64_t *tx, uint64_t *rx)
 }
 
 /*
- * Two QEMU processes joined by a stream netdev: a frame posted on one device's Ethernet TX
- * ring lands in the other's RX buffer; a link change reaches the async event queue.
+ * Two QEMU processes joined by a stream netdev: a frame posted on one device's
+ * Ethernet TX ring lands in the other's RX buffer; a link change reaches the
+ * async event queue.
  */
 static void test_two_devices_ethernet(void)
 {
-    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-%d.sock", g_get_tmp_dir(),
-                                            getpid());
+    g_autofree char *sock =
+        g_strdup_printf("%s/qhca-qtest-%d.sock", g_get_tmp_dir(), getpid());
     g_autofree char *args_a = g_strdup_printf(
         "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
     g_autofree char *args_b = g_strdup_printf(
@@ -357,8 +381,8 @@ static void test_two_devices_ethernet(void)
     b = qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:0b");
     qhca_enable(a);
     qhca_enable(b);
-    g_assert_cmpuint(qhca_query(b, QHCA_CMD_QUERY_PORT, b->out, sizeof(port), 1), ==,
-                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_query(b, QHCA_CMD_QUERY_PORT, b->out,
+                                sizeof(port), 1), ==, QHCA_ST_OK);
     qtest_memread(b->qts, b->out, &port, sizeof(port));
     g_assert_cmpuint(port.state, ==, 4);    /* ACTIVE: a netdev with a link */
     g_assert_cmpmem(port.mac, 6, ((uint8_t[]){ 0x52, 0x54, 0, 0, 0, 0x0b }), 6);
@@ -368,17 +392,20 @@ static void test_two_devices_ethernet(void)
     buf = qhca_alloc_aligned(b, 4096);
     d = (struct qhca_eth_desc){ .addr = buf, .len = 2048 };
     qtest_memwrite(b->qts, brx, &d, sizeof(d));
-    qpci_io_writel(b->dev, qpci_iomap(b->dev, QHCA_BAR_DOORBELL, NULL), QHCA_DB_ETH_RX, 1);
+    qpci_io_writel(b->dev, qpci_iomap(b->dev, QHCA_BAR_DOORBELL, NULL),
+                   QHCA_DB_ETH_RX, 1);
 
     for (i = 0; i < (int)sizeof(pkt); i++) {
         pkt[i] = i;
     }
-    memcpy(pkt, (uint8_t[]){ 0x52, 0x54, 0, 0, 0, 0x0b, 0x52, 0x54, 0, 0, 0, 0x0a }, 12);
+    memcpy(pkt, (uint8_t[]){ 0x52, 0x54, 0, 0, 0, 0x0b,
+                             0x52, 0x54, 0, 0, 0, 0x0a }, 12);
     frame = qhca_alloc_aligned(a, 4096);
     qtest_memwrite(a->qts, frame, pkt, sizeof(pkt));
     d = (struct qhca_eth_desc){ .addr = frame, .len = sizeof(pkt) };
     qtest_memwrite(a->qts, atx, &d, sizeof(d));
-    qpci_io_writel(a->dev, qpci_iomap(a->dev, QHCA_BAR_DOORBELL, NULL), QHCA_DB_ETH_TX, 1);
+    qpci_io_writel(a->dev, qpci_iomap(a->dev, QHCA_BAR_DOORBELL, NULL),
+                   QHCA_DB_ETH_TX, 1);
     qtest_memread(a->qts, atx, &d, sizeof(d));
     g_assert_cmphex(d.flags, ==, QHCA_ETH_DESC_DONE);
 
@@ -405,8 +432,8 @@ static void test_two_devices_ethernet(void)
     qtest_memread(a->qts, eq, &eqe, sizeof(eqe));
     g_assert_cmpuint(eqe.type, ==, QHCA_EVENT_PORT_DOWN);
     g_assert_cmpuint(eqe.flags, ==, QHCA_EQE_PHASE);
-    g_assert_cmpuint(qhca_query(a, QHCA_CMD_QUERY_PORT, a->out, sizeof(port), 1), ==,
-                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_query(a, QHCA_CMD_QUERY_PORT, a->out,
+                                sizeof(port), 1), ==, QHCA_ST_OK);
     qtest_memread(a->qts, a->out, &port, sizeof(port));
     g_assert_cmpuint(port.state, ==, 1);
 
@@ -415,7 +442,7 @@ static void test_two_devices_ethernet(void)
     unlink(sock);
 }
 
-/* ---------------------------------------------------------------- verbs through registers */
+/* -------------------------------------------------- verbs through registers */
 typedef struct {
     Qhca *h;
     QPCIBar db;
@@ -425,8 +452,9 @@ typedef struct {
     uint8_t mac[6], gid[16];
 } Node;
 
-static uint16_t qhca_obj(Qhca *h, uint8_t op, uint32_t handle, const void *in, uint32_t in_len,
-                         void *out, uint32_t out_len, uint32_t *r0)
+static uint16_t qhca_obj(Qhca *h, uint8_t op, uint32_t handle, const void *in,
+                         uint32_t in_len, void *out, uint32_t out_len,
+                         uint32_t *r0)
 {
     struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.obj) } };
     uint64_t a = qhca_alloc_aligned(h, 4096);
@@ -448,8 +476,9 @@ static uint16_t qhca_obj(Qhca *h, uint8_t op, uint32_t handle, const void *in, u
 }
 
 /*
- * link=ib: the port is InfiniBand (QUERY_PORT says so, with no LID until an SM sets one),
- * the SMA answers through MAD_IFC, and the Ethernet function is refused.
+ * link=ib: the port is InfiniBand (QUERY_PORT says so, with no LID until an SM
+ * sets one), the SMA answers through MAD_IFC, and the Ethernet function is
+ * refused.
  */
 static void test_ib_port(void)
 {
@@ -461,16 +490,19 @@ static void test_ib_port(void)
     uint32_t answered = 0;
 
     qhca_enable(h);
-    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out, sizeof(port), 1),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_query(h, QHCA_CMD_QUERY_PORT, h->out,
+                                sizeof(port), 1), ==, QHCA_ST_OK);
     qtest_memread(h->qts, h->out, &port, sizeof(port));
     g_assert_cmpuint(port.link_layer, ==, QHCA_LINK_IB);
     g_assert_cmpuint(port.lid, ==, 0);
     g_assert_cmpuint(port.pkey_tbl_len, ==, 32);
-    /* Get(NodeInfo), directed route: a CA of one port, the D bit in the response */
+    /*
+     * Get(NodeInfo), directed route: a CA of one port, the D bit in the
+     * response
+     */
     mad[17] = 0x11;
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out, sizeof(out),
-                              &answered), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out,
+                              sizeof(out), &answered), ==, QHCA_ST_OK);
     g_assert_cmpuint(answered, ==, 1);
     g_assert_cmphex(out[3], ==, 0x81);
     g_assert_cmphex(out[4], ==, 0x80);
@@ -478,19 +510,19 @@ static void test_ib_port(void)
     g_assert_cmpuint(out[64 + 3], ==, 1);
     /* a MAD of the SA's is not the device's to answer; a bad port is refused */
     mad[1] = 0x03;
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out, sizeof(out),
-                              &answered), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out,
+                              sizeof(out), &answered), ==, QHCA_ST_OK);
     g_assert_cmpuint(answered, ==, 0);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 2, mad, sizeof(mad), out, sizeof(out),
-                              &answered), ==, QHCA_ST_BAD_FIELD);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 2, mad, sizeof(mad), out,
+                              sizeof(out), &answered), ==, QHCA_ST_BAD_FIELD);
     g_assert_cmpuint(qhca_exec(h, &eth, NULL, NULL), ==, QHCA_ST_BAD_STATE);
     qhca_stop(h);
 
     /* a RoCE port has no SMA */
     h = qhca_start(NULL);
     qhca_enable(h);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out, sizeof(out),
-                              &answered), ==, QHCA_ST_BAD_STATE);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_MAD_IFC, 1, mad, sizeof(mad), out,
+                              sizeof(out), &answered), ==, QHCA_ST_BAD_STATE);
     qhca_stop(h);
 }
 
@@ -513,8 +545,9 @@ static void node_setup(Node *n, Qhca *h, uint8_t id)
                                      .len = sizeof(ceq.create_eq) } };
     struct qhca_cq_create cq = { .log2_entries = 4 };
     struct qhca_mr_create mr = { .access = QHCA_ACCESS_ALL, .length = 8192 };
-    struct qhca_qp_create qp = { .type = QHCA_QPT_RC, .sq_log2 = 4, .rq_log2 = 4,
-                                 .sq_stride_log2 = 7, .rq_stride_log2 = 5 };
+    struct qhca_qp_create qp = { .type = QHCA_QPT_RC, .sq_log2 = 4,
+                                 .rq_log2 = 4, .sq_stride_log2 = 7,
+                                 .rq_stride_log2 = 5 };
     int i;
 
     memset(n, 0, sizeof(*n));
@@ -528,21 +561,23 @@ static void node_setup(Node *n, Qhca *h, uint8_t id)
     ceq.create_eq.log2_entries = 4;
     ceq.create_eq.vector = 2;
     g_assert_cmpuint(qhca_exec(h, &ceq, &n->eq, NULL), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &n->pd), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &n->pd), ==,
+                     QHCA_ST_OK);
     for (i = 0; i < 2; i++) {
         n->cq_ring[i] = qhca_alloc_aligned(h, 4096);
         cq.pbl = node_pbl(h, n->cq_ring[i], 1);
         cq.eq = n->eq;
-        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq), NULL, 0,
-                                  i ? &n->rcq : &n->scq), ==, QHCA_ST_OK);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq),
+                                  NULL, 0, i ? &n->rcq : &n->scq),
+                         ==, QHCA_ST_OK);
     }
     n->buf = qhca_alloc_aligned(h, 8192);
     n->buf_va = 0x7f0000100000ull + id * 0x10000ull;
     mr.pd = n->pd;
     mr.iova = n->buf_va;
     mr.pbl = node_pbl(h, n->buf, 2);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_MR, 0, &mr, sizeof(mr), NULL, 0, &n->mrkey),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_MR, 0, &mr, sizeof(mr),
+                              NULL, 0, &n->mrkey), ==, QHCA_ST_OK);
     n->sq = qhca_alloc_aligned(h, 2048);
     n->rq = qhca_alloc_aligned(h, 512);
     qp.pd = n->pd;
@@ -550,17 +585,18 @@ static void node_setup(Node *n, Qhca *h, uint8_t id)
     qp.recv_cq = n->rcq;
     qp.sq_pbl = node_pbl(h, n->sq, 1);
     qp.rq_pbl = node_pbl(h, n->rq, 1);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &qp, sizeof(qp), NULL, 0, &n->qpn),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &qp, sizeof(qp),
+                              NULL, 0, &n->qpn), ==, QHCA_ST_OK);
 }
 
 static void node_connect(Node *n, Node *peer)
 {
     struct qhca_qp_attr a = { .mask = QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS,
-                              .state = QHCA_QPS_INIT, .access_flags = QHCA_ACCESS_ALL };
+                              .state = QHCA_QPS_INIT,
+                              .access_flags = QHCA_ACCESS_ALL };
 
-    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a), NULL, 0, NULL),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a),
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
     memset(&a, 0, sizeof(a));
     a.mask = QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN |
              QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC;
@@ -572,30 +608,37 @@ static void node_connect(Node *n, Node *peer)
     memcpy(a.av.dgid, peer->gid, 16);
     memcpy(a.av.sgid, n->gid, 16);
     memcpy(a.av.dmac, peer->mac, 6);
-    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a), NULL, 0, NULL),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a),
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
     memset(&a, 0, sizeof(a));
-    a.mask = QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT | QHCA_QP_RETRY_CNT;
+    a.mask = QHCA_QP_STATE | QHCA_QP_SQ_PSN | QHCA_QP_TIMEOUT |
+             QHCA_QP_RETRY_CNT;
     a.state = QHCA_QPS_RTS;
     a.sq_psn = 100;
     a.timeout = 14;
     a.retry_cnt = 7;
-    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a), NULL, 0, NULL),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(n->h, QHCA_CMD_MODIFY_QP, n->qpn, &a, sizeof(a),
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
 }
 
-/* Two QEMU processes joined by a stream netdev on a unix socket, a connected RC QP each. */
+/*
+ * Two QEMU processes joined by a stream netdev on a unix socket, a connected RC
+ * QP each.
+ */
 static char *node_pair(Node *a, Node *b, char tag)
 {
-    char *sock = g_strdup_printf("%s/qhca-qtest-%c%d.sock", g_get_tmp_dir(), tag, getpid());
+    char *sock = g_strdup_printf("%s/qhca-qtest-%c%d.sock", g_get_tmp_dir(),
+                                 tag, getpid());
     g_autofree char *args_a = g_strdup_printf(
         "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
     g_autofree char *args_b = g_strdup_printf(
         "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
 
     unlink(sock);
-    node_setup(a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"), 1);
-    node_setup(b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"), 2);
+    node_setup(a, qhca_start_args(args_a, "netdev=n0,mac=52:54:00:00:00:01"),
+               1);
+    node_setup(b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"),
+               2);
     node_connect(a, b);
     node_connect(b, a);
     return sock;
@@ -609,10 +652,14 @@ static void node_pair_stop(Node *a, Node *b, char *sock)
     g_free(sock);
 }
 
-/* A doorbell's 64-bit value: the object it names and a producer or consumer index. */
+/*
+ * A doorbell's 64-bit value: the object it names and a producer or consumer
+ * index.
+ */
 static uint64_t db_value(uint32_t num, uint32_t idx)
 {
-    return QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num) | QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, idx);
+    return QHCA_FIELD_PREP(QHCA_DB_NUM_MASK, num) |
+           QHCA_FIELD_PREP(QHCA_DB_INDEX_MASK, idx);
 }
 
 static unsigned cqe_status(const struct qhca_cqe *c)
@@ -663,7 +710,8 @@ static void test_two_devices_verbs(void)
     w.num_sge = 1;
     w.remote_addr = b.buf_va + 4096;
     w.rkey = b.mrkey;
-    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data), .lkey = a.mrkey };
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data),
+                             .lkey = a.mrkey };
     qtest_memwrite(a.h->qts, a.sq, &w, sizeof(w));
     qtest_memwrite(a.h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
     qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
@@ -675,13 +723,15 @@ static void test_two_devices_verbs(void)
     g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
 
     /* SEND of 100 bytes into a posted receive. */
-    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096, .lkey = b.mrkey };
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096,
+                             .lkey = b.mrkey };
     qtest_memwrite(b.h->qts, b.rq, &rw, sizeof(rw));
     qtest_memwrite(b.h->qts, b.rq + sizeof(rw), &sge, sizeof(sge));
     qpci_io_writeq(b.h->dev, b.db, QHCA_DB_RQ, db_value(b.qpn, ++b.rq_pi));
     w.wr_id = 0x22;
     w.opcode = QHCA_WR_SEND;
-    sge = (struct qhca_sge){ .addr = a.buf_va + 1000, .length = 100, .lkey = a.mrkey };
+    sge = (struct qhca_sge){ .addr = a.buf_va + 1000, .length = 100,
+                             .lkey = a.mrkey };
     qtest_memwrite(a.h->qts, a.sq + 128, &w, sizeof(w));
     qtest_memwrite(a.h->qts, a.sq + 128 + sizeof(w), &sge, sizeof(sge));
     qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
@@ -692,11 +742,15 @@ static void test_two_devices_verbs(void)
     g_assert_cmphex(c.wr_id, ==, 0x77);
     g_assert_cmpuint(c.opcode, ==, QHCA_WC_RECV);
     g_assert_cmpuint(c.byte_len, ==, 100);
-    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), ==, b.qpn);
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), ==,
+                     b.qpn);
     qtest_memread(b.h->qts, b.buf, got, 100);
     g_assert_cmpmem(got, 100, data + 1000, 100);
 
-    /* A WRITE with a forged rkey fails on a with REM_ACCESS_ERR; b's memory is unchanged. */
+    /*
+     * A WRITE with a forged rkey fails on a with REM_ACCESS_ERR; b's memory is
+     * unchanged.
+     */
     w.wr_id = 0x33;
     w.opcode = QHCA_WR_RDMA_WRITE;
     w.rkey = b.mrkey ^ 0x100;
@@ -714,8 +768,11 @@ static void test_two_devices_verbs(void)
     node_pair_stop(&a, &b, sock);
 }
 
-/* Post the WQE @w (and the 64-byte segment @seg, if any) at @n's next SQ slot. */
-static void node_post(Node *n, const struct qhca_sq_wqe *w, const void *seg, size_t seg_len)
+/*
+ * Post the WQE @w (and the 64-byte segment @seg, if any) at @n's next SQ slot.
+ */
+static void node_post(Node *n, const struct qhca_sq_wqe *w, const void *seg,
+                      size_t seg_len)
 {
     uint64_t slot = n->sq + (n->sq_pi & 15) * 128ull;
 
@@ -728,8 +785,9 @@ static void node_post(Node *n, const struct qhca_sq_wqe *w, const void *seg, siz
 
 /*
  * The memory operations through the registers, between two QEMU processes: a
- * fast-register region made valid by a REG_MR WQE takes the peer's RDMA WRITE, a LOCAL_INV
- * makes it refuse the next; RESIZE_CQ moves pending completions; REREG_MR keeps the key.
+ * fast-register region made valid by a REG_MR WQE takes the peer's RDMA WRITE,
+ * a LOCAL_INV makes it refuse the next; RESIZE_CQ moves pending completions;
+ * REREG_MR keeps the key.
  */
 static void test_two_devices_memory_ops(void)
 {
@@ -751,17 +809,20 @@ static void test_two_devices_memory_ops(void)
 
     /* a: a fast-register region over its buffer, valid under a new variant. */
     fr.pd = a.pd;
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_CREATE_MR, 0, &fr, sizeof(fr), NULL, 0, &frkey),
-                     ==, QHCA_ST_OK);
-    key = (frkey & QHCA_MR_KEY_INDEX_MASK) | ((frkey + 1) & QHCA_MR_KEY_TAG_MASK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_CREATE_MR, 0, &fr, sizeof(fr),
+                              NULL, 0, &frkey), ==, QHCA_ST_OK);
+    key = (frkey & QHCA_MR_KEY_INDEX_MASK) |
+          ((frkey + 1) & QHCA_MR_KEY_TAG_MASK);
     list = qhca_alloc_aligned(a.h, 4096);
     qtest_writeq(a.h->qts, list, a.buf);
     qtest_writeq(a.h->qts, list + 8, a.buf + 4096);
-    reg = (struct qhca_reg_mr_seg){ .iova = 0xabc000000ull, .length = 8192, .pbl_addr = list,
-                                    .key = key, .npages = 2, .page_shift = 12,
+    reg = (struct qhca_reg_mr_seg){ .iova = 0xabc000000ull, .length = 8192,
+                                    .pbl_addr = list, .key = key, .npages = 2,
+                                    .page_shift = 12,
                                     .access = QHCA_ACCESS_LOCAL_WRITE |
                                               QHCA_ACCESS_REMOTE_WRITE };
-    w = (struct qhca_sq_wqe){ .wr_id = 1, .opcode = QHCA_WR_REG_MR, .flags = QHCA_WQE_SIGNALED };
+    w = (struct qhca_sq_wqe){ .wr_id = 1, .opcode = QHCA_WR_REG_MR,
+                              .flags = QHCA_WQE_SIGNALED };
     node_post(&a, &w, &reg, sizeof(reg));
     c = node_cqe(&a, 0);
     g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
@@ -774,15 +835,20 @@ static void test_two_devices_memory_ops(void)
     qtest_memwrite(b.h->qts, b.buf, data, sizeof(data));
     w = (struct qhca_sq_wqe){ .wr_id = 2, .opcode = QHCA_WR_RDMA_WRITE,
                               .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
-                              .remote_addr = 0xabc000000ull + 4090, .rkey = key };
-    sge = (struct qhca_sge){ .addr = b.buf_va, .length = sizeof(data), .lkey = b.mrkey };
+                              .remote_addr = 0xabc000000ull + 4090,
+                              .rkey = key };
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = sizeof(data),
+                             .lkey = b.mrkey };
     node_post(&b, &w, &sge, sizeof(sge));
     c = node_cqe(&b, 0);
     g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
     qtest_memread(a.h->qts, a.buf + 4090, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
 
-    /* a invalidates it twice (a free key too) and leaves both completions pending. */
+    /*
+     * a invalidates it twice (a free key too) and leaves both completions
+     * pending.
+     */
     w = (struct qhca_sq_wqe){ .wr_id = 3, .opcode = QHCA_WR_LOCAL_INV,
                               .flags = QHCA_WQE_SIGNALED, .imm_inv = key };
     node_post(&a, &w, NULL, 0);
@@ -791,8 +857,8 @@ static void test_two_devices_memory_ops(void)
     /* Its send CQ moves to a new ring with them: both still there, in order. */
     a.cq_ring[0] = qhca_alloc_aligned(a.h, 4096);
     rs.pbl = node_pbl(a.h, a.cq_ring[0], 1);
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_RESIZE_CQ, a.scq, &rs, sizeof(rs), NULL, 0, NULL),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_RESIZE_CQ, a.scq, &rs, sizeof(rs),
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
     a.cq_ci[0] = 0;
     c = node_cqe(&a, 0);
     g_assert_cmphex(c.wr_id, ==, 3);
@@ -817,23 +883,24 @@ static void test_two_devices_memory_ops(void)
     rr.pd = a.pd;
     rr.iova = a.buf_va;
     rr.pbl = node_pbl(a.h, other, 2);
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, a.mrkey, &rr, sizeof(rr), NULL, 0,
-                              NULL), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, key, &rr, sizeof(rr), NULL, 0,
-                              NULL), ==, QHCA_ST_BAD_FIELD);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, a.mrkey, &rr, sizeof(rr),
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, key, &rr, sizeof(rr),
+                              NULL, 0, NULL), ==, QHCA_ST_BAD_FIELD);
     same = a.mrkey ^ 1;
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, same, &rr, sizeof(rr), NULL, 0,
-                              NULL), ==, QHCA_ST_BAD_HANDLE);
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_MR, a.mrkey, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_REREG_MR, same, &rr, sizeof(rr),
+                              NULL, 0, NULL), ==, QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_MR, a.mrkey, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
 
     node_pair_stop(&a, &b, sock);
 }
 
 /*
- * XRC through the registers, between two QEMU processes: b has an XRC domain, an XRC SRQ
- * (its CQ b's receive CQ) and an XRC_TGT QP; a's XRC_INI QP sends to it and writes through
- * it. The domain stays while used; the 32-byte SRQ form of older drivers still works.
+ * XRC through the registers, between two QEMU processes: b has an XRC domain,
+ * an XRC SRQ (its CQ b's receive CQ) and an XRC_TGT QP; a's XRC_INI QP sends to
+ * it and writes through it. The domain stays while used; the 32-byte SRQ form
+ * of older drivers still works.
  */
 static void test_two_devices_xrc(void)
 {
@@ -860,23 +927,27 @@ static void test_two_devices_xrc(void)
     sc.xrcd = xrcd;
     sc.cq = b.rcq;
     sc.pbl = node_pbl(b.h, srq_ring, 1);
-    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_SRQ, 0, &sc, sizeof(sc), NULL, 0, &srqn),
-                     ==, QHCA_ST_OK);
-    /* The form of ABI minor 3: an ordinary SRQ (its reserved bytes are not read). */
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_SRQ, 0, &sc, sizeof(sc),
+                              NULL, 0, &srqn), ==, QHCA_ST_OK);
+    /*
+     * The form of ABI minor 3: an ordinary SRQ (its reserved bytes are not
+     * read).
+     */
     sc.xrcd = sc.cq = 0;
-    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_SRQ, 0, &sc, QHCA_SRQ_CREATE_V3_SIZE, NULL,
-                              0, &old_srqn), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_SRQ, old_srqn, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_OK);
-    tgt.xrcd = xrcd;
-    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_QP, 0, &tgt, sizeof(tgt), NULL, 0, &b.qpn),
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_SRQ, 0, &sc,
+                              QHCA_SRQ_CREATE_V3_SIZE, NULL, 0, &old_srqn),
                      ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_SRQ, old_srqn, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    tgt.xrcd = xrcd;
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_CREATE_QP, 0, &tgt, sizeof(tgt),
+                              NULL, 0, &b.qpn), ==, QHCA_ST_OK);
     ini_sq = qhca_alloc_aligned(a.h, 2048);
     ini.pd = a.pd;
     ini.send_cq = a.scq;
     ini.sq_pbl = node_pbl(a.h, ini_sq, 1);
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_CREATE_QP, 0, &ini, sizeof(ini), NULL, 0, &a.qpn),
-                     ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_CREATE_QP, 0, &ini, sizeof(ini),
+                              NULL, 0, &a.qpn), ==, QHCA_ST_OK);
     a.sq = ini_sq;
     a.sq_pi = 0;
     node_connect(&a, &b);
@@ -887,13 +958,16 @@ static void test_two_devices_xrc(void)
         data[i] = i * 11 + 3;
     }
     qtest_memwrite(a.h->qts, a.buf, data, sizeof(data));
-    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096, .lkey = b.mrkey };
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096,
+                             .lkey = b.mrkey };
     qtest_memwrite(b.h->qts, srq_ring, &rw, sizeof(rw));
     qtest_memwrite(b.h->qts, srq_ring + sizeof(rw), &sge, sizeof(sge));
     qpci_io_writeq(b.h->dev, b.db, QHCA_DB_SRQ, db_value(srqn, 1));
-    w = (struct qhca_sq_wqe){ .wr_id = 0x41, .opcode = QHCA_WR_SEND, .flags = QHCA_WQE_SIGNALED,
-                              .num_sge = 1, .xrc_srqn = srqn & QHCA_XRC_SRQN_MASK };
-    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data), .lkey = a.mrkey };
+    w = (struct qhca_sq_wqe){ .wr_id = 0x41, .opcode = QHCA_WR_SEND,
+                              .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
+                              .xrc_srqn = srqn & QHCA_XRC_SRQN_MASK };
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data),
+                             .lkey = a.mrkey };
     node_post(&a, &w, &sge, sizeof(sge));
     c = node_cqe(&a, 0);
     g_assert_cmphex(c.wr_id, ==, 0x41);
@@ -902,9 +976,10 @@ static void test_two_devices_xrc(void)
     g_assert_cmphex(c.wr_id, ==, 0x99);
     g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
     g_assert_cmpuint(c.byte_len, ==, sizeof(data));
-    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), ==, b.qpn);
-    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, c.src_qp_flags) & QHCA_CQE_FLAG_XRC,
-                     !=, 0);
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_QPN_MASK, c.qpn_status), ==,
+                     b.qpn);
+    g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_FLAGS_MASK, c.src_qp_flags) &
+                     QHCA_CQE_FLAG_XRC, !=, 0);
     g_assert_cmpuint(QHCA_FIELD_GET(QHCA_CQE_SRC_QP_MASK, c.src_qp_flags), ==,
                      srqn & QHCA_XRC_SRQN_MASK);
     qtest_memread(b.h->qts, b.buf, got, sizeof(got));
@@ -915,7 +990,8 @@ static void test_two_devices_xrc(void)
                               .flags = QHCA_WQE_SIGNALED, .num_sge = 1,
                               .xrc_srqn = srqn & QHCA_XRC_SRQN_MASK,
                               .remote_addr = b.buf_va + 5000, .rkey = b.mrkey };
-    sge = (struct qhca_sge){ .addr = a.buf_va + 100, .length = 1000, .lkey = a.mrkey };
+    sge = (struct qhca_sge){ .addr = a.buf_va + 100, .length = 1000,
+                             .lkey = a.mrkey };
     node_post(&a, &w, &sge, sizeof(sge));
     c = node_cqe(&a, 0);
     g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
@@ -923,23 +999,25 @@ static void test_two_devices_xrc(void)
     g_assert_cmpmem(got, 1000, data + 100, 1000);
 
     /* The domain stays while its SRQ and target live. */
-    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==, QHCA_ST_BUSY);
-    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_QP, b.qpn, NULL, 0, NULL, 0, NULL), ==,
+    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==,
+                     QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_QP, b.qpn, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_SRQ, srqn, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==,
                      QHCA_ST_OK);
-    g_assert_cmpuint(qhca_obj(b.h, QHCA_CMD_DESTROY_SRQ, srqn, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_OK);
-    g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==, QHCA_ST_OK);
     g_assert_cmpuint(qhca_handle(b.h, QHCA_CMD_DESTROY_XRCD, xrcd, NULL), ==,
                      QHCA_ST_BAD_HANDLE);
-    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_QP, a.qpn, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(a.h, QHCA_CMD_DESTROY_QP, a.qpn, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
     node_pair_stop(&a, &b, sock);
 }
 
 /*
- * The transport timers run on the guest's clock (QEMU_CLOCK_VIRTUAL, which qtest moves
- * only by clock_step): a QP whose peer never answers keeps retrying while host time
- * passes and gives up only after enough guest time has gone by.
+ * The transport timers run on the guest's clock (QEMU_CLOCK_VIRTUAL, which
+ * qtest moves only by clock_step): a QP whose peer never answers keeps retrying
+ * while host time passes and gives up only after enough guest time has gone by.
  */
 static void test_timers_follow_guest_clock(void)
 {
@@ -956,12 +1034,14 @@ static void test_timers_follow_guest_clock(void)
     node_setup(&a, h, 1);
     memcpy(ghost.gid, a.gid, 16);
     ghost.gid[15] = 9;
-    node_connect(&a, &ghost);   /* timeout 14 (67 ms), 7 retries: about 0.5 s in all */
+    /* timeout 14 (67 ms), 7 retries: about 0.5 s in all */
+    node_connect(&a, &ghost);
     sge = (struct qhca_sge){ .addr = a.buf_va, .length = 64, .lkey = a.mrkey };
     qtest_memwrite(h->qts, a.sq, &w, sizeof(w));
     qtest_memwrite(h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
     qpci_io_writeq(h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
-    g_usleep(1500 * 1000);      /* host time: would be three times the whole retry budget */
+    /* host time: would be three times the whole retry budget */
+    g_usleep(1500 * 1000);
     slot = a.cq_ring[0];
     qtest_memread(h->qts, slot, &c, sizeof(c));
     g_assert_cmpuint(c.owner & 1, ==, 0);       /* no completion yet */
@@ -973,15 +1053,18 @@ static void test_timers_follow_guest_clock(void)
 }
 
 /*
- * A malicious guest against its own device: objects destroyed twice and used after
- * destroy, a WQE using another PD's key, a CQ overflowed, a reset in the middle of
- * traffic. Every step ends in a status, a CQE error or an event, and a well-behaved user
- * gets a working device afterwards.
+ * A malicious guest against its own device: objects destroyed twice and used
+ * after destroy, a WQE using another PD's key, a CQ overflowed, a reset in the
+ * middle of traffic. Every step ends in a status, a CQE error or an event, and
+ * a well-behaved user gets a working device afterwards.
  */
 static void test_hostile_objects(void)
 {
     g_autofree char *mac = g_strdup("netdev=n0,mac=52:54:00:00:00:07");
-    /* A peer for the netdev so that the link is up; the frames loop back inside. */
+    /*
+     * A peer for the netdev so that the link is up; the frames loop back
+     * inside.
+     */
     Qhca *h = qhca_start_args("-netdev user,id=n0,restrict=on", mac);
     struct qhca_cmd ceq = { .hdr = { .opcode = QHCA_CMD_CREATE_EQ,
                                      .len = sizeof(ceq.create_eq) } };
@@ -1002,13 +1085,17 @@ static void test_hostile_objects(void)
     ceq.create_eq.flags = QHCA_EQ_ASYNC;
     g_assert_cmpuint(qhca_exec(h, &ceq, &aeq, NULL), ==, QHCA_ST_OK);
 
-    /* A WQE with the key of a region of another PD: LOC_PROT_ERR, the QP goes to error. */
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &pd2), ==, QHCA_ST_OK);
+    /*
+     * A WQE with the key of a region of another PD: LOC_PROT_ERR, the QP goes
+     * to error.
+     */
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &pd2), ==,
+                     QHCA_ST_OK);
     mr.pd = pd2;
     mr.iova = 0x5000000;
     mr.pbl = node_pbl(h, qhca_alloc_aligned(h, 4096), 1);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_MR, 0, &mr, sizeof(mr), NULL, 0, &key2), ==,
-                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_MR, 0, &mr, sizeof(mr),
+                              NULL, 0, &key2), ==, QHCA_ST_OK);
     w.wr_id = 0x44;
     w.opcode = QHCA_WR_SEND;
     w.flags = QHCA_WQE_SIGNALED;
@@ -1022,53 +1109,61 @@ static void test_hostile_objects(void)
     g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_LOC_PROT_ERR);
 
     /* Destroy twice, use after destroy, destroy while in use. */
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_BUSY);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_MR, key2, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_OK);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_MR, key2, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_BAD_HANDLE);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==, QHCA_ST_BAD_HANDLE);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==,
                      QHCA_ST_BUSY);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0, NULL, 0, NULL), ==,
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_MR, key2, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_MR, key2, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==,
                      QHCA_ST_OK);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0, NULL, 0, NULL), ==,
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_DESTROY_PD, pd2, NULL), ==,
                      QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_BUSY);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_QP, n.qpn, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_BAD_HANDLE);
     qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, ++n.sq_pi));
     qpci_io_writeq(h->dev, n.db, QHCA_DB_CQ_ARM, n.scq);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_OK);
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0, NULL, 0, NULL), ==,
-                     QHCA_ST_BAD_HANDLE);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_DESTROY_CQ, n.scq, NULL, 0,
+                              NULL, 0, NULL), ==, QHCA_ST_BAD_HANDLE);
     {
-        struct qhca_qp_create q = { .pd = n.pd, .send_cq = n.scq, .recv_cq = n.rcq,
-                                    .type = QHCA_QPT_RC, .sq_log2 = 2, .rq_log2 = 2,
+        struct qhca_qp_create q = { .pd = n.pd, .send_cq = n.scq,
+                                    .recv_cq = n.rcq, .type = QHCA_QPT_RC,
+                                    .sq_log2 = 2, .rq_log2 = 2,
                                     .sq_stride_log2 = 7, .rq_stride_log2 = 5 };
 
         q.sq_pbl = node_pbl(h, n.sq, 1);
         q.rq_pbl = node_pbl(h, n.rq, 1);
-        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &q, sizeof(q), NULL, 0, &dummy),
-                         ==, QHCA_ST_BAD_HANDLE);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &q, sizeof(q),
+                                  NULL, 0, &dummy), ==, QHCA_ST_BAD_HANDLE);
     }
 
-    /* A CQ of 2 entries that nobody polls overflows: an async CQ_ERR, not an overwrite. */
+    /*
+     * A CQ of 2 entries that nobody polls overflows: an async CQ_ERR, not an
+     * overwrite.
+     */
     {
         struct qhca_cq_create cq = { .log2_entries = 1, .eq = n.eq };
-        struct qhca_qp_create q = { .pd = n.pd, .recv_cq = n.rcq, .type = QHCA_QPT_RC,
-                                    .sq_log2 = 3, .rq_log2 = 2, .sq_stride_log2 = 7,
+        struct qhca_qp_create q = { .pd = n.pd, .recv_cq = n.rcq,
+                                    .type = QHCA_QPT_RC, .sq_log2 = 3,
+                                    .rq_log2 = 2, .sq_stride_log2 = 7,
                                     .rq_stride_log2 = 5 };
 
         n.cq_ring[0] = qhca_alloc_aligned(h, 4096);
         n.cq_ci[0] = 0;
         cq.pbl = node_pbl(h, n.cq_ring[0], 1);
-        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq), NULL, 0, &n.scq),
-                         ==, QHCA_ST_OK);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq),
+                                  NULL, 0, &n.scq), ==, QHCA_ST_OK);
         q.send_cq = n.scq;
         q.sq_pbl = node_pbl(h, n.sq, 1);
         q.rq_pbl = node_pbl(h, n.rq, 1);
-        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &q, sizeof(q), NULL, 0, &n.qpn),
-                         ==, QHCA_ST_OK);
+        g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_QP, 0, &q, sizeof(q),
+                                  NULL, 0, &n.qpn), ==, QHCA_ST_OK);
         n.sq_pi = 0;
         node_connect(&n, &n);
     }
@@ -1077,7 +1172,8 @@ static void test_hostile_objects(void)
         w.opcode = QHCA_WR_RDMA_WRITE;
         w.remote_addr = n.buf_va + 4096;
         w.rkey = n.mrkey;
-        sge = (struct qhca_sge){ .addr = n.buf_va, .length = 8, .lkey = n.mrkey };
+        sge = (struct qhca_sge){ .addr = n.buf_va, .length = 8,
+                                 .lkey = n.mrkey };
         qtest_memwrite(h->qts, n.sq + i * 128, &w, sizeof(w));
         qtest_memwrite(h->qts, n.sq + i * 128 + sizeof(w), &sge, sizeof(sge));
     }
@@ -1092,9 +1188,12 @@ static void test_hostile_objects(void)
     g_assert_cmpuint(eqe.type, ==, QHCA_EVENT_CQ_ERR);
     g_assert_cmpuint(eqe.handle, ==, n.scq);
     qtest_memread(h->qts, n.cq_ring[0], &c, sizeof(c));
-    g_assert_cmphex(c.wr_id, ==, 0x50);     /* the first CQE was not overwritten */
+    g_assert_cmphex(c.wr_id, ==, 0x50); /* the first CQE was not overwritten */
 
-    /* A reset in the middle of traffic, then a well-behaved user gets a working device. */
+    /*
+     * A reset in the middle of traffic, then a well-behaved user gets a working
+     * device.
+     */
     qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, n.sq_pi + 2));
     wr(h, QHCA_REG_CTRL, QHCA_CTRL_RESET);
     qpci_io_writeq(h->dev, n.db, QHCA_DB_SQ, db_value(n.qpn, n.sq_pi + 3));
@@ -1128,15 +1227,19 @@ static uint64_t proc_rss(pid_t pid)
     return g_ascii_strtoull(l + 6, NULL, 10) << 10;
 }
 
-/* Create QPs as @qp says until one is refused (its status in *@st) or @limit; how many. */
-static uint32_t fill_qps(Qhca *h, const struct qhca_qp_create *qp, uint32_t *qpns,
-                         uint32_t limit, uint16_t *st)
+/*
+ * Create QPs as @qp says until one is refused (its status in *@st) or @limit;
+ * how many.
+ */
+static uint32_t fill_qps(Qhca *h, const struct qhca_qp_create *qp,
+                         uint32_t *qpns, uint32_t limit, uint16_t *st)
 {
     uint32_t made = 0;
 
     *st = QHCA_ST_OK;
     while (made < limit) {
-        *st = qhca_obj(h, QHCA_CMD_CREATE_QP, 0, qp, sizeof(*qp), NULL, 0, &qpns[made]);
+        *st = qhca_obj(h, QHCA_CMD_CREATE_QP, 0, qp, sizeof(*qp), NULL, 0,
+                       &qpns[made]);
         if (*st != QHCA_ST_OK) {
             break;
         }
@@ -1146,12 +1249,13 @@ static uint32_t fill_qps(Qhca *h, const struct qhca_qp_create *qp, uint32_t *qpn
 }
 
 /*
- * A hostile guest's cheapest way to make QEMU allocate: QPs whose two rings of 32768 WQEs
- * of 4 KiB are one guest page listed 65536 times (a two-level list: about 4.5 KiB of guest
- * memory a QP, 512 KiB of page lists in the device; 262144 of them were 128 GiB). At the
- * default properties creates fail once the device's host-mem-mb (1024 MiB) is used, and
- * QEMU's resident memory grows by no more than that (docs/security.md, "What a guest can
- * cost the host"); destroying them gives the budget back.
+ * A hostile guest's cheapest way to make QEMU allocate: QPs whose two rings of
+ * 32768 WQEs of 4 KiB are one guest page listed 65536 times (a two-level list:
+ * about 4.5 KiB of guest memory a QP, 512 KiB of page lists in the device;
+ * 262144 of them were 128 GiB). At the default properties creates fail once the
+ * device's host-mem-mb (1024 MiB) is used, and QEMU's resident memory grows by
+ * no more than that (docs/security.md, "What a guest can cost the host");
+ * destroying them gives the budget back.
  */
 static void test_host_memory_bound(void)
 {
@@ -1161,8 +1265,9 @@ static void test_host_memory_bound(void)
     struct qhca_cmd destroy = { .hdr = { .opcode = QHCA_CMD_DESTROY_QP,
                                          .len = sizeof(destroy.obj) } };
     struct qhca_cq_create cq = { .log2_entries = 4 };
-    struct qhca_qp_create qp = { .type = QHCA_QPT_RC, .sq_log2 = 15, .rq_log2 = 15,
-                                 .sq_stride_log2 = 12, .rq_stride_log2 = 12 };
+    struct qhca_qp_create qp = { .type = QHCA_QPT_RC, .sq_log2 = 15,
+                                 .rq_log2 = 15, .sq_stride_log2 = 12,
+                                 .rq_stride_log2 = 12 };
     Qhca *h = qhca_start(NULL);
     uint64_t page, list, dir, rss0, rss1, rss2;
     uint32_t eq, pd, cqn, made, again, i, *qpns;
@@ -1174,11 +1279,12 @@ static void test_host_memory_bound(void)
     ceq.create_eq.log2_entries = 4;
     ceq.create_eq.vector = 2;
     g_assert_cmpuint(qhca_exec(h, &ceq, &eq, NULL), ==, QHCA_ST_OK);
-    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &pd), ==, QHCA_ST_OK);
+    g_assert_cmpuint(qhca_handle(h, QHCA_CMD_CREATE_PD, 0, &pd), ==,
+                     QHCA_ST_OK);
     cq.pbl = node_pbl(h, qhca_alloc_aligned(h, 4096), 1);
     cq.eq = eq;
-    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq), NULL, 0, &cqn), ==,
-                     QHCA_ST_OK);
+    g_assert_cmpuint(qhca_obj(h, QHCA_CMD_CREATE_CQ, 0, &cq, sizeof(cq),
+                              NULL, 0, &cqn), ==, QHCA_ST_OK);
     page = qhca_alloc_aligned(h, 4096);
     list = qhca_alloc_aligned(h, 4096);
     dir = qhca_alloc_aligned(h, 4096);
@@ -1199,16 +1305,22 @@ static void test_host_memory_bound(void)
     g_assert_cmpuint(st, ==, QHCA_ST_NO_RESOURCES);
     g_assert_cmpuint(made, >=, limit / 2);
     /*
-     * The budget, the allocator's overhead (under 2 %) and QEMU's own change beside it;
-     * under AddressSanitizer also its shadow (an eighth of what is allocated), its red
-     * zones and the quarantine of freed blocks: seen 1231 MiB, allowed a quarter more.
+     * The budget, the allocator's overhead (under 2 %) and QEMU's own change
+     * beside it; under AddressSanitizer also its shadow (an eighth of what is
+     * allocated), its red zones and the quarantine of freed blocks: seen
+     * 1231 MiB, allowed a quarter more.
      */
-#ifdef __SANITIZE_ADDRESS__
-    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 4 + (64u << 20));
+#ifdef QEMU_SANITIZE_ADDRESS
+    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=,
+                     budget + budget / 4 + (64u << 20));
 #else
-    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=, budget + budget / 50 + (32u << 20));
+    g_assert_cmpuint(rss1 - MIN(rss0, rss1), <=,
+                     budget + budget / 50 + (32u << 20));
 #endif
-    /* All destroyed and made again: the same number fit, and QEMU has not grown. */
+    /*
+     * All destroyed and made again: the same number fit, and QEMU has not
+     * grown.
+     */
     for (i = 0; i < made; i++) {
         destroy.obj.handle = qpns[i];
         g_assert_cmpuint(qhca_exec(h, &destroy, NULL, NULL), ==, QHCA_ST_OK);
@@ -1217,16 +1329,18 @@ static void test_host_memory_bound(void)
     rss2 = proc_rss(qtest_pid(h->qts));
     g_assert_cmpuint(st, ==, QHCA_ST_NO_RESOURCES);
     g_assert_cmpuint(again, ==, made);
-#ifdef __SANITIZE_ADDRESS__
+#ifdef QEMU_SANITIZE_ADDRESS
     /* ASan keeps freed blocks in a quarantine of 256 MiB, with their shadow */
     g_assert_cmpuint(rss2, <=, rss1 + (512u << 20));
 #else
     g_assert_cmpuint(rss2, <=, rss1 + (16u << 20));
 #endif
-    printf("# host-mem-mb 1024: %u QPs of two 128 MiB rings from one guest page each, then "
-           "NO_RESOURCES; QEMU's RSS %" PRIu64 " MiB before, %" PRIu64 " MiB at the refusal "
-           "(+%" PRIu64 " MiB), %" PRIu64 " MiB after all were destroyed and made again\n",
-           made, rss0 >> 20, rss1 >> 20, (rss1 - MIN(rss0, rss1)) >> 20, rss2 >> 20);
+    printf("# host-mem-mb 1024: %u QPs of two 128 MiB rings from one guest "
+           "page each, then NO_RESOURCES; QEMU's RSS %" PRIu64 " MiB before, "
+           "%" PRIu64 " MiB at the refusal (+%" PRIu64 " MiB), %" PRIu64
+           " MiB after all were destroyed and made again\n",
+           made, rss0 >> 20, rss1 >> 20, (rss1 - MIN(rss0, rss1)) >> 20,
+           rss2 >> 20);
     g_free(qpns);
     qhca_stop(h);
 }
@@ -1239,14 +1353,16 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/admin-roundtrip", test_admin_roundtrip);
     qtest_add_func("/qhca/malformed-commands", test_malformed_commands);
     qtest_add_func("/qhca/hostile-doorbells", test_hostile_doorbells);
-    qtest_add_func("/qhca/bad-properties-rejected", test_bad_properties_rejected);
+    qtest_add_func("/qhca/bad-properties-rejected",
+                   test_bad_properties_rejected);
     qtest_add_func("/qhca/ib-port", test_ib_port);
     qtest_add_func("/qhca/two-devices-ethernet", test_two_devices_ethernet);
     qtest_add_func("/qhca/two-devices-verbs", test_two_devices_verbs);
     qtest_add_func("/qhca/two-devices-memory-ops", test_two_devices_memory_ops);
     qtest_add_func("/qhca/two-devices-xrc", test_two_devices_xrc);
     qtest_add_func("/qhca/hostile-objects", test_hostile_objects);
-    qtest_add_func("/qhca/timers-follow-guest-clock", test_timers_follow_guest_clock);
+    qtest_add_func("/qhca/timers-follow-guest-clock",
+                   test_timers_follow_guest_clock);
     qtest_add_func("/qhca/host-memory-bound", test_host_memory_bound);
     return g_test_run();
 }

@@ -124,7 +124,11 @@ via_qhca() {
 pair() {
     local srv=$1 cli=$2 out rc
     "$qhca" exec 2 -- "pkill -f '^${srv%% *}' ; rm -f /tmp/srv.log /tmp/srv.rc; setsid sh -c '$srv > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc' < /dev/null > /dev/null 2>&1 &" || return 1
-    sleep 1.5
+    # The server listens (perftest and the pingpongs on TCP 18515, perftest -R and rdma_cm
+    # programs with an rdma_cm ID): under TCG its start can take longer than any fixed wait.
+    eventually 15 "$qhca" exec 2 -- 'ss -ltn 2>/dev/null | grep -q ":18515 " ||
+        rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN" || test -s /tmp/srv.rc' ||
+        sleep 1.5
     out=$(timeout 120 "$qhca" exec 1 -- "$cli" 2>&1)
     rc=$?
     echo "$out" | tail -n 3

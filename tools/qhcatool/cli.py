@@ -24,6 +24,10 @@
   qhca status               what is running (each guest running or stopped)
   qhca paths                print the cache and run directories in use
   qhca down                 stop the VMs and the fabric; nothing is left running
+  qhca run [up options] [--install DEB]... [--setup CMD]... [--tap F] [--junit F] -- CMD
+                            for CI: up, install the packages, run the setup commands in every
+                            guest and CMD in the first, write TAP/JUnit, down, exit with CMD's
+                            status (docs/ci.md)
 
 'up' options: --mem MIB gives each guest MIB of memory (default $QHCA_VM_MEM, else 1024:
 eight guests fit a 24 GiB host with room to spare); --timeout S (default 180 s, plus 30 s for
@@ -95,6 +99,7 @@ from .fabric import cmd_fabric
 from .files import cmd_cp
 from .guest import cmd_console, cmd_exec, cmd_ssh
 from .qmp import cmd_device, cmd_link
+from .run import cmd_run
 from .vms import boot_timeout, cmd_down, cmd_kill, cmd_reset, cmd_start, cmd_status, cmd_up
 
 
@@ -104,12 +109,8 @@ def cmd_paths(args):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(prog="qhca", description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.split("\n")[1:]))
-    sub = ap.add_subparsers(dest="verb", required=True)
-    p = sub.add_parser("up", help="boot N VMs on a fresh fabric")
+def add_up_options(p):
+    """The options of 'up', which 'run' takes too."""
     p.add_argument("-n", type=int, default=2, help="number of VMs, 1..16 (default 2)")
     p.add_argument("--mem", default=DEFAULT_MEM, metavar="MIB",
                    help="memory of each guest in MiB (default $QHCA_VM_MEM, else 1024: "
@@ -123,6 +124,10 @@ def main():
                         "--modules, and qhca.ko from 'make driver KDIR=YOUR-TREE'")
     p.add_argument("--modules", metavar="DIR",
                    help="the modules of --kernel: make modules_install INSTALL_MOD_PATH=DIR")
+    p.add_argument("--disk", metavar="IMAGE",
+                   help="boot this disk image (raw or qcow2, with its own boot loader and "
+                        "systemd) instead of qhca's image; never written: the guests' writes "
+                        "last until down (docs/install-guest.md)")
     p.add_argument("--share", action="append", metavar="DIR",
                    help="DIR of the host at the same path in every guest, read-only "
                         "(virtfs); repeatable")
@@ -161,7 +166,34 @@ def main():
                    help="the qhca devices on the fabric (default), point to point over UDP "
                         "on 127.0.0.1 (dgram, 2 guests), or on taps of a bridge in a network "
                         "namespace of their own (tap, root)")
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="qhca", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.split("\n")[1:]))
+    sub = ap.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("up", help="boot N VMs on a fresh fabric")
+    add_up_options(p)
     p.set_defaults(fn=cmd_up)
+    p = sub.add_parser("run", help="CI: up, install, set up, run a test command in a guest, "
+                       "write TAP/JUnit, down; exit with the test's status (docs/ci.md)")
+    add_up_options(p)
+    p.add_argument("--install", action="append", metavar="DEB",
+                   help="a .deb to install with apt in every guest first (with --disk); "
+                        "repeatable")
+    p.add_argument("--setup", action="append", metavar="CMD",
+                   help="a shell command run in every guest before the test (its failure "
+                        "fails the run); repeatable")
+    p.add_argument("--on", type=int, metavar="I", help="the guest that runs the test (default "
+                   "the first)")
+    p.add_argument("--tap", metavar="FILE", help="write the result as TAP")
+    p.add_argument("--junit", metavar="FILE", help="write the result as JUnit XML")
+    p.add_argument("--suite", metavar="NAME", help="the JUnit test suite's name")
+    p.add_argument("--leave-up", action="store_true",
+                   help="leave the guests running after the test (default: down)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD")
+    p.set_defaults(fn=cmd_run)
     p = sub.add_parser("kill", help="SIGKILL guest I's QEMU, as a crash would")
     p.add_argument("index", type=int)
     p.set_defaults(fn=cmd_kill)

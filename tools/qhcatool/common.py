@@ -14,7 +14,9 @@ CACHE = os.environ.get("QHCA_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "qhca")
 RUN = os.environ.get("QHCA_RUN") or os.path.join(CACHE, "run")
 STATE = os.path.join(RUN, "state.json")
-QEMU_DIR = os.path.join(CACHE, "qemu")
+# The QEMU build the guests run: make qemu's (10.0), or another one, QHCA_QEMU_DIR=
+# $QHCA_CACHE/qemu-10.2 after 'QEMU=10.2 make qemu' (make check-qemu does).
+QEMU_DIR = os.environ.get("QHCA_QEMU_DIR") or os.path.join(CACHE, "qemu")
 QEMU = os.path.join(QEMU_DIR, "qemu-system-x86_64")
 FABRIC = os.path.join(CACHE, "bin", "qhca-fabric")
 SSH_KEY = os.path.join(CACHE, "ssh", "id_ed25519")

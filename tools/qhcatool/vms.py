@@ -44,6 +44,10 @@ def probe_accel(kernel):
                 return accel
     except (OSError, ValueError):
         pass
+    if not kernel:
+        info("KVM not probed (no qhca image built to probe with); using tcg "
+             "(QHCA_ACCEL=kvm to try it)")
+        return "tcg"
     info("probing KVM (a short guest boot)...")
     log = os.path.join(RUN, "kvm-probe.log")
     cmd = [QEMU, "-machine", "q35", "-accel", "kvm", "-cpu", "host", "-m", "256",
@@ -76,21 +80,35 @@ def probe_accel(kernel):
 TAP_NETDEV_RE = re.compile(r"tap,id=fabric,fd=\d+")
 
 
+def disk_format(path):
+    """'qcow2' or 'raw', by the file's first bytes."""
+    with open(path, "rb") as f:
+        return "qcow2" if f.read(4) == b"QFI\xfb" else "raw"
+
+
 def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DEFAULT_MEM,
-                 link=None, shares=()):
-    """Guest I's QEMU booting IMAGE (kernel, initrd): its qhca device on NETDEV (a -netdev
-    value with id=fabric); with RXE_PORT also a virtio-net NIC on that fabric port; LINK
-    'ib': an InfiniBand port; SHARES the host directories of 'up --share'."""
+                 link=None, shares=(), disk=None):
+    """Guest I's QEMU booting IMAGE (kernel, initrd), or with DISK that disk image through
+    its own boot loader: its qhca device on NETDEV (a -netdev value with id=fabric); with
+    RXE_PORT also a virtio-net NIC on that fabric port; LINK 'ib': an InfiniBand port; SHARES
+    the host directories of 'up --share'."""
     run = RUN
     share_args, share_word = share_qemu_args(shares)
+    if disk:
+        # QEMU's snapshot mode: the guest's writes go to a temporary file of QEMU's, so the
+        # image is never written and guests can share it; they last until QEMU exits (a
+        # reboot in the guest keeps them: no -no-reboot for a disk guest).
+        boot = ["-drive", "file=%s,if=virtio,format=%s,snapshot=on"
+                % (disk, disk_format(disk))]
+    else:
+        boot = ["-no-reboot", "-kernel", image[0], "-initrd", image[1],
+                "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d%s" % (
+                    i, " " + share_word if share_word else "")]
     cmd = [QEMU, "-name", "vm%d,debug-threads=on" % i,
            "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max",
            "-smp", "1", "-m", str(mem),
-           "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-           "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom"),
-           "-kernel", image[0], "-initrd", image[1],
-           "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d%s" % (
-               i, " " + share_word if share_word else ""),
+           "-nodefaults", "-no-user-config", "-display", "none",
+           "-L", SEABIOS, "-L", os.path.join(QEMU_DIR, "pc-bios", "optionrom")] + boot + [
            "-chardev", "socket,id=console,path=%s/vm%d.console,server=on,wait=off,"
                        "logfile=%s/vm%d.log" % (run, i, run, i),
            "-serial", "chardev:console",
@@ -173,11 +191,16 @@ def check_artifacts(image, flavour):
         die("SeaBIOS is missing; install Debian's seabios package (make all does)")
 
 
-def ready_marks(i):
-    """How often guest I's serial log has the ready mark (once per boot of the guest)."""
+# A disk guest's ready mark: systemd's getty on the serial console, once a boot.
+DISK_READY_MARK = " login: "
+
+
+def ready_marks(vm):
+    """How often guest VM's serial log has its ready mark (once per boot of the guest)."""
+    mark = DISK_READY_MARK if vm.get("disk") else READY_MARK
     try:
-        with open(os.path.join(RUN, "vm%d.log" % i), "rb") as f:
-            return f.read().count(READY_MARK.encode())
+        with open(os.path.join(RUN, "vm%d.log" % vm["index"]), "rb") as f:
+            return f.read().count(mark.encode())
     except OSError:
         return 0
 
@@ -196,7 +219,7 @@ def wait_ready(state, timeout, indexes=None, since=None, marks=None):
                 continue
             if not vm_alive(vm):
                 raise RuntimeError("vm%d: QEMU exited; see %s/vm%d.qemu.log" % (i, RUN, i))
-            if ready_marks(i) <= marks.get(i, 0):
+            if ready_marks(vm) <= marks.get(i, 0):
                 continue
             r = subprocess.run(ssh_base(state, i) + ["true"], stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -241,6 +264,12 @@ def boot_timeout(n):
     if env:
         return int(env)
     return 180 + 30 * max(0, n - 2)
+
+
+def disk_boot_timeout(n):
+    """As boot_timeout, for guests that boot a distribution with systemd from disk."""
+    env = os.environ.get("QHCA_BOOT_TIMEOUT")
+    return int(env) if env else 2 * boot_timeout(n)
 
 
 def launch(vm):
@@ -346,7 +375,8 @@ def cmd_up(args):
             die("--fabric-netns %s: no such network namespace (make it with 'ip netns add %s' "
                 "and give it the addresses the fabric should use)"
                 % (args.fabric_netns, args.fabric_netns))
-    timeout = args.timeout if args.timeout is not None else boot_timeout(n)
+    timeout = args.timeout if args.timeout is not None else (
+        disk_boot_timeout(n) if args.disk else boot_timeout(n))
 
     # The fabric's ports: the guests' 1..N, the rxe NICs' N+1..2N, the trunks, the spare ones.
     rxe_ports = n if args.rxe else 0
@@ -396,6 +426,17 @@ def cmd_up(args):
 
     shares = parse_shares(args.share, args.share_rw)
     image = image_files(args.flavour)
+    disk = None
+    if args.disk:
+        disk = os.path.abspath(args.disk)
+        if args.kernel or args.modules or shares:
+            die("--disk boots the disk's own kernel and userland: it goes with none of "
+                "--kernel, --modules, --share, --share-rw")
+        if not os.path.isfile(disk) or not os.access(disk, os.R_OK):
+            die("--disk %s: no such readable file (a raw or qcow2 disk image)" % args.disk)
+        if "," in disk:
+            die("--disk %s: QEMU's -drive cannot take a path with a comma" % disk)
+        image = ()	# the probe below boots the flavour's kernel only if it is built
     check_artifacts(image, args.flavour)
     check_socket_paths(last, nports if on_fabric else 1)
     os.makedirs(RUN, exist_ok=True)
@@ -419,7 +460,8 @@ def cmd_up(args):
                  % (n, mem, avail // 1024))
     except (OSError, AttributeError):
         pass
-    accel = probe_accel(image[0])
+    flavour_kernel = image_files(args.flavour)[0]
+    accel = probe_accel(flavour_kernel if os.path.exists(flavour_kernel) else None)
     fabdir = os.path.join(RUN, "fabric")
     for i in indexes:
         for f in ("vm%d.log" % i, "vm%d.qemu.log" % i, "vm%d.log.prev" % i,
@@ -504,6 +546,8 @@ def cmd_up(args):
             pcap = os.path.join(RUN, "vm%d.pcap" % i)
             dump = ["-object", "filter-dump,id=dump0,netdev=fabric,file=%s,maxlen=65535" % pcap]
         vm = {"index": i, "ssh_port": ssh_port, "mac": vm_mac(i)}
+        if disk:
+            vm["disk"] = disk
         if on_fabric:
             vm["port"] = k + 1
             nd = fabric_netdev(k + 1)
@@ -515,7 +559,7 @@ def cmd_up(args):
             nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
         vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
                                   rxe_port=n + k + 1 if args.rxe else None, mem=mem,
-                                  link="ib" if args.ib else None, shares=shares)
+                                  link="ib" if args.ib else None, shares=shares, disk=disk)
         try:
             launch(vm)
         except RuntimeError as e:
@@ -573,8 +617,8 @@ def cmd_kill(args):
 def cmd_reset(args):
     state = load_state()
     i = args.index
-    running_vm(state, i)
-    marks = {i: ready_marks(i)}
+    vm = running_vm(state, i)
+    marks = {i: ready_marks(vm)}
     t0 = time.time()
     # QEMU runs with -no-reboot (reboot=shutdown): a reset request would make it exit. Let
     # resets reboot the guest for now: the host's reset, then the one the firmware (SeaBIOS)
@@ -590,7 +634,8 @@ def cmd_reset(args):
             if not fw:
                 info("vm%d: no reset from the firmware within 15 s; restoring -no-reboot "
                      "anyway" % i)
-            q.call("set-action", {"reboot": "shutdown"})
+            # A disk guest reboots in place (its writes live as long as its QEMU).
+            q.call("set-action", {"reboot": "reset" if vm.get("disk") else "shutdown"})
         finally:
             q.close()
     except (OSError, RuntimeError, ValueError) as e:
