@@ -28,19 +28,12 @@ if [ "$(cat "$img.sum" 2>/dev/null)" = "$sum" ] && [ -f "$img" ]; then
     echo "disk: $img"
     exit 0
 fi
-need_pkgs mmdebstrap e2fsprogs fdisk grub-pc-bin util-linux
+need_pkgs mmdebstrap e2fsprogs fdisk grub-common grub-pc-bin
 mkdir -p "$dir"
 tree=$dir/$QHCA_FLAVOUR.tree
 tmp=$dir/$QHCA_FLAVOUR.img.tmp
-mnt=$dir/$QHCA_FLAVOUR.mnt
-loop=
-cleanup() {
-    mountpoint -q "$mnt" 2>/dev/null && umount "$mnt"
-    [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
-    rm -rf "$tree" "$mnt" "$tmp"
-}
-trap cleanup EXIT
-rm -rf "$tree" "$mnt" "$tmp"
+trap 'rm -rf "$tree" "$tmp"' EXIT
+rm -rf "$tree" "$tmp"
 
 step "disk: Debian ${FL_SUITES%% *} with systemd, its kernel and headers, DKMS, OpenSSH and rdma-core (once: about 4 min)"
 deb_sources deb "$FL_SUITES" > "$dir/$QHCA_FLAVOUR.sources"
@@ -67,19 +60,11 @@ rel=$(ls "$tree/lib/modules" | sort -V | tail -n1)
     die "the disk image has no kernel or initramfs for $rel"
 rm -f "$tree"/var/cache/apt/archives/*.deb
 
-step "disk: the file system and GRUB ($(du -sh "$tree" | cut -f1) of files)"
-truncate -s 4G "$tmp"
-printf 'label: dos\nstart=2048, type=83, bootable\n' | sfdisk -q "$tmp"
-start=$((2048 * 512))
-size_kib=$(( ($(stat -c %s "$tmp") - start) / 1024 ))
-mke2fs -q -t ext4 -U "$uuid" -L qhca-root -E offset=$start -d "$tree" "$tmp" "${size_kib}k"
-loop=$(losetup -P --show -f "$tmp")
-[ -b "${loop}p1" ] || die "no partition device ${loop}p1 (losetup -P)"
-mkdir -p "$mnt" && mount "${loop}p1" "$mnt"
-grub-install --target=i386-pc --boot-directory="$mnt/boot" --modules="part_msdos ext2" "$loop" 2>&1 |
-    grep -v 'Installation finished' | sed 's/^/    /' || true
-[ -f "$mnt/boot/grub/i386-pc/core.img" ] || die "grub-install put no core.img on the disk"
-cat > "$mnt/boot/grub/grub.cfg" <<EOF
+# GRUB's configuration goes in with the files; GRUB itself as a BIOS disk's boot code does:
+# its boot sector in the MBR and its core image, with what it needs to read ext4 and boot
+# Linux built in, in the sectors before the partition (no loop device, no mount).
+mkdir -p "$tree/boot/grub"
+cat > "$tree/boot/grub/grub.cfg" <<EOF
 set timeout=0
 serial --unit=0 --speed=115200
 terminal_input serial
@@ -90,8 +75,23 @@ menuentry "Debian ${FL_SUITES%% *}" {
 	initrd /boot/initrd.img-$rel
 }
 EOF
-umount "$mnt"
-losetup -d "$loop"; loop=
+step "disk: the file system and GRUB ($(du -sh "$tree" | cut -f1) of files)"
+truncate -s 4G "$tmp"
+printf 'label: dos\nstart=2048, type=83, bootable\n' | sfdisk -q "$tmp"
+start=$((2048 * 512))
+size_kib=$(( ($(stat -c %s "$tmp") - start) / 1024 ))
+mke2fs -q -t ext4 -U "$uuid" -L qhca-root -E offset=$start -d "$tree" "$tmp" "${size_kib}k"
+grub-mkimage -O i386-pc -o "$dir/core.img" -p '(hd0,msdos1)/boot/grub' \
+    biosdisk part_msdos ext2 normal linux configfile search search_fs_uuid echo test serial \
+    terminal gzio ||
+    die "grub-mkimage failed"
+[ "$(stat -c %s "$dir/core.img")" -le $(( (2048 - 1) * 512 )) ] ||
+    die "GRUB's core image does not fit before the partition"
+# boot.img's code, not the partition table behind it; it loads the core from sector 1, whose
+# first sector lists the rest (grub-mkimage fills the list in).
+dd if=/usr/lib/grub/i386-pc/boot.img of="$tmp" bs=440 count=1 conv=notrunc status=none
+dd if="$dir/core.img" of="$tmp" bs=512 seek=1 conv=notrunc status=none
+rm -f "$dir/core.img"
 mv "$tmp" "$img"
 echo "$sum" > "$img.sum"
 echo "disk: $img"

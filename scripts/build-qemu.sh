@@ -126,8 +126,13 @@ export CCACHE_DIR=${CCACHE_DIR:-$QHCA_CACHE/ccache}
 config_args=(--target-list=x86_64-softmmu --python=/usr/bin/python3
     --without-default-features --enable-tcg --enable-kvm --enable-slirp
     --disable-docs --disable-download --disable-install-blobs --enable-trace-backends=log)
-# From 10.1 on, Rust devices are an option: off, so that no Rust toolchain is needed.
-dpkg --compare-versions "$ver" lt 10.0.50 || config_args+=(--disable-rust)
+# From 10.1 on, Rust devices are an option: off, so that no Rust toolchain is needed; and
+# the device trees of pc-bios/dtb, which Debian's source ships without their compiled form,
+# are compiled (dtc).
+if dpkg --compare-versions "$ver" ge 10.0.50; then
+    config_args+=(--disable-rust)
+    need_pkgs device-tree-compiler
+fi
 compilers=()
 case $flavour in
 # virtfs: 'qhca up --share' (9p on virtio; QEMU's xattr calls come from the C library).

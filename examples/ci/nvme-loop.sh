@@ -24,10 +24,10 @@ modprobe nvme-rdma &&
     nvme connect -t rdma -a 192.168.77.2 -s 4420 -n $nqn > /dev/null 2>&1 && ok "nvme connect over RDMA" ||
     notok "nvme connect over RDMA"
 dev=
-for i in 1 2 3 4 5 6 7 8 9 10; do
-    for c in /sys/class/nvme/nvme*; do
-        [ "$(cat $c/subsysnqn 2>/dev/null)" = $nqn ] || continue
-        for b in $c/nvme*n1; do [ -e "$b" ] && dev=/dev/${b##*/}; done
+for i in 1 2 3 4 5 6 7 8 9 10; do	# the namespace's block device (not a controller path, *c*)
+    for n in /sys/block/nvme*n*; do
+        case ${n##*/} in *c*) continue ;; esac
+        [ "$(cat $n/device/subsysnqn 2>/dev/null)" = $nqn ] && dev=/dev/${n##*/}
     done
     [ -n "$dev" ] && break
     sleep 1

@@ -72,19 +72,30 @@ QHCA_RUN=$("$qhca" paths | sed -n 's/^run //p')
 for i in 1 2; do
     check "vm$i: reboots (systemctl reboot) and comes back" reboot_guest $i
 done
+# qhca's RDMA device in guest I: the one whose PCI function the qhca driver has.
+qhca_dev() {
+    "$qhca" exec "$1" -- 'for d in /sys/class/infiniband/*; do
+        [ "$(basename "$(readlink -f $d/device/driver)")" = qhca ] && basename $d; done'
+}
 loaded() {
-    local i
+    local i d
     for i in 1 2; do
-        "$qhca" exec $i -- 'grep -q ^qhca /proc/modules && ibv_devinfo -d qhca_0 | grep -q PORT_ACTIVE' ||
+        d=$(qhca_dev $i)
+        echo "vm$i: qhca's RDMA device is '$d'"
+        [ -n "$d" ] && "$qhca" exec $i -- "grep -q ^qhca /proc/modules && ibv_devinfo -d $d | grep -q PORT_ACTIVE" ||
             return 1
     done
 }
-check "after the reboot udev has loaded qhca and qhca_0's port is ACTIVE" loaded
+check "after the reboot udev has loaded qhca and its RDMA device's port is ACTIVE" loaded
+# rdma-core's udev rules name the device by its PCI slot, as they do a ConnectX's.
+QHCA_TEST_DEV=$(qhca_dev 1)
+check "rdma-core's udev rules renamed it as they do hardware (rocep*), the same in both guests" \
+    eval '[[ $QHCA_TEST_DEV == rocep* ]] && [ "$(qhca_dev 2)" = "$QHCA_TEST_DEV" ]'
 # The fabric's addresses on qhca's netdev, as an administrator gives them.
 addresses() {
     local i
     for i in 1 2; do
-        "$qhca" exec $i -- "n=\$(basename \$(ls -d /sys/class/infiniband/qhca_0/device/net/*)) &&
+        "$qhca" exec $i -- "n=\$(basename \$(ls -d /sys/class/infiniband/$QHCA_TEST_DEV/device/net/*)) &&
             ip addr add 192.168.77.$i/24 dev \$n && ip link set \$n up" || return 1
     done
     eventually 20 "$qhca" exec 1 -- 'ping -c 1 -W 1 192.168.77.2 > /dev/null'
@@ -107,12 +118,17 @@ if [ "${QHCA_DISK_SHORT:-}" != 1 ]; then
         want=$("$qhca" exec 2 -- cat /var/tmp/ns.sum) || return 1
         got=$("$qhca" exec 1 -- 'set -e; modprobe nvme-rdma
             nvme connect -t rdma -a 192.168.77.2 -s 4420 -n qhca-disk > /dev/null
-            for t in 1 2 3 4 5 6 7 8 9 10; do
-                d=$(grep -l "^qhca-disk$" /sys/class/nvme/*/subsysnqn 2>/dev/null | head -n 1)
-                [ -n "$d" ] && b=$(ls -d ${d%/subsysnqn}/nvme*n1 2>/dev/null | head -n 1) && [ -n "$b" ] && break
+            b=
+            for t in 1 2 3 4 5 6 7 8 9 10; do	# the namespace block device (not a path, *c*)
+                for n in /sys/block/nvme*n*; do
+                    case ${n##*/} in *c*) continue ;; esac
+                    [ "$(cat $n/device/subsysnqn 2>/dev/null)" = qhca-disk ] && b=${n##*/}
+                done
+                [ -n "$b" ] && break
                 sleep 1
             done
-            sum=$(dd if=/dev/${b##*/} bs=1M count=64 iflag=direct 2>/dev/null | sha256sum)
+            [ -n "$b" ]
+            sum=$(dd if=/dev/$b bs=1M count=64 iflag=direct 2>/dev/null | sha256sum)
             nvme disconnect -n qhca-disk > /dev/null
             echo "$sum"') || return 1
         echo "target $want, read $got"

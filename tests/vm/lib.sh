@@ -137,14 +137,19 @@ pair() {
         { echo "client rc $rc; server:"; "$qhca" exec 2 -- cat /tmp/srv.log; return 1; }
 }
 
+# The RDMA device the pair helpers use: qhca_0, as qhca's image names it; in a stock
+# distribution rdma-core's udev rules rename it by its PCI slot (rocep0s2), as they do a
+# ConnectX's mlx5_0, and tests of such guests set it.
+QHCA_TEST_DEV=${QHCA_TEST_DEV:-qhca_0}
+
 pingpong() {	# pingpong PROG ARGS...: an ibv_*_pingpong between the guests over qhca_0
     local prog=$1; shift
-    pair "$prog -d qhca_0 -g 1 $*" "$prog -d qhca_0 -g 1 $* 192.168.77.2"
+    pair "$prog -d $QHCA_TEST_DEV -g 1 $*" "$prog -d $QHCA_TEST_DEV -g 1 $* 192.168.77.2"
 }
 
 perf() {	# perf PROG ARGS...: perftest over TCP-exchanged connection data
     local prog=$1; shift
-    pair "$prog -d qhca_0 -x 1 $*" "$prog -d qhca_0 -x 1 $* 192.168.77.2"
+    pair "$prog -d $QHCA_TEST_DEV -x 1 $*" "$prog -d $QHCA_TEST_DEV -x 1 $* 192.168.77.2"
 }
 
 vm_down() {
