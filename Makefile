@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk driver-loop demo bench bench-qp soak down clean \
+.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk driver-loop demo bench bench-net bench-qp soak down clean \
 	cache-rule print-cache
 
 help:
@@ -31,6 +31,8 @@ help:
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
 	@echo "make bench-qp  16384 QPs on one device (QHCA_QPS=N, 0: until refused): time per"
 	@echo "               create, modify, message and destroy, memory per QP in guest and host"
+	@echo "make bench-net ib_write_bw/lat on the fabric, a bridge, VXLAN between two namespaces"
+	@echo "               and libvirt (on the fabric, on a bridge): figures side by side (root)"
 	@echo "make driver-loop  edit, rebuild the driver, two guests ready, a test passes: timed"
 	@echo "make soak      RC through a lossy fabric, 1 GiB with every byte checked (figures)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
@@ -139,6 +141,11 @@ bench: all
 # once: time per create and memory per QP, guest and host (one VM; make bench runs it too).
 bench-qp: all
 	@bash bench/qp-scale.sh
+
+# ib_write_bw and ib_write_lat on each way of joining two guests: the fabric, a bridge, VXLAN
+# between two namespaces, libvirt on the fabric and on a bridge (root; docs/fabric.md).
+bench-net: all
+	@bash bench/networks.sh
 
 # The driver developer's loop, timed: edit, rebuild, two guests ready, a test passes.
 driver-loop: host qemu provider

@@ -24,7 +24,11 @@ check "a stock Debian 13 disk image (GRUB, systemd, its kernel, DKMS)" eval '
 disk=$(sed -n 's/^disk: //p' "$work/disk.out")
 
 # DKMS's compiler needs room beside systemd: 1.5 GiB each.
+img_stamp=$(stat -c '%s %Y %Z' "$disk")
 vm_up 2 --disk "$disk" --mem 1536
+check "the guests' writes go to the run directory (QEMU's snapshot file, TMPDIR)" eval '
+    pid=$(python3 -c "import json; print(json.load(open(\"$QHCA_RUN/state.json\"))[\"vms\"][0][\"pid\"])") &&
+    tr "\0" "\n" < /proc/$pid/environ | grep -qx "TMPDIR=$QHCA_RUN"'
 # The device is there (1af4:10f0), with no driver: nothing of qhca's is in the image.
 no_qhca_yet() {
     local i
@@ -138,4 +142,6 @@ if [ "${QHCA_DISK_SHORT:-}" != 1 ]; then
 fi
 check "no kernel BUG, oops, warning or qhca error" eval 'kernel_log_clean 1 && kernel_log_clean 2'
 vm_down
+check "the image was never written (size and times as before up)" \
+    eval '[ "$(stat -c "%s %Y %Z" "$disk")" = "$img_stamp" ]'
 finish

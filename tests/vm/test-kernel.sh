@@ -87,6 +87,36 @@ crafted() {	# crafted DEP_PATH [LINK_TARGET]: a --modules directory naming DEP_P
 }
 check "a --modules directory naming ../ or a link out of it is refused" eval '
     crafted ../../../../../tmp/virtio_pci.ko && crafted kernel/virtio_pci.ko /etc/hostname'
+# A disk image of your own: a qcow2 that names a backing file or an external data file (a
+# file of the host, here the launcher's ssh key, which the guest would read) is refused; the
+# same header without them is taken (refused later only for want of anything else).
+qcow2() {	# qcow2 FILE VERSION BACKING_NAME INCOMPATIBLE: a qcow2 header and nothing else
+    python3 - "$@" << 'EOF2'
+import struct, sys
+path, version, backing, incompat = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), int(sys.argv[4])
+h = bytearray(4096)
+struct.pack_into(">4sIQI", h, 0, b"QFI\xfb", version, 512 if backing else 0, len(backing))
+struct.pack_into(">IQ", h, 20, 16, 1 << 30)	# cluster bits, size
+struct.pack_into(">Q", h, 72, incompat)
+h[512:512 + len(backing)] = backing
+open(path, "wb").write(h)
+EOF2
+}
+disk_refused() {	# disk_refused IMAGE WORDS: up --disk IMAGE fails, saying WORDS, booting nothing
+    msg=$("$qhca" up -n 1 --disk "$1" 2>&1); rc=$?
+    echo "$msg" | tail -n 2
+    [ $rc != 0 ] && grep -q "$2" <<<"$msg" && ! grep -q "booting" <<<"$msg"
+}
+check "up --disk refuses a qcow2 with a backing file (the host's file in the guest)" eval '
+    qcow2 "$work/back.qcow2" 3 "$QHCA_CACHE/ssh/id_ed25519" 0 &&
+    disk_refused "$work/back.qcow2" "a qcow2 image with a backing file"'
+check "up --disk refuses a qcow2 with an external data file" eval '
+    qcow2 "$work/data.qcow2" 3 "" 4 && disk_refused "$work/data.qcow2" "external data file"'
+check "the same qcow2 header without either is taken as qcow2" eval '
+    qcow2 "$work/plain.qcow2" 3 "" 0 && qcow2 "$work/v2.qcow2" 2 "" 4 &&
+    PYTHONPATH="$root/tools" python3 -c "import sys; from qhcatool.vms import disk_format
+assert [disk_format(p) for p in sys.argv[1:]] == [\"qcow2\", \"qcow2\", \"raw\"]" \
+        "$work/plain.qcow2" "$work/v2.qcow2" "$bzimage"'
 vm_up 2 --mem "$mem" --kernel "$bzimage" --modules "$mods"
 check "the guests run that kernel ($rel) with qhca.ko from KDIR loaded" eval '
     for i in 1 2; do

@@ -14,6 +14,11 @@
 #  c. up --netdev tap (root): each guest on a tap of a Linux bridge in a namespace the
 #     launcher makes: the same checks, the bridge's ports counted the frames and learned both
 #     guests' MACs, and down removes the namespace.
+#  d. two hosts joined by VXLAN (root): in each namespace of part a a bridge with a VXLAN port
+#     to the other over the veth (1500-byte underlay: bridge MTU 1450, device mtu=1024, guest
+#     IP MTU 1450); up --bridge br0 --netns on each; ping at 1450 unfragmented, pingpong,
+#     ib_write_bw, rcstress, rping; both bridges learned the remote MAC on the VXLAN port and
+#     the VXLAN's UDP crossed the veth; down removes only the taps.
 # Guest traffic never leaves this machine: the trunk's TCP stays inside the two namespaces
 # (or on loopback), the dgram sockets are bound to 127.0.0.1, the bridge lives in a namespace.
 set -uo pipefail
@@ -299,5 +304,86 @@ else
     skip "up --netdev tap" "not root (a namespace, a bridge and taps need root)"
 fi
 echo "# part c took $(elapsed "$t") s"
+
+# ---- d. two hosts, a bridge each, joined by VXLAN ----
+
+# Each "host" (namespace) gets what a site's host has: a bridge br0 with a VXLAN port (VNI 77,
+# UDP 4789) to the other host over the veth, which keeps its 1500-byte MTU; so the bridge
+# carries 1450-byte frames, and the guests take RoCE MTU 1024 and IP MTU 1450.
+make_vxlan() {	# make_vxlan NS LOCAL REMOTE DEV
+    ip -n "$1" link add br0 type bridge &&
+    ip -n "$1" link add vxlan77 type vxlan id 77 local "$2" remote "$3" dstport 4789 dev "$4" &&
+    ip -n "$1" link set vxlan77 master br0 up && ip -n "$1" link set br0 up
+}
+
+vxlan_hosts_up() {
+    QHCA_DEVICE_PROPS=mtu=1024 qa up -n 1 --bridge br0 --netns "$ns_a" > "$tmp/a.log" 2>&1 &
+    local pa=$!
+    QHCA_DEVICE_PROPS=mtu=1024 qb up -n 1 --first 2 --bridge br0 --netns "$ns_b" > "$tmp/b.log" 2>&1 &
+    local pb=$! ra rb
+    wait $pa; ra=$?
+    wait $pb; rb=$?
+    sed 's/^/A: /' "$tmp/a.log"; sed 's/^/B: /' "$tmp/b.log"
+    [ "$ra" = 0 ] && [ "$rb" = 0 ] && grep -q "bridge br0 in namespace $ns_a (MTU 1450)" "$tmp/a.log"
+}
+
+# The qhca netdev of the guest (the one with 192.168.77.I) at MTU 1450, as on such a site.
+GUEST_MTU='dev=$(ip -o -4 addr show to 192.168.77.0/24 | cut -d" " -f2) && ip link set dev $dev mtu 1450 && ip link show dev $dev | grep -q "mtu 1450"'
+active_mtu_1024() {	# the port's active MTU is the device's mtu=1024
+    local out
+    out=$(xa 1 ibv_devinfo -d qhca_0) || return 1
+    grep -E "active_mtu|max_mtu" <<< "$out"
+    grep -q "active_mtu:.*1024" <<< "$out"
+}
+
+# Both bridges learned the other host's guest behind their VXLAN port, and the VXLAN's UDP
+# crossed the veth: B's veth received more than 16 MB (the rcstress) in UDP to port 4789.
+vxlan_carried() {
+    local fa fb
+    fa=$(bridge -n "$ns_a" fdb show br br0) && fb=$(bridge -n "$ns_b" fdb show br br0) || return 1
+    grep -q "52:54:00:51:48:02 dev vxlan77 " <<< "$fa" || { echo "A: $fa"; return 1; }
+    grep -q "52:54:00:51:48:01 dev vxlan77 " <<< "$fb" || { echo "B: $fb"; return 1; }
+    grep -q "52:54:00:51:48:01 dev qhcatap1 " <<< "$fa" || { echo "A: $fa"; return 1; }
+    ip -n "$ns_b" -s -j link show | python3 -c '
+import json, sys
+d = {l["ifname"]: l["stats64"] for l in json.load(sys.stdin)}
+print("B: vxlan77 rx %d bytes, veth-b rx %d bytes" % (d["vxlan77"]["rx"]["bytes"], d["veth-b"]["rx"]["bytes"]))
+assert d["vxlan77"]["rx"]["bytes"] > 16000000, d["vxlan77"]
+assert d["veth-b"]["rx"]["bytes"] > d["vxlan77"]["rx"]["bytes"], "the VXLAN did not cross the veth"'
+}
+
+# down removed the taps and left the bridges (they are the site's, not qhca's).
+taps_gone_bridges_kept() {
+    ip -n "$ns_a" link show br0 > /dev/null && ip -n "$ns_b" link show vxlan77 > /dev/null || return 1
+    ! ip -n "$ns_a" link show qhcatap1 > /dev/null 2>&1 && ! ip -n "$ns_b" link show qhcatap2 > /dev/null 2>&1
+}
+
+echo "# d. two hosts, a bridge each, joined by VXLAN"
+t=$(date +%s.%N)
+if [ "$root" = 1 ]; then
+    check "two namespaces joined by a veth pair, a bridge with a VXLAN port in each" \
+        eval 'make_hosts && make_vxlan "$ns_a" 10.77.0.1 10.77.0.2 veth-a && make_vxlan "$ns_b" 10.77.0.2 10.77.0.1 veth-b'
+    check "host A: up -n 1 --bridge br0 --netns A; host B: up -n 1 --first 2 --bridge br0 --netns B (mtu=1024)" \
+        vxlan_hosts_up
+    check "the guests' qhca netdevs at MTU 1450" eval 'xa 1 "$GUEST_MTU" && xb 2 "$GUEST_MTU"'
+    check "the port's active MTU is 1024" active_mtu_1024
+    check "ping with 1450-byte packets, not fragmented, across the VXLAN" \
+        eventually 20 xa 1 ping -c 2 -W 5 -M do -s 1422 192.168.77.2
+    check "ibv_rc_pingpong -c across the VXLAN" rc_pingpong "xb 2" "xa 1"
+    check "ib_write_bw across the VXLAN" write_bw "xb 2" "xa 1"
+    check "qhca-rcstress -m 1024 -b 16M across the VXLAN (RC, every byte checked)" \
+        pair "xb 2" "xa 1" "qhca-rcstress -s -m 1024 -p 18841" "qhca-rcstress -m 1024 -p 18841 -b 16M 192.168.77.2"
+    check "rping across the VXLAN" rping_pair "xb 2" "xa 1"
+    check "both bridges learned the remote guest on vxlan77; the VXLAN's UDP crossed the veth" \
+        vxlan_carried
+    check "host A down" qa down
+    check "host B down" qb down
+    check "down removed the taps and kept the bridges" taps_gone_bridges_kept
+    check "the two namespaces removed" \
+        eval "ip netns del $ns_a && ip netns del $ns_b && netns_gone $ns_a && netns_gone $ns_b"
+else
+    skip "two hosts joined by VXLAN" "not root (namespaces, bridges, VXLAN and taps need root)"
+fi
+echo "# part d took $(elapsed "$t") s"
 echo "# total $(elapsed "$t_all") s"
 finish

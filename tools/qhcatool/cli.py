@@ -56,6 +56,11 @@ run a subnet manager in a guest ('qhca exec 1 -- opensm -B') to bring them up
                           fabric; tap: a tap each on a Linux bridge inside a network namespace
                           qhca-<hash of the run dir> that 'up' creates and 'down' removes, no
                           fabric (root)
+  --bridge BR [--netns NS]  the taps on your existing bridge BR (in namespace NS), say one
+                          joined to other hosts by VXLAN; 'down' removes only the taps (root)
+  --libvirt URI           the guests as libvirt domains (virsh define, start; 'down' undefines
+                          them), on the fabric or on --bridge with libvirt's taps
+                          (docs/libvirt.md)
 
 The fabric, seen from the switch (port I is guest I's qhca port, port I-F+1 with --first F;
 with --rxe ports N+1..2N are the virtio-net NICs; then come --trunk's ports and the spare
@@ -127,7 +132,7 @@ def add_up_options(p):
     p.add_argument("--disk", metavar="IMAGE",
                    help="boot this disk image (raw or qcow2, with its own boot loader and "
                         "systemd) instead of qhca's image; never written: the guests' writes "
-                        "last until down (docs/install-guest.md)")
+                        "last as long as its QEMU (docs/install-guest.md)")
     p.add_argument("--share", action="append", metavar="DIR",
                    help="DIR of the host at the same path in every guest, read-only "
                         "(virtfs); repeatable")
@@ -162,10 +167,21 @@ def add_up_options(p):
                    help="K more fabric ports, last, waiting for another switch's trunk")
     p.add_argument("--fabric-netns", metavar="NS",
                    help="run the fabric inside the existing network namespace NS (root)")
-    p.add_argument("--netdev", choices=["fabric", "dgram", "tap"], default="fabric",
+    p.add_argument("--netdev", choices=["fabric", "dgram", "tap"], default=None,
                    help="the qhca devices on the fabric (default), point to point over UDP "
                         "on 127.0.0.1 (dgram, 2 guests), or on taps of a bridge in a network "
                         "namespace of their own (tap, root)")
+    p.add_argument("--bridge", metavar="BR",
+                   help="--netdev tap on the existing Linux bridge BR (yours: a site's "
+                        "network, a VXLAN to other hosts) instead of a bridge of qhca's own; "
+                        "implies --netdev tap (root)")
+    p.add_argument("--netns", metavar="NS",
+                   help="the network namespace the bridge of --bridge is in, and the daemon "
+                        "of --libvirt (default: this one)")
+    p.add_argument("--libvirt", metavar="URI",
+                   help="run the guests as libvirt domains of URI (e.g. qemu:///system): "
+                        "virsh define and start, on the fabric or on --bridge "
+                        "(docs/libvirt.md)")
 
 
 def main():

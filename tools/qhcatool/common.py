@@ -95,7 +95,8 @@ def vm_alive(vm):
     except OSError:
         return True
     try:
-        return argv[argv.index("-name") + 1].split(",")[0] == "vm%d" % vm["index"]
+        return argv[argv.index("-name") + 1].split(",")[0] == \
+            vm.get("qemu_name", "vm%d" % vm["index"])
     except (ValueError, IndexError):
         return False
 

@@ -21,6 +21,8 @@ def ssh_base(state, i, tty_mode=False):
            "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
            "-o", "ServerAliveInterval=15"]
     cmd += ["-t"] if tty_mode else ["-T"]
+    if vm.get("ssh_netns"):	# a QEMU that libvirt runs in that namespace ('up --netns')
+        cmd = ["ip", "netns", "exec", vm["ssh_netns"]] + cmd
     return cmd + ["root@127.0.0.1"]
 
 

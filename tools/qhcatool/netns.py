@@ -9,10 +9,15 @@ opens each tap inside the namespace (setns into it, open /dev/net/tun, TUNSETIFF
 back: a tun file belongs to the namespace it was opened in, whoever holds it later) and
 hands the descriptor to QEMU: -netdev tap,id=fabric,fd=N. The taps are persistent (made
 with 'ip tuntap add'), so 'start I' after 'kill I' opens guest I's tap again.
+
+'up --netdev tap --bridge BR [--netns NS]' puts the taps on a bridge that exists already, in
+NS or in the host's namespace: a site's bridge, or one joined to other hosts by VXLAN. The
+launcher then makes and removes only the taps.
 """
 import ctypes
 import fcntl
 import hashlib
+import json
 import os
 import struct
 import subprocess
@@ -107,8 +112,60 @@ def tap_teardown(ns, indexes):
     return None
 
 
+def ns_args(ns):
+    """ip's arguments for namespace NS (None: the host's)."""
+    return ["-n", ns] if ns else []
+
+
+def bridge_mtu(ns, bridge):
+    """The MTU of bridge BRIDGE in NS (None: the host's namespace); RuntimeError if there is
+    no such bridge."""
+    r = ip_cmd(*ns_args(ns), "-j", "-d", "link", "show", "dev", bridge, check=False)
+    where = "namespace %s" % ns if ns else "the host's namespace"
+    try:
+        link = json.loads(r.stdout)[0] if r.returncode == 0 else None
+    except (ValueError, IndexError):
+        link = None
+    if not link or (link.get("linkinfo") or {}).get("info_kind") != "bridge":
+        raise RuntimeError("no bridge %s in %s (make it first: 'ip%s link add %s type bridge', "
+                           "docs/fabric.md)" % (bridge, where, " -n " + ns if ns else "",
+                                                bridge))
+    return int(link["mtu"])
+
+
+def bridge_taps_setup(ns, bridge, indexes):
+    """A persistent tap for each guest on the existing bridge BRIDGE of NS (None: the host's
+    namespace), with the bridge's MTU. Refuses a tap name that exists: it may be another
+    run's guest. Returns the MTU."""
+    mtu = bridge_mtu(ns, bridge)
+    for i in indexes:
+        if ip_cmd(*ns_args(ns), "link", "show", "dev", tap_name(i), check=False).returncode == 0:
+            raise RuntimeError("%s exists already%s (another run's guest %d? 'qhca down' there, "
+                               "or number these guests with --first)"
+                               % (tap_name(i), " in namespace " + ns if ns else "", i))
+    made = []
+    try:
+        for i in indexes:
+            ip_cmd(*ns_args(ns), "tuntap", "add", "dev", tap_name(i), "mode", "tap")
+            made.append(i)
+            ip_cmd(*ns_args(ns), "link", "set", tap_name(i), "mtu", str(mtu), "master", bridge,
+                   "up")
+    except RuntimeError:
+        bridge_taps_teardown(ns, made)
+        raise
+    return mtu
+
+
+def bridge_taps_teardown(ns, indexes):
+    """Remove the taps of bridge_taps_setup, quietly for those that are not there."""
+    for i in indexes:
+        ip_cmd(*ns_args(ns), "link", "del", tap_name(i), check=False)
+
+
 def open_tap(ns, ifname):
-    """A descriptor of tap IFNAME in namespace NS, opened from inside it."""
+    """A descriptor of tap IFNAME in namespace NS (None: this one), opened from inside it."""
+    if not ns:
+        return tun_open(ifname, "")
     own = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
         target = os.open(netns_path(ns), os.O_RDONLY)
@@ -116,23 +173,29 @@ def open_tap(ns, ifname):
         os.close(own)
         raise RuntimeError("network namespace %s: %s (was it removed? 'qhca down' and 'qhca "
                            "up' make it again)" % (ns, e.strerror))
-    fd = -1
     try:
         try:
             setns_net(target)
         except OSError as e:
             raise RuntimeError("cannot enter network namespace %s: %s" % (ns, e))
         try:
-            fd = os.open("/dev/net/tun", os.O_RDWR)
-            fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH22x", ifname.encode(),
-                                                   IFF_TAP | IFF_NO_PI))
-        except OSError as e:
-            if fd >= 0:
-                os.close(fd)
-            raise RuntimeError("tap %s in namespace %s: %s" % (ifname, ns, e.strerror or e))
+            fd = tun_open(ifname, " in namespace " + ns)
         finally:
             setns_net(own)
     finally:
         os.close(own)
         os.close(target)
+    return fd
+
+
+def tun_open(ifname, where):
+    """A descriptor of tap IFNAME in this thread's namespace (WHERE names it in errors)."""
+    fd = -1
+    try:
+        fd = os.open("/dev/net/tun", os.O_RDWR)
+        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH22x", ifname.encode(), IFF_TAP | IFF_NO_PI))
+    except OSError as e:
+        if fd >= 0:
+            os.close(fd)
+        raise RuntimeError("tap %s%s: %s" % (ifname, where, e.strerror or e))
     return fd

@@ -7,6 +7,7 @@ import re
 import shlex
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -20,8 +21,9 @@ from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .files import parse_shares, share_qemu_args
 from .guest import ssh_base
 from .kernel import own_kernel_image
-from .netns import (BRIDGE, need_root, netns_path, open_tap, run_netns, tap_name, tap_setup,
-                    tap_teardown)
+from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, virsh
+from .netns import (BRIDGE, bridge_mtu, bridge_taps_setup, bridge_taps_teardown, need_root,
+                    netns_path, open_tap, run_netns, tap_name, tap_setup, tap_teardown)
 from .qmp import Qmp
 
 
@@ -81,9 +83,27 @@ TAP_NETDEV_RE = re.compile(r"tap,id=fabric,fd=\d+")
 
 
 def disk_format(path):
-    """'qcow2' or 'raw', by the file's first bytes."""
+    """'qcow2' or 'raw', by the file's first bytes. A qcow2 image may name other files that
+    QEMU would open and show the guest (a backing file, an external data file: any file the
+    launcher can read, its ssh key included); such an image is refused (ValueError)."""
     with open(path, "rb") as f:
-        return "qcow2" if f.read(4) == b"QFI\xfb" else "raw"
+        head = f.read(104)
+    if head[:4] != b"QFI\xfb":
+        return "raw"
+    if len(head) < 72:
+        raise ValueError("a qcow2 image with a truncated header")
+    version, backing = struct.unpack(">IQ", head[4:16])
+    if backing:
+        raise ValueError("a qcow2 image with a backing file: the guest would read that file "
+                         "of the host; make a whole image first (qemu-img convert -O qcow2)")
+    if version >= 3:
+        if len(head) < 80:
+            raise ValueError("a qcow2 v3 image with a truncated header")
+        incompatible = struct.unpack(">Q", head[72:80])[0]
+        if incompatible & 0x4:
+            raise ValueError("a qcow2 image with an external data file: the guest would see "
+                             "that file of the host; convert it (qemu-img convert -O qcow2)")
+    return "qcow2"
 
 
 def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DEFAULT_MEM,
@@ -149,11 +169,18 @@ def cmd_down(args):
     if not state:
         info("nothing is up")
         return 0
+    undefined = []
     for vm in state["vms"]:
+        if vm.get("libvirt"):
+            err = libvirt_remove(vm)
+            if err:
+                undefined.append(err)
         if vm_alive(vm):
             stop_pid(vm["pid"], "vm%d" % vm["index"])
     if state.get("fabric_pid"):
         stop_pid(state["fabric_pid"], "fabric")
+    for err in undefined:
+        info("warning: %s" % err)
     for vm in state["vms"]:
         for suffix in (".console", ".qmp"):
             try:
@@ -161,7 +188,9 @@ def cmd_down(args):
             except FileNotFoundError:
                 pass
     left = None
-    if state.get("netns"):
+    if state.get("tap_bridge"):	# the taps only: the bridge and its namespace are not ours
+        bridge_taps_teardown(state["tap_bridge"]["netns"], state.get("taps") or [])
+    elif state.get("netns"):
         # Only the namespace 'up --netdev tap' made for this run (never --fabric-netns's).
         try:
             left = tap_teardown(state["netns"], state.get("taps") or [])
@@ -172,7 +201,11 @@ def cmd_down(args):
         die("down: the VMs are stopped but %s could not be removed: %s" % (state["netns"], left))
     os.unlink(STATE)
     netdev = state.get("netdev", "fabric")
-    if netdev == "tap":
+    if state.get("libvirt_bridge"):
+        what = "libvirt's taps gone from bridge %s" % state["libvirt_bridge"]
+    elif state.get("tap_bridge"):
+        what = "their taps removed from bridge %s" % state["tap_bridge"]["bridge"]
+    elif netdev == "tap":
         what = "the namespace %s with its bridge and taps removed" % state["netns"]
     elif netdev == "dgram":
         what = "no fabric"
@@ -277,6 +310,11 @@ def launch(vm):
     guest's tap is opened now and its descriptor handed over (fd=N in the argv is this
     launch's number; vmI.cmdline shows it)."""
     i = vm["index"]
+    if vm.get("libvirt"):
+        libvirt_start(vm)
+        vm["state"] = "running"
+        vm["booted"] = time.time()
+        return
     fds = ()
     if vm.get("tap"):
         fd = open_tap(vm["tap"]["netns"], vm["tap"]["ifname"])
@@ -286,8 +324,10 @@ def launch(vm):
         f.write(" ".join(shlex.quote(c) for c in vm["argv"]) + "\n")
     qlog = open(os.path.join(RUN, "vm%d.qemu.log" % i), "w")
     try:
+        # QEMU's snapshot mode keeps a disk guest's writes in a file of TMPDIR: the run's.
+        env = dict(os.environ, TMPDIR=RUN) if vm.get("disk") else None
         p = subprocess.Popen(vm["argv"], stdout=qlog, stderr=qlog, stdin=subprocess.DEVNULL,
-                             start_new_session=True, pass_fds=fds)
+                             start_new_session=True, pass_fds=fds, env=env)
     except OSError as e:
         raise RuntimeError("vm%d: cannot run %s: %s" % (i, vm["argv"][0], e.strerror or e))
     finally:
@@ -349,7 +389,7 @@ def cmd_up(args):
         die("--mem (or QHCA_VM_MEM) must be a number of MiB, not %r" % args.mem)
     if mem < 256:
         die("--mem %d: a guest needs at least 256 MiB (the image lives in its RAM)" % mem)
-    netdev = args.netdev
+    netdev = args.netdev or ("tap" if args.bridge else "fabric")
     on_fabric = netdev == "fabric"
     trunks = args.trunk or []
     if args.spare_ports < 0:
@@ -369,6 +409,34 @@ def cmd_up(args):
         die("--netdev dgram joins exactly two guests point to point: -n 2")
     if netdev == "tap":
         need_root("up --netdev tap")
+    if args.bridge and netdev != "tap":
+        die("--bridge puts the qhca devices on taps of an existing bridge: it goes with "
+            "--netdev tap only")
+    if args.netns and not (args.bridge or args.libvirt):
+        die("--netns NS names where the bridge of --bridge is (and the daemon of --libvirt); "
+            "without --bridge, --netdev tap makes a namespace of its own")
+    if args.netns:
+        need_root("up --netns")
+        if not os.path.exists(netns_path(args.netns)):
+            die("--netns %s: no such network namespace" % args.netns)
+    if args.libvirt:
+        given = [opt for opt, v in (
+            ("--netdev dgram", netdev == "dgram"),
+            ("--netdev tap without --bridge", netdev == "tap" and not args.bridge),
+            ("--rxe", args.rxe), ("--share", args.share or args.share_rw),
+            ("--pcap", args.pcap and args.bridge)) if v]
+        if given:
+            die("--libvirt runs the guests on the fabric, or on a bridge with libvirt's own "
+                "taps (--bridge): not with %s" % ", ".join(given))
+        try:
+            virsh(args.libvirt, "list", "--all")
+        except RuntimeError as e:
+            die("--libvirt %s: %s" % (args.libvirt, e))
+    if args.bridge:
+        try:
+            bridge_mtu(args.netns, args.bridge)
+        except RuntimeError as e:
+            die("--bridge %s: %s" % (args.bridge, e))
     if args.fabric_netns:
         need_root("up --fabric-netns")
         if not os.path.exists(netns_path(args.fabric_netns)):
@@ -436,6 +504,10 @@ def cmd_up(args):
             die("--disk %s: no such readable file (a raw or qcow2 disk image)" % args.disk)
         if "," in disk:
             die("--disk %s: QEMU's -drive cannot take a path with a comma" % disk)
+        try:
+            disk_format(disk)
+        except (OSError, ValueError) as e:
+            die("--disk %s: %s" % (args.disk, e))
         image = ()	# the probe below boots the flavour's kernel only if it is built
     check_artifacts(image, args.flavour)
     check_socket_paths(last, nports if on_fabric else 1)
@@ -444,11 +516,13 @@ def cmd_up(args):
     if old:
         if any(vm_alive(vm) for vm in old["vms"]) or alive(old.get("fabric_pid")):
             die("VMs are already up in %s; run 'qhca down' first" % RUN)
-        if old.get("netns"):
-            try:
+        try:
+            if old.get("tap_bridge"):
+                bridge_taps_teardown(old["tap_bridge"]["netns"], old.get("taps") or [])
+            elif old.get("netns"):
                 tap_teardown(old["netns"], old.get("taps") or [])
-            except RuntimeError:
-                pass
+        except RuntimeError:
+            pass
         os.unlink(STATE)
     if args.kernel or args.modules:	# after the check above: a refused up writes nothing
         image = own_kernel_image(args.kernel, args.modules, os.path.dirname(image[1]))
@@ -523,6 +597,22 @@ def cmd_up(args):
         state["udp"] = udp
         info("dgram: vm%d on UDP 127.0.0.1:%d, vm%d on UDP 127.0.0.1:%d"
              % (first, udp[0], last, udp[1]))
+    elif args.bridge and args.libvirt:
+        state["libvirt_bridge"] = args.bridge
+        info("tap: libvirt's, on bridge %s%s" % (
+            args.bridge, " in namespace " + args.netns if args.netns else ""))
+    elif args.bridge:
+        ns = args.netns
+        try:
+            mtu = bridge_taps_setup(ns, args.bridge, indexes)
+        except RuntimeError as e:
+            die("--bridge %s: %s" % (args.bridge, e))
+        state["tap_bridge"] = {"netns": ns, "bridge": args.bridge}
+        state["taps"] = indexes
+        save_state(state)
+        info("tap: bridge %s%s (MTU %d), taps %s" % (
+            args.bridge, " in namespace " + ns if ns else "", mtu,
+            " ".join(tap_name(i) for i in indexes)))
     else:
         ns = run_netns()
         state["netns"] = ns
@@ -554,12 +644,29 @@ def cmd_up(args):
         elif netdev == "dgram":
             vm["udp"] = [udp[k], udp[1 - k]]
             nd = dgram_netdev(udp[k], udp[1 - k])
+        elif args.libvirt:
+            nd = None	# libvirt's tap on the bridge
         else:
             vm["tap"] = {"netns": ns, "ifname": tap_name(i)}
             nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
-        vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
-                                  rxe_port=n + k + 1 if args.rxe else None, mem=mem,
-                                  link="ib" if args.ib else None, shares=shares, disk=disk)
+        if args.libvirt:
+            name = domain_name(run_netns()[len("qhca-"):], i)
+            vm["libvirt"] = {"uri": args.libvirt, "domain": name}
+            vm["qemu_name"] = "guest=" + name
+            if args.netns:
+                vm["ssh_netns"] = args.netns	# libvirt's QEMU forwards ssh there
+            libvirt_remove(vm)	# a domain an earlier run left
+            with open(os.path.join(RUN, "vm%d.xml" % i), "w") as f:
+                f.write(domain_xml(
+                    name, i, mem, ssh_port, image=image,
+                    cmdline="console=ttyS0 panic=-1 quiet qhcavm=%d" % i, disk=disk,
+                    disk_format=disk_format(disk) if disk else None,
+                    fabric_netdev=None if args.bridge else nd, bridge=args.bridge,
+                    link="ib" if args.ib else None, extra=extra + dump))
+        else:
+            vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
+                                      rxe_port=n + k + 1 if args.rxe else None, mem=mem,
+                                      link="ib" if args.ib else None, shares=shares, disk=disk)
         try:
             launch(vm)
         except RuntimeError as e:
@@ -607,6 +714,8 @@ def cmd_kill(args):
         gone = "its fabric port %d is disconnected" % vm["port"]
     elif vm.get("tap"):
         gone = "its tap %s stays on the bridge, without carrier" % vm["tap"]["ifname"]
+    elif vm.get("libvirt"):
+        gone = "libvirt removed its tap from the bridge"
     else:
         gone = "its UDP peer hears nothing"
     info("vm%d: killed QEMU (pid %d) with SIGKILL; %s; 'qhca start %d' boots it again"
@@ -651,12 +760,12 @@ def cmd_start(args):
     if vm_alive(vm):
         die("vm%d is running (pid %d); 'qhca kill %d' or 'qhca reset %d' first"
             % (i, vm["pid"], i, i))
-    if not vm.get("argv"):
+    if not vm.get("argv") and not vm.get("libvirt"):
         try:
             vm["argv"] = shlex.split(open(os.path.join(RUN, "vm%d.cmdline" % i)).read())
         except OSError as e:
             die("vm%d: no saved command line: %s" % (i, e))
-    if not port_free(vm["ssh_port"]):
+    if not vm.get("ssh_netns") and not port_free(vm["ssh_port"]):
         die("vm%d: its ssh port 127.0.0.1:%d is taken by another program now"
             % (i, vm["ssh_port"]))
     if state.get("netdev", "fabric") == "fabric" and not alive(state.get("fabric_pid")):
@@ -698,6 +807,12 @@ def cmd_status(args):
     if netdev == "fabric":
         net = "fabric pid %s (%s)" % (state["fabric_pid"],
                                       "running" if alive(state["fabric_pid"]) else "stopped")
+    elif state.get("libvirt_bridge"):
+        net = "libvirt's taps on bridge %s" % state["libvirt_bridge"]
+    elif state.get("tap_bridge"):
+        tb = state["tap_bridge"]
+        net = "netdev tap: bridge %s %s" % (
+            tb["bridge"], "in namespace %s" % tb["netns"] if tb["netns"] else "of the host")
     elif netdev == "tap":
         net = "netdev tap: bridge %s in namespace %s (%s)" % (
             BRIDGE, state.get("netns"),
@@ -726,6 +841,8 @@ def cmd_status(args):
             where = "  UDP 127.0.0.1:%d -> %d" % tuple(vm["udp"])
         else:
             where = ""
+        if vm.get("libvirt"):
+            where += "  libvirt domain %s" % vm["libvirt"]["domain"]
         print("vm%d  pid %s (%s)  ssh 127.0.0.1:%d  mac %s%s" % (
             vm["index"], vm.get("pid") if running else "-",
             "running" if running else "stopped", vm["ssh_port"], vm["mac"], where))
