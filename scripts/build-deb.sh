@@ -9,6 +9,10 @@
 # Both are made in the flavour's build root, so the provider's dependencies are computed
 # (dpkg-shlibdeps) against the guests' own libibverbs. Prints "deb: PATH" for each.
 set -euo pipefail
+# What the packages install gets the modes of the staging tree: not the caller's umask (077
+# would make the driver's source and the provider unreadable to the guests' users, 002
+# group-writable). The tree is also set to 0755/0644 before dpkg-deb (below).
+umask 022
 . "$(dirname "$0")/lib.sh"
 
 # The version: VERSION's, then the commits since it changed and the commit, when this is a
@@ -116,6 +120,9 @@ Description: user-space driver (rdma-core provider) of the qhca emulated RDMA ad
  programs post work requests and poll completions in user space on qhca_0.
 EOF
 
+# Whatever the files came with (a checkout's group-writable or private modes): readable by
+# all, writable by root only; directories and programs 0755, other files 0644.
+chmod -R u+rwX,go+rX,go-w "$stage"
 for pkg in dkms provider; do
     in_buildroot dpkg-deb --root-owner-group -Zxz --build "/work/deb-stage/$pkg" /work/deb/ > /dev/null ||
         die "dpkg-deb failed for $pkg"

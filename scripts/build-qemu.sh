@@ -78,17 +78,24 @@ else
     [ -n "$tarball" ] || die "no QEMU source could be downloaded (tried: $(echo $tries))"
     ver=$(basename "$tarball" | sed -E 's/qemu_([0-9.]+).*/\1/')
     qemu_patches "$ver"
-    # One tree per version, patched again in place when qemu-patches/ change: its path stays,
-    # so the builds keep their configuration and ccache finds what did not change.
+    # One tree per version, unpacked and patched again when qemu-patches/ or the tarball
+    # change: its path stays, so the builds keep their configuration and ccache finds what did
+    # not change. The stamp names the tarball too: another tarball of the same version (a new
+    # Debian upload) is unpacked again.
     src="$QHCA_CACHE/qemu-$ver"
-    if [ "$(cat "$src/.qhca-patched" 2>/dev/null)" != "$patch_sum" ]; then
+    stamp="$patch_sum $(basename "$tarball")"
+    if [ "$(cat "$src/.qhca-patched" 2>/dev/null)" != "$stamp" ]; then
         step "qemu: unpacking $(basename "$tarball") and applying qemu-patches/"
         rm -rf "$src.tmp" && mkdir -p "$src.tmp"
-        tar -xf "$tarball" -C "$src.tmp" --strip-components=1
+        # --touch: every file gets the time of now, not the tarball's. With the times of the
+        # tarball, a file that the old patches changed (and the build compiled) and the new ones
+        # no longer change would be older than its object: ninja would keep the object of
+        # the old patches. Now everything is rebuilt; ccache makes that cheap.
+        tar -xf "$tarball" -C "$src.tmp" --strip-components=1 --touch
         for p in "${patches[@]}"; do
             patch -d "$src.tmp" -p1 -s -f < "$p" || die "$(basename "$p") does not apply to QEMU $ver"
         done
-        echo "$patch_sum" > "$src.tmp/.qhca-patched"
+        echo "$stamp" > "$src.tmp/.qhca-patched"
         rm -rf "$src" && mv "$src.tmp" "$src"
         # Older trees (other versions of the series, or named by their patch set) go.
         for old in "$QHCA_CACHE"/qemu-"$series".*; do

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Self-test of the test harness, no VM needed (the first tier of tests/check.sh): the helpers
 # of tests/vm/lib.sh (check, skip, finish, vm_up's guard, the negatives kernel_log_clean and
-# ping_lost, via_qhca) and the tally and summary of tests/check.sh. A harness that cannot
-# fail makes every test pass; here each helper is fed a failing case and must fail it.
+# ping_lost, via_qhca), the tally and summary of tests/check.sh, and what 'qhca run' makes of
+# a test's output (tests/selftest_run.py). A harness that cannot fail makes every test pass;
+# here each helper is fed a failing case and must fail it.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 n_ok=0 n_bad=0
@@ -116,6 +117,23 @@ say "tally: a runner that failed with no 'not ok' counts as a failure" has "t3: 
 say "summary: the last line is exactly 'N passed, N failed, N skipped'" \
     eval '[ "$(tail -n 2 <<<"$out" | head -n 1)" = "3 passed, 3 failed, 2 skipped" ]'
 say "summary: non-zero after a failure" has "summary=1"
+
+# ---- qhca run (tools/qhcatool/tap.py): TAP parsing, the verdict of a run, the bounded
+# capture and the TAP and JUnit files, by tests/selftest_run.py. Its "ok"/"not ok" lines are
+# this test's own; a failure of the script with no "not ok" line counts as one.
+run_out=$(python3 "$here/selftest_run.py" 2>&1)
+run_rc=$?
+run_bad=0
+while IFS= read -r line; do
+    case $line in
+    "ok - selftest: "*) echo "$line"; n_ok=$((n_ok + 1)) ;;
+    "not ok - selftest: "*) echo "$line"; n_bad=$((n_bad + 1)) run_bad=1 ;;
+    "") ;;
+    *) echo "#   ${line#\#   }" ;;
+    esac
+done <<<"$run_out"
+[ "$run_rc" = 0 ] || [ "$run_bad" = 1 ] ||
+    say "tests/selftest_run.py ran to its end (status $run_rc)" false
 
 echo "$n_ok passed, $n_bad failed, 0 skipped"
 [ "$n_bad" = 0 ]

@@ -26,9 +26,18 @@ disk=$(sed -n 's/^disk: //p' "$work/disk.out")
 # DKMS's compiler needs room beside systemd: 1.5 GiB each.
 img_stamp=$(stat -c '%s %Y %Z' "$disk")
 vm_up 2 --disk "$disk" --mem 1536
-check "the guests' writes go to the run directory (QEMU's snapshot file, TMPDIR)" eval '
-    pid=$(python3 -c "import json; print(json.load(open(\"$QHCA_RUN/state.json\"))[\"vms\"][0][\"pid\"])") &&
-    tr "\0" "\n" < /proc/$pid/environ | grep -qx "TMPDIR=$QHCA_RUN"'
+# Each QEMU holds the image read-only and its snapshot file (unlinked at once) in the run
+# directory.
+snapshot_in_run() {
+    local i pid fds
+    for i in 0 1; do
+        pid=$(python3 -c "import json; print(json.load(open('$QHCA_RUN/state.json'))['vms'][$i]['pid'])") &&
+        [ -n "$pid" ] && fds=$(ls -l "/proc/$pid/fd") || return 1
+        grep -E -- "-> $QHCA_RUN/vl\.[A-Za-z0-9]+ \(deleted\)$" <<< "$fds" || { echo "vm$((i + 1)): $fds"; return 1; }
+        grep -E -- "^lr-x.* -> $disk$" <<< "$fds" || { echo "vm$((i + 1)): the image not read-only: $fds"; return 1; }
+    done
+}
+check "the image read-only in each QEMU, the guests' writes in the run directory (snapshot file)" snapshot_in_run
 # The device is there (1af4:10f0), with no driver: nothing of qhca's is in the image.
 no_qhca_yet() {
     local i

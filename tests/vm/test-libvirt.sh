@@ -50,11 +50,12 @@ domains_running() {
     list=$(vsh list --name) || return 1
     echo "$list"
     for i in 1 2; do
-        d=$(domain $i) || return 1
+        d=$(domain $i) && pid=$(vm_pid $i) && [ -n "$d" ] && [ -n "$pid" ] && [ -n "$libvirtd_pid" ] ||
+            { echo "no domain or pid of vm$i in the state, or no libvirtd pid"; return 1; }
         grep -qx "$d" <<< "$list" || { echo "$d is not running"; return 1; }
         # libvirtd's QEMU shares its mount and network namespaces, which are not ours.
         for n in mnt net; do
-            [ "$(readlink "/proc/$(vm_pid $i)/ns/$n")" = "$(readlink "/proc/$libvirtd_pid/ns/$n")" ] &&
+            [ "$(readlink "/proc/$pid/ns/$n")" = "$(readlink "/proc/$libvirtd_pid/ns/$n")" ] &&
             [ "$(readlink "/proc/$libvirtd_pid/ns/$n")" != "$(readlink /proc/self/ns/$n)" ] ||
                 { echo "vm$i's QEMU is not in libvirtd's $n namespace"; return 1; }
         done
@@ -71,8 +72,10 @@ no_domains() {	# libvirt knows no domain any more (list ran and printed nothing)
 echo "# a. up --libvirt on the fabric"
 vm_up 2 --libvirt "$uri" --netns "$ns"
 check "both domains run under libvirtd" domains_running
-check "the qhca device on the fabric in the domain's XML" eval '
-    vsh dumpxml "$(domain 1)" | grep -q "qhca,id=qhca0,netdev=fabric,mac=52:54:00:51:48:01"'
+check "libvirt's QEMU runs the qhca device on the fabric's port 1" eval '
+    tr "\0" "\n" < "/proc/$(vm_pid 1)/cmdline" > "$lvdir/argv" &&
+    grep -q "^qhca,id=qhca0,netdev=fabric,mac=52:54:00:51:48:01," "$lvdir/argv" &&
+    grep -q "^stream,id=fabric,.*addr.path=$QHCA_RUN/fabric/port1.sock," "$lvdir/argv"'
 check "ibv_rc_pingpong -c" pingpong ibv_rc_pingpong -s 65536 -n 100 -c
 check "ib_write_bw" perf ib_write_bw -s 65536 -n 200
 check "kill 2 (libvirt sees its domain shut off), start 2 (virsh start)" eval '
@@ -81,6 +84,17 @@ check "kill 2 (libvirt sees its domain shut off), start 2 (virsh start)" eval '
 check "ibv_rc_pingpong -c after the restart" pingpong ibv_rc_pingpong -s 4096 -n 50 -c
 vm_down
 check "down undefined the domains" no_domains
+
+# A domain with the name this run would give guest 1, but not this run's (no <metadata> of
+# it): up refuses and leaves it defined.
+check "a domain of that name that is not this run's is left alone" eval '
+    sed -e "/<metadata>/d" -e "s|<uuid>.*</uuid>||" "$QHCA_RUN/vm1.xml" > "$lvdir/foreign.xml" &&
+    name=$(sed -n "s|.*<name>\(.*\)</name>.*|\1|p" "$lvdir/foreign.xml") && [ -n "$name" ] &&
+    vsh define "$lvdir/foreign.xml" > /dev/null &&
+    out=$("$qhca" up -n 1 --libvirt "$uri" --netns "$ns" 2>&1); rc=$?; echo "$out" | tail -n 2
+    vsh list --all --name | grep -qx "$name" && vsh undefine "$name" > /dev/null &&
+    [ $rc != 0 ] && grep -q "was not made by this run" <<< "$out"'
+check "and nothing of that up is left" eval 'no_domains && nothing_running'
 
 # ---- b. on a bridge, libvirt's taps ----
 echo "# b. up --libvirt --bridge br0"

@@ -324,7 +324,8 @@ vxlan_hosts_up() {
     wait $pa; ra=$?
     wait $pb; rb=$?
     sed 's/^/A: /' "$tmp/a.log"; sed 's/^/B: /' "$tmp/b.log"
-    [ "$ra" = 0 ] && [ "$rb" = 0 ] && grep -q "bridge br0 in namespace $ns_a (MTU 1450)" "$tmp/a.log"
+    [ "$ra" = 0 ] && [ "$rb" = 0 ] && grep -q "bridge br0 in namespace $ns_a (MTU 1450)" "$tmp/a.log" &&
+        grep -q "bridge br0 in namespace $ns_b (MTU 1450)" "$tmp/b.log"
 }
 
 # The qhca netdev of the guest (the one with 192.168.77.I) at MTU 1450, as on such a site.
@@ -344,6 +345,7 @@ vxlan_carried() {
     grep -q "52:54:00:51:48:02 dev vxlan77 " <<< "$fa" || { echo "A: $fa"; return 1; }
     grep -q "52:54:00:51:48:01 dev vxlan77 " <<< "$fb" || { echo "B: $fb"; return 1; }
     grep -q "52:54:00:51:48:01 dev qhcatap1 " <<< "$fa" || { echo "A: $fa"; return 1; }
+    grep -q "52:54:00:51:48:02 dev qhcatap2 " <<< "$fb" || { echo "B: $fb"; return 1; }
     ip -n "$ns_b" -s -j link show | python3 -c '
 import json, sys
 d = {l["ifname"]: l["stats64"] for l in json.load(sys.stdin)}
@@ -354,7 +356,10 @@ assert d["veth-b"]["rx"]["bytes"] > d["vxlan77"]["rx"]["bytes"], "the VXLAN did 
 
 # down removed the taps and left the bridges (they are the site's, not qhca's).
 taps_gone_bridges_kept() {
-    ip -n "$ns_a" link show br0 > /dev/null && ip -n "$ns_b" link show vxlan77 > /dev/null || return 1
+    local n
+    for n in "$ns_a" "$ns_b"; do
+        ip -n "$n" link show br0 > /dev/null && ip -n "$n" link show vxlan77 > /dev/null || return 1
+    done
     ! ip -n "$ns_a" link show qhcatap1 > /dev/null 2>&1 && ! ip -n "$ns_b" link show qhcatap2 > /dev/null 2>&1
 }
 
@@ -363,6 +368,12 @@ t=$(date +%s.%N)
 if [ "$root" = 1 ]; then
     check "two namespaces joined by a veth pair, a bridge with a VXLAN port in each" \
         eval 'make_hosts && make_vxlan "$ns_a" 10.77.0.1 10.77.0.2 veth-a && make_vxlan "$ns_b" 10.77.0.2 10.77.0.1 veth-b'
+    # A tap of that name that is not this run's (another run's guest 2): refused, left alone.
+    check "a tap name that exists is refused, and the tap left alone" eval '
+        ip -n "$ns_b" tuntap add dev qhcatap2 mode tap &&
+        out=$(qb up -n 1 --first 2 --bridge br0 --netns "$ns_b" 2>&1); rc=$?; echo "$out" | tail -n 1
+        ip -n "$ns_b" link show qhcatap2 > /dev/null && ip -n "$ns_b" link del qhcatap2 &&
+        [ $rc != 0 ] && grep -q "qhcatap2 exists already in namespace $ns_b" <<< "$out"'
     check "host A: up -n 1 --bridge br0 --netns A; host B: up -n 1 --first 2 --bridge br0 --netns B (mtu=1024)" \
         vxlan_hosts_up
     check "the guests' qhca netdevs at MTU 1450" eval 'xa 1 "$GUEST_MTU" && xb 2 "$GUEST_MTU"'

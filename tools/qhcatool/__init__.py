@@ -10,6 +10,9 @@ fabric and work inside them. One module a concern:
   fabric   the fabric switch: starting it, its control socket, 'qhca fabric'
   netns    network namespaces and taps (--netdev tap, --fabric-netns)
   explain  'qhca explain': tracing and capture around a command
+  run      'qhca run', for CI: up, setup, the test, TAP and JUnit, down
+  tap      what 'run' makes of a test's output: TAP parsed, the verdict, the TAP and JUnit
+           files (no guest needed: tests/selftest_run.py)
   story    the renderer of 'explain' (text, JSON lines, SVG); runs alone on a directory:
            python3 tools/qhcatool/story.py [--all] DIR
 """

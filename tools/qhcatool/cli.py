@@ -24,7 +24,8 @@
   qhca status               what is running (each guest running or stopped)
   qhca paths                print the cache and run directories in use
   qhca down                 stop the VMs and the fabric; nothing is left running
-  qhca run [up options] [--install DEB]... [--setup CMD]... [--tap F] [--junit F] -- CMD
+  qhca run [up options] [--install DEB]... [--setup CMD]... [--test-timeout S] [--tap F]
+           [--junit F] -- CMD
                             for CI: up, install the packages, run the setup commands in every
                             guest and CMD in the first, write TAP/JUnit, down, exit with CMD's
                             status (docs/ci.md)
@@ -203,6 +204,9 @@ def main():
                         "fails the run); repeatable")
     p.add_argument("--on", type=int, metavar="I", help="the guest that runs the test (default "
                    "the first)")
+    p.add_argument("--test-timeout", type=float, metavar="SECONDS",
+                   help="kill the test after SECONDS: a failing 'timeout' case, exit status "
+                        "124 (default: no limit)")
     p.add_argument("--tap", metavar="FILE", help="write the result as TAP")
     p.add_argument("--junit", metavar="FILE", help="write the result as JUnit XML")
     p.add_argument("--suite", metavar="NAME", help="the JUnit test suite's name")

@@ -95,10 +95,14 @@ def vm_alive(vm):
     except OSError:
         return True
     try:
-        return argv[argv.index("-name") + 1].split(",")[0] == \
-            vm.get("qemu_name", "vm%d" % vm["index"])
+        name = argv[argv.index("-name") + 1].split(",")[0]
     except (ValueError, IndexError):
         return False
+    if name != vm.get("qemu_name", "vm%d" % vm["index"]):
+        return False
+    # A libvirt domain's name is the run's: its QEMU has this run's QMP socket too.
+    return not vm.get("qemu_name") or \
+        "unix:%s/vm%d.qmp,server=on,wait=off" % (RUN, vm["index"]) in argv
 
 
 def port_free(port):

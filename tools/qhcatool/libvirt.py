@@ -13,6 +13,7 @@ socket). On a bridge, the qhca device is a plain libvirt interface:
 import os
 import re
 import subprocess
+import urllib.parse
 import time
 import uuid
 from xml.sax.saxutils import quoteattr, escape
@@ -20,6 +21,9 @@ from xml.sax.saxutils import quoteattr, escape
 from .common import QEMU, QEMU_DIR, RUN, SEABIOS, mgmt_mac, vm_mac, device_props
 
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+# The domain's <metadata> names the run directory that made it: 'up' and 'down' touch a
+# domain of that name only if it is theirs.
+RUN_NS = "urn:qhca:run"
 
 # Devices of <qemu:commandline> come before libvirt's own in QEMU's order; without an address
 # they would take the slots libvirt gives its PCIe root ports (1, 2, ...). Slots of their own:
@@ -36,12 +40,30 @@ def _qemu_args(args):
     return "".join("    <qemu:arg value=%s/>\n" % quoteattr(a) for a in args)
 
 
+def local_uri(uri):
+    """URI names a libvirt on this machine (qemu:///system, qemu:///session, ?socket=...): the
+    launcher finds the guests' QEMU processes here and reaches their sockets by path."""
+    u = urllib.parse.urlsplit(uri)
+    return u.scheme in ("qemu", "qemu+unix") and not u.netloc
+
+
+def _prop_type(v):
+    """The type <qemu:property> needs for value V: QEMU's JSON -device takes no string for
+    a boolean or number property."""
+    if v in ("on", "off", "true", "false", "yes", "no"):
+        return "bool", "true" if v in ("on", "true", "yes") else "false"
+    try:
+        return "unsigned", str(int(v, 0))
+    except ValueError:
+        return "string", v
+
+
 def _override(alias, props):
     """<qemu:override> setting the device ALIAS's properties PROPS (",k=v,k=v")."""
     out = ""
     for prop in props.split(",")[1:]:
         k, _, v = prop.partition("=")
-        kind = "unsigned" if v.isdigit() else "string"
+        kind, v = _prop_type(v)
         out += "        <qemu:property name=%s type='%s' value=%s/>\n" % (
             quoteattr(k), kind, quoteattr(v))
     if not out:
@@ -78,7 +100,7 @@ def domain_xml(name, i, mem, ssh_port, image=None, cmdline=None, disk=None, disk
              "-netdev", "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22" % ssh_port,
              "-device", "virtio-net-pci,netdev=mgmt,romfile=,mac=%s,%s" % (mgmt_mac(i),
                                                                           SLOT_MGMT),
-             "-qmp", "unix:%s/vm%d.qmp,server=on,wait=off" % (run, i)] + list(extra)
+             "-qmp", qmp_arg(i)] + list(extra)
     if fabric_netdev:
         qargs += ["-netdev", fabric_netdev,
                   "-device", "qhca,id=qhca0,netdev=fabric,mac=%s,%s%s" % (vm_mac(i), SLOT_QHCA,
@@ -97,6 +119,7 @@ def domain_xml(name, i, mem, ssh_port, image=None, cmdline=None, disk=None, disk
     return ("<domain type='qemu' xmlns:qemu=%s>\n"
             "  <name>%s</name>\n"
             "  <uuid>%s</uuid>\n"
+            "  <metadata><qhca:run xmlns:qhca=%s dir=%s/></metadata>\n"
             "  <memory unit='MiB'>%d</memory>\n"
             "  <vcpu>1</vcpu>\n"
             "  <os>\n"
@@ -125,7 +148,8 @@ def domain_xml(name, i, mem, ssh_port, image=None, cmdline=None, disk=None, disk
             "  </qemu:commandline>\n"
             "%s"
             "</domain>\n"
-            % (quoteattr(QEMU_NS), escape(name), uuid.uuid4(), mem, os_boot, on_reboot, escape(QEMU), disks,
+            % (quoteattr(QEMU_NS), escape(name), uuid.uuid4(), quoteattr(RUN_NS),
+               quoteattr(os.path.realpath(run)), mem, os_boot, on_reboot, escape(QEMU), disks,
                quoteattr("%s/vm%d.console" % (run, i)), quoteattr("%s/vm%d.log" % (run, i)),
                iface, _qemu_args(qargs), override))
 
@@ -146,9 +170,17 @@ def virsh(uri, *args, check=True):
     return r
 
 
-def qemu_pid(name, timeout=10.0):
-    """The pid of the QEMU that libvirt runs for domain NAME (-name guest=NAME,...)."""
+def qmp_arg(i):
+    """Guest I's QMP socket as the launcher gives it to QEMU: with the domain's name, how the
+    launcher knows its QEMU among the processes."""
+    return "unix:%s/vm%d.qmp,server=on,wait=off" % (RUN, i)
+
+
+def qemu_pid(name, i, timeout=10.0):
+    """The pid of the QEMU that libvirt runs for domain NAME, guest I: qhca's QEMU with
+    -name guest=NAME and this run's QMP socket."""
     want = ("guest=" + name).encode()
+    qmp = qmp_arg(i).encode()
     deadline = time.time() + timeout
     while True:
         for d in os.listdir("/proc"):
@@ -159,7 +191,7 @@ def qemu_pid(name, timeout=10.0):
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
-            if b"-name" in argv[:-1] and \
+            if argv[0] == QEMU.encode() and b"-name" in argv[:-1] and qmp in argv and \
                     argv[argv.index(b"-name") + 1].split(b",")[0] == want:
                 return int(d)
         if time.time() > deadline:
@@ -174,7 +206,7 @@ def libvirt_start(vm):
     path = os.path.join(RUN, "vm%d.xml" % i)
     virsh(lv["uri"], "define", path)
     virsh(lv["uri"], "start", lv["domain"])
-    pid = qemu_pid(lv["domain"])
+    pid = qemu_pid(lv["domain"], i)
     if not pid:
         raise RuntimeError("vm%d: libvirt started domain %s but no QEMU of it is running; "
                            "see libvirt's log of it (qemu/%s.log in libvirt's log directory)"
@@ -182,9 +214,25 @@ def libvirt_start(vm):
     vm["pid"] = pid
 
 
+def ours(uri, name):
+    """Domain NAME of URI: None if there is none, else whether this run made it."""
+    r = virsh(uri, "dumpxml", name, check=False)
+    if r.returncode:
+        return None
+    return re.search(r"<qhca:run [^>]*dir=%s" % re.escape(quoteattr(os.path.realpath(RUN))),
+                     r.stdout) is not None
+
+
 def libvirt_remove(vm):
-    """Stop (if it runs) and undefine guest VM's domain; returns what went wrong, or None."""
+    """Stop (if it runs) and undefine guest VM's domain if this run made it; returns what went
+    wrong, or None."""
     lv = vm["libvirt"]
+    mine = ours(lv["uri"], lv["domain"])
+    if mine is None:
+        return None
+    if not mine:
+        return ("libvirt's domain %s was not made by this run (%s): left alone"
+                % (lv["domain"], RUN))
     virsh(lv["uri"], "destroy", lv["domain"], check=False)
     r = virsh(lv["uri"], "undefine", lv["domain"], check=False)
     if r.returncode and not re.search(r"failed to get domain|Domain not found",

@@ -133,6 +133,12 @@ def bridge_mtu(ns, bridge):
     return int(link["mtu"])
 
 
+def tap_owner():
+    """The alias the taps of 'up --bridge' carry: this run's directory. 'down' deletes only a
+    tap with it (the same name may be another run's tap by then)."""
+    return "qhca:" + os.path.realpath(RUN)
+
+
 def bridge_taps_setup(ns, bridge, indexes):
     """A persistent tap for each guest on the existing bridge BRIDGE of NS (None: the host's
     namespace), with the bridge's MTU. Refuses a tap name that exists: it may be another
@@ -148,18 +154,27 @@ def bridge_taps_setup(ns, bridge, indexes):
         for i in indexes:
             ip_cmd(*ns_args(ns), "tuntap", "add", "dev", tap_name(i), "mode", "tap")
             made.append(i)
+            ip_cmd(*ns_args(ns), "link", "set", tap_name(i), "alias", tap_owner())
             ip_cmd(*ns_args(ns), "link", "set", tap_name(i), "mtu", str(mtu), "master", bridge,
                    "up")
     except RuntimeError:
-        bridge_taps_teardown(ns, made)
+        for i in made:	# just made by this call: ours, alias or not
+            ip_cmd(*ns_args(ns), "link", "del", tap_name(i), check=False)
         raise
     return mtu
 
 
 def bridge_taps_teardown(ns, indexes):
-    """Remove the taps of bridge_taps_setup, quietly for those that are not there."""
+    """Remove the taps of bridge_taps_setup that are this run's (by their alias), quietly for
+    those that are not there."""
     for i in indexes:
-        ip_cmd(*ns_args(ns), "link", "del", tap_name(i), check=False)
+        r = ip_cmd(*ns_args(ns), "-j", "link", "show", "dev", tap_name(i), check=False)
+        try:
+            link = json.loads(r.stdout)[0] if r.returncode == 0 else {}
+        except (ValueError, IndexError):
+            link = {}
+        if link.get("ifalias") == tap_owner():
+            ip_cmd(*ns_args(ns), "link", "del", tap_name(i), check=False)
 
 
 def open_tap(ns, ifname):

@@ -4,112 +4,241 @@ options: flavour, kernel, disk image, shares), install packages into them, run s
 commands in each, run the test command in one guest, write its result as TAP and JUnit
 XML, take everything down and exit with the test's status.
 
-The test's output is read as TAP when it has TAP lines ("ok N - name", "not ok N - name",
-"# SKIP" directives): each becomes a test case of its own. Without them the command is one
-test case, passed when it exits 0. Either way the exit status is the command's (1 when it
-passed but a TAP line says "not ok").
+The test's output is read as TAP (tap.py) when it has TAP lines ("ok N - name", "not ok N -
+name", "# SKIP" and "# TODO" directives, the plan "1..N", "Bail out!"): each test line
+becomes a test case of its own. Without them the command is one test case, passed when it
+exits 0. A run that is red never reports green: a status other than 0 with no failed case,
+a plan that does not match the results, a bail out, a test killed after --test-timeout, a
+run cancelled by SIGTERM, SIGHUP or SIGINT (CI cancelling the job), an 'up' or a setup step
+that failed, each is a failing case of its own. The exit status is the command's (1 when it
+exited 0 but a case failed; 124 after --test-timeout; 128+N after signal N).
+
+The guest's output is read in blocks, never whole: a bounded tail of it is kept for JUnit,
+each line cut to a length for the TAP parser; on a terminal, its control characters are
+taken out before it is shown.
 """
 import os
-import re
+import select
 import shlex
+import signal
 import subprocess
 import sys
 import time
-from xml.sax.saxutils import escape, quoteattr
 
 from .common import die, info, load_state
 from .files import copy_in
 from .guest import ssh_base
+from .tap import Capture, TtyFilter, counts, verdict, write_junit, write_tap
 from .vms import cmd_down, cmd_up
 
-# TAP's result lines are lower case ("OK" alone is unittest's summary); its directives not.
-TAP_RE = re.compile(r"^(not )?ok\b(?:\s+\d+)?(?:\s*-)?\s*(.*?)\s*(?:#\s*((?i:SKIP|TODO))\b\s*(.*))?$")
+# With --leave-up the test's shell writes its process group here first, so that a test killed
+# after --test-timeout or a cancellation does not go on in the guests left running: the ssh
+# server starts each session in a process group of its own, and the group is killed.
+REMOTE_PGID = "/tmp/qhca-run-test.pgid"
 
 
-def tap_cases(output):
-    """The TAP lines of OUTPUT as (name, 'pass'|'fail'|'skip', reason), in order."""
-    cases = []
-    for line in output.splitlines():
-        m = TAP_RE.match(line.strip())
-        if not m:
-            continue
-        failed, name, directive, reason = m.groups()
-        if directive and directive.upper() == "SKIP":
-            cases.append((name or "test %d" % (len(cases) + 1), "skip", reason or ""))
-        else:
-            cases.append((name or "test %d" % (len(cases) + 1), "fail" if failed else "pass",
-                          ""))
-    return cases
+class Cancelled(BaseException):
+    """Raised in the main thread by SIGTERM, SIGHUP or SIGINT: the job was cancelled."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
 
 
-def write_tap(path, cases):
-    with open(path, "w") as f:
-        f.write("1..%d\n" % len(cases))
-        for k, (name, result, reason) in enumerate(cases, 1):
-            if result == "skip":
-                f.write("ok %d - %s # SKIP %s\n" % (k, name, reason))
-            else:
-                f.write("%s %d - %s\n" % ("ok" if result == "pass" else "not ok", k, name))
+class Signals:
+    """While a run goes on, the first SIGTERM, SIGHUP or SIGINT raises Cancelled: the run
+    writes its TAP and JUnit with a failing 'cancelled' case and takes the guests down. After
+    the first, and once defer() is called (the way down), a signal is only noted, so that
+    nothing cuts the way down short."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+    def __init__(self):
+        self.got = None
+        self.raising = True
+        self.old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+
+    def _handler(self, signum, frame):
+        if self.got is None:
+            self.got = signum
+            if self.raising:
+                self.raising = False
+                raise Cancelled(signum)
+
+    def defer(self):
+        self.raising = False
+
+    def restore(self):
+        for s, h in self.old.items():
+            signal.signal(s, h)
 
 
-def write_junit(path, suite, cases, output, seconds):
-    fails = sum(1 for c in cases if c[1] == "fail")
-    skips = sum(1 for c in cases if c[1] == "skip")
-    with open(path, "w") as f:
-        f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-        f.write('<testsuites tests="%d" failures="%d" skipped="%d" time="%.1f">\n'
-                % (len(cases), fails, skips, seconds))
-        f.write('  <testsuite name=%s tests="%d" failures="%d" skipped="%d" time="%.1f">\n'
-                % (quoteattr(suite), len(cases), fails, skips, seconds))
-        for name, result, reason in cases:
-            f.write('    <testcase classname=%s name=%s>' % (quoteattr(suite), quoteattr(name)))
-            if result == "fail":
-                f.write('<failure message="failed"/>')
-            elif result == "skip":
-                f.write('<skipped message=%s/>' % quoteattr(reason))
-            f.write('</testcase>\n')
-        f.write('    <system-out>%s</system-out>\n' % escape(output[-1000000:]))
-        f.write('  </testsuite>\n</testsuites>\n')
+def echo(data, tty, out=None):
+    """Show DATA, guest output, on our stdout (filtered by TTY when that is a terminal).
+    Returns False when stdout is gone (a closed pipe): the run goes on without showing."""
+    out = out or sys.stdout.buffer
+    try:
+        out.write(tty(data) if tty else data)
+        out.flush()
+        return True
+    except (BrokenPipeError, ValueError):
+        # As cli.py does: the reader went away; later writes go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
 
 
-def guest_sh(state, i, cmd, stream):
-    """Run CMD in guest I; with STREAM its output goes to our stdout as it comes. Returns
-    (status, output)."""
+def show_tail(text):
+    """The end of a failed step's output, on stderr (its controls out on a terminal)."""
+    data = text[-4000:].encode("utf-8", "replace")
+    if sys.stderr.isatty():
+        f = TtyFilter()
+        data = f(data) + f.flush()
+    sys.stderr.buffer.write(data if data.endswith(b"\n") or not data else data + b"\n")
+    sys.stderr.flush()
+
+
+def guest_sh(state, i, cmd, stream=False, timeout=None, capture=None):
+    """Run CMD in guest I over ssh, its stdout and stderr read in blocks into CAPTURE (a
+    tap.Capture: a bounded tail, TAP parsed line by line); with STREAM also shown on our
+    stdout as it comes. After TIMEOUT seconds ssh is killed. Returns (status, capture); the
+    status is None after the timeout. Whatever ends this (a signal too), ssh does not stay."""
+    capture = capture if capture is not None else Capture()
     p = subprocess.Popen(ssh_base(state, i) + ["--", cmd], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    chunks = []
-    for line in iter(p.stdout.readline, b""):
-        chunks.append(line)
-        if stream:
-            sys.stdout.buffer.write(line)
-            sys.stdout.flush()
-    return p.wait(), b"".join(chunks).decode("utf-8", "replace")
+    tty = TtyFilter() if stream and sys.stdout.isatty() else None
+    deadline = time.monotonic() + timeout if timeout else None
+    fd = p.stdout.fileno()
+    try:
+        while True:
+            wait = None
+            if deadline is not None:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    return None, capture
+            if not select.select([fd], [], [], wait)[0]:
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            capture.feed(data)
+            if stream:
+                stream = echo(data, tty)
+        if stream and tty:
+            echo(tty.flush(), None)
+        try:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            return p.wait(wait), capture
+        except subprocess.TimeoutExpired:
+            return None, capture
+    finally:
+        capture.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+
+
+def kill_remote(state, i):
+    """Kill the test's process group in guest I (its number in REMOTE_PGID). 'kill -9 -N':
+    busybox's kill (qhca's image) takes no '--'."""
+    try:
+        subprocess.run(ssh_base(state, i) + [
+            "--", 'p=$(cat %s) && [ "$p" -gt 1 ] && kill -9 "-$p"' % REMOTE_PGID],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def install(state, indexes, debs):
     """Copy the packages DEBS into each guest and install them with apt (and what they need
-    from the guest's own repositories, which a disk guest may have)."""
+    from the guest's own repositories, which a disk guest may have). Returns None, or what
+    failed and its output."""
     names = [os.path.basename(d) for d in debs]
     for i in indexes:
         info("vm%d: installing %s" % (i, " ".join(names)))
-        guest_sh(state, i, "mkdir -p /root/qhca-run", False)
+        guest_sh(state, i, "mkdir -p /root/qhca-run")
         try:
             copy_in(state, list(debs), i, "/root/qhca-run/")
         except SystemExit:
-            return "vm%d: copying the packages in failed" % i
+            return "vm%d: copying the packages in failed" % i, ""
         rc, out = guest_sh(state, i, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
-                           + " ".join(shlex.quote("/root/qhca-run/" + n) for n in names), False)
+                           + " ".join(shlex.quote("/root/qhca-run/" + n) for n in names))
         if rc:
-            sys.stderr.write(out[-4000:])
-            return "vm%d: apt-get install failed (status %d)" % (i, rc)
+            return "vm%d: apt-get install failed (status %d)" % (i, rc), out.text()
     return None
+
+
+class Outcome:
+    """What a run has come to so far: kept when a signal cuts it short."""
+
+    def __init__(self):
+        self.cases = []
+        self.rc = 1
+        self.output = ""
+        self.phase = "qhca up"
+        self.capture = None	# the test's, once it runs
+        self.where = None	# (state, guest) of the test, once it runs
+        self.up = False		# the guests are this run's to take down
+
+
+def in_guests(args, out, debs, test, timeout):
+    """Install, set up and run the test in the guests 'up' booted; the result in OUT."""
+    state = load_state()
+    indexes = [vm["index"] for vm in state["vms"]]
+    on = args.on if args.on is not None else indexes[0]
+    out.phase = "install"
+    fail = install(state, indexes, debs) if debs else None
+    if not fail:
+        out.phase = "setup"
+        for setup in args.setup or []:
+            for i in indexes:
+                s, cap = guest_sh(state, i, setup)
+                if s:
+                    fail = "vm%d: setup '%s' failed (status %d)" % (i, setup, s), cap.text()
+                    break
+            if fail:
+                break
+    if fail:	# a failing case "install" or "setup"; the test does not run
+        info(fail[0])
+        if fail[1]:
+            show_tail(fail[1])
+        out.output = fail[0] + "\n" + fail[1]
+        out.cases, out.rc = [(out.phase, "fail", fail[0])], 1
+        return
+    info("vm%d: %s" % (on, test))
+    out.phase = "the test"
+    out.capture = Capture()
+    out.where = state, on
+    remote = test
+    if args.leave_up:
+        remote = "cut -d ' ' -f 5 /proc/$$/stat > %s 2> /dev/null\n%s" % (REMOTE_PGID, test)
+    rc, _ = guest_sh(state, on, remote, stream=True, timeout=timeout, capture=out.capture)
+    out.phase = "after the test"
+    if rc is None:
+        info("vm%d: %s: killed after --test-timeout %g s" % (on, test, timeout))
+        if args.leave_up:
+            kill_remote(state, on)
+        out.cases, out.rc = verdict(out.capture.parser, 124, test, interrupted=(
+            "timeout", "fail", "killed after --test-timeout %g s" % timeout))
+    else:
+        out.cases, out.rc = verdict(out.capture.parser, rc, test)
+    p, f, s = counts(out.cases)
+    info("vm%d: %s: status %d; %d passed, %d failed, %d skipped" % (
+        on, test, out.rc, p, f, s))
+
+
+def ours(t0):
+    """Whether the state file is of guests this run began to boot (since T0)."""
+    state = load_state()
+    return bool(state) and state.get("started", 0) >= t0
 
 
 def cmd_run(args):
     cmd = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
     if not cmd:
-        die("usage: qhca run [up options] [--install DEB]... [--setup CMD]... "
-            "[--tap FILE] [--junit FILE] -- CMD...")
+        die("usage: qhca run [up options] [--install DEB]... [--setup CMD]... [--on I] "
+            "[--test-timeout SECONDS] [--tap FILE] [--junit FILE] -- CMD...")
     test = cmd[0] if len(cmd) == 1 else " ".join(shlex.quote(a) for a in cmd)
     debs = [os.path.abspath(d) for d in args.install or []]
     for d in debs:
@@ -120,50 +249,60 @@ def cmd_run(args):
     for path in (args.tap, args.junit):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             die("%s: its directory does not exist" % path)
+    if args.on is not None and not args.first <= args.on <= args.first + args.n - 1:
+        die("--on %d: the guests are %s (--first %d, -n %d)" % (
+            args.on, "%d..%d" % (args.first, args.first + args.n - 1) if args.n > 1
+            else str(args.first), args.first, args.n))
+    timeout = getattr(args, "test_timeout", None)
+    if timeout is not None and not timeout > 0:
+        die("--test-timeout must be a number of seconds above 0")
     suite = args.suite or "qhca run"
     t0 = time.time()
-    rc, output, cases = 1, "", []
-    if cmd_up(args):
-        output = "qhca up failed (see above)"
-        cases = [("qhca up", "fail", "")]
-    else:
+    out = Outcome()
+    sig = Signals()
+    try:
         try:
-            state = load_state()
-            indexes = [vm["index"] for vm in state["vms"]]
-            on = args.on if args.on is not None else indexes[0]
-            if on not in indexes:
-                die("--on %d: the guests are %s" % (on, ", ".join(map(str, indexes))))
-            err = install(state, indexes, debs) if debs else None
-            for setup in args.setup or []:
-                if err:
-                    break
-                for i in indexes:
-                    s, out = guest_sh(state, i, setup, False)
-                    if s:
-                        sys.stderr.write(out[-4000:])
-                        err = "vm%d: setup '%s' failed (status %d)" % (i, setup, s)
-                        break
-            if err:
-                info(err)
-                output, cases = err, [("setup", "fail", "")]
+            try:
+                status = cmd_up(args)
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else 1
+            if status:
+                out.cases = [("qhca up", "fail", "qhca up failed (status %d)" % status)]
+                out.output = "qhca up failed (status %d): no test ran" % status
+                info("qhca up failed: no test ran")
             else:
-                info("vm%d: %s" % (on, test))
-                rc, output = guest_sh(state, on, test, True)
-                cases = tap_cases(output)
-                if not cases:
-                    cases = [(test, "pass" if rc == 0 else "fail", "")]
-                elif rc == 0 and any(c[1] == "fail" for c in cases):
-                    rc = 1
-                info("vm%d: %s: status %d; %d passed, %d failed, %d skipped" % (
-                    on, test, rc, sum(c[1] == "pass" for c in cases),
-                    sum(c[1] == "fail" for c in cases), sum(c[1] == "skip" for c in cases)))
+                out.up = True
+                in_guests(args, out, debs, test, timeout)
+        except Cancelled as c:
+            name = signal.Signals(c.signum).name
+            info("%s: cancelled during %s; down, then the reports" % (name, out.phase))
+            why = ("cancelled", "fail", "qhca run got %s during %s" % (name, out.phase))
+            if out.capture is not None and out.phase == "the test":
+                out.cases, _ = verdict(out.capture.parser, 0, test, interrupted=why)
+                if args.leave_up:
+                    kill_remote(*out.where)
+            else:
+                out.cases = out.cases + [why]
+            out.rc = 128 + c.signum
+            out.up = out.up or ours(t0)
         finally:
-            if not args.leave_up:
-                cmd_down(args)
+            sig.defer()
+            out.phase = "qhca down"
+            if out.up and not args.leave_up:
+                try:
+                    cmd_down(args)
+                except SystemExit:
+                    out.cases.append(("qhca down", "fail", "qhca down failed"))
+                    out.rc = out.rc or 1
+    finally:
+        sig.restore()
+    if sig.got and not any(c[0] == "cancelled" for c in out.cases):
+        out.cases.append(("cancelled", "fail", "qhca run got %s during %s" % (
+            signal.Signals(sig.got).name, out.phase)))
+        out.rc = 128 + sig.got
+    output = out.capture.text() if out.capture is not None else out.output
     if args.tap:
-        write_tap(args.tap, cases)
+        write_tap(args.tap, out.cases)
     if args.junit:
-        write_junit(args.junit, suite, cases, output, time.time() - t0)
-    if cases and cases[0][0] in ("qhca up", "setup") and cases[0][1] == "fail":
-        return 1
-    return rc
+        write_junit(args.junit, suite, out.cases, output, time.time() - t0)
+    return out.rc

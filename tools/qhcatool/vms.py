@@ -21,7 +21,7 @@ from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .files import parse_shares, share_qemu_args
 from .guest import ssh_base
 from .kernel import own_kernel_image
-from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, virsh
+from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, local_uri, virsh
 from .netns import (BRIDGE, bridge_mtu, bridge_taps_setup, bridge_taps_teardown, need_root,
                     netns_path, open_tap, run_netns, tap_name, tap_setup, tap_teardown)
 from .qmp import Qmp
@@ -310,6 +310,11 @@ def launch(vm):
     guest's tap is opened now and its descriptor handed over (fd=N in the argv is this
     launch's number; vmI.cmdline shows it)."""
     i = vm["index"]
+    if vm.get("disk"):	# again: the file may have been replaced since 'up'
+        try:
+            disk_format(vm["disk"])
+        except (OSError, ValueError) as e:
+            raise RuntimeError("vm%d: --disk %s: %s" % (i, vm["disk"], e))
     if vm.get("libvirt"):
         libvirt_start(vm)
         vm["state"] = "running"
@@ -375,6 +380,10 @@ LOOPBACK_ONLY = ("the launcher keeps guest traffic on this machine: %s must be a
 
 
 def cmd_up(args):
+    for what, path in (("the run directory ($QHCA_RUN)", RUN), ("the cache ($QHCA_CACHE)", CACHE)):
+        if "," in path:	# QEMU's option strings would take the rest as options of their own
+            die("%s %s: QEMU's options cannot take a path with a comma; choose another"
+                % (what, path))
     n = args.n
     if n < 1 or n > 16:
         die("-n must be 1..16")
@@ -420,11 +429,15 @@ def cmd_up(args):
         if not os.path.exists(netns_path(args.netns)):
             die("--netns %s: no such network namespace" % args.netns)
     if args.libvirt:
+        if not local_uri(args.libvirt):
+            die("--libvirt %s: the launcher needs a libvirt of this machine (qemu:///system, "
+                "qemu:///session, or ?socket=PATH): it finds the guests' QEMU processes and "
+                "sockets here" % args.libvirt)
         given = [opt for opt, v in (
             ("--netdev dgram", netdev == "dgram"),
             ("--netdev tap without --bridge", netdev == "tap" and not args.bridge),
             ("--rxe", args.rxe), ("--share", args.share or args.share_rw),
-            ("--pcap", args.pcap and args.bridge)) if v]
+            ("--disk", args.disk), ("--pcap", args.pcap and args.bridge)) if v]
         if given:
             die("--libvirt runs the guests on the fabric, or on a bridge with libvirt's own "
                 "taps (--bridge): not with %s" % ", ".join(given))
@@ -655,7 +668,10 @@ def cmd_up(args):
             vm["qemu_name"] = "guest=" + name
             if args.netns:
                 vm["ssh_netns"] = args.netns	# libvirt's QEMU forwards ssh there
-            libvirt_remove(vm)	# a domain an earlier run left
+            err = libvirt_remove(vm)	# a domain an earlier run of this directory left
+            if err:
+                cmd_down(args)
+                die(err)
             with open(os.path.join(RUN, "vm%d.xml" % i), "w") as f:
                 f.write(domain_xml(
                     name, i, mem, ssh_port, image=image,
@@ -670,6 +686,8 @@ def cmd_up(args):
         try:
             launch(vm)
         except RuntimeError as e:
+            if vm.get("libvirt"):	# started, perhaps, but not in the state: down misses it
+                libvirt_remove(vm)
             cmd_down(args)
             die(str(e))
         state["vms"].append(vm)
@@ -693,10 +711,16 @@ def cmd_kill(args):
     i = args.index
     vm = running_vm(state, i)
     pid = vm["pid"]
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    if vm.get("libvirt"):	# libvirt's QEMU may not be ours to signal: virsh destroy kills it
+        try:
+            virsh(vm["libvirt"]["uri"], "destroy", vm["libvirt"]["domain"])
+        except RuntimeError as e:
+            die("vm%d: %s" % (i, e))
+    else:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     deadline = time.time() + 10
     while alive(pid) and time.time() < deadline:
         time.sleep(0.05)
