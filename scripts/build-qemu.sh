@@ -61,7 +61,7 @@ else
     else
         tries=$series
     fi
-    tarball=
+    tarball= unavailable=()
     for series in $tries; do
         dpkg --compare-versions "$series" ge 10.0 || continue
         tarball=$(ls "$dl"/qemu_"$series".*.orig.tar.xz 2>/dev/null | sort -V | tail -n1 || true)
@@ -74,6 +74,7 @@ else
         tarball=$(ls "$dl"/qemu_"$series".*.orig.tar.xz 2>/dev/null | sort -V | tail -n1 || true)
         [ -n "$tarball" ] && break
         echo "    QEMU $v: its source could not be downloaded from this archive" >&2
+        unavailable+=("$v")
     done
     [ -n "$tarball" ] || die "no QEMU source could be downloaded (tried: $(echo $tries))"
     ver=$(basename "$tarball" | sed -E 's/qemu_([0-9.]+).*/\1/')
@@ -179,6 +180,8 @@ if [ "$flavour" = sanitize ]; then
 else
     ln -sfn "$build" "$QHCA_CACHE/qemu$sfx"
 fi
+# Newer series the archive lists whose source could not be had (QEMU=newest fell back).
+for v in "${unavailable[@]:-}"; do [ -z "$v" ] || echo "qemu-unavailable: $v"; done
 echo "qemu-src: $src"
 echo "qemu-version: $(cat "$src/VERSION")"
 echo "qemu: $build/qemu-system-x86_64"

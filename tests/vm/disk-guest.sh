@@ -5,6 +5,7 @@
 # two packages of 'make deb' installed in it with apt, DKMS building qhca.ko in the guest;
 # after a reboot udev loads the module for the device by itself, and RDMA (the pingpong,
 # perftest, NVMe over Fabrics) runs between two such guests.
+# Then a package maintainer's 'qhca run --disk --install' of docs/ci.md, as written there.
 # make check-disk runs it (QHCA_DISK_SHORT=1: up to the pingpong); make check has the
 # short version without a VM, tests/vm/test-packages.sh.
 set -uo pipefail
@@ -151,6 +152,24 @@ if [ "${QHCA_DISK_SHORT:-}" != 1 ]; then
 fi
 check "no kernel BUG, oops, warning or qhca error" eval 'kernel_log_clean 1 && kernel_log_clean 2'
 vm_down
+
+# A distribution or package maintainer's CI run (docs/ci.md), as written there: qhca run boots
+# two guests from the image, installs the packages in both at once, loads the driver, runs
+# ibv_devinfo in the first and goes down.
+maintainer() {
+    local rc
+    "$qhca" run --disk "$disk" --mem 1536 \
+        --install "$(ls "$work"/qhca-dkms_*_all.deb)" --install "$(ls "$work"/ibverbs-provider-qhca_*_amd64.deb)" \
+        --setup 'modprobe qhca && udevadm settle' --junit "$work/m.xml" -- 'ibv_devinfo' > "$work/m.out" 2>&1
+    rc=$?
+    grep -E "installed|state:|hca_id|qhca: " "$work/m.out" | tail -n 12
+    [ "$rc" = 0 ] && grep -q "vm1: installed" "$work/m.out" && grep -q "vm2: installed" "$work/m.out" &&
+        grep -q "PORT_ACTIVE" "$work/m.out" && grep -q 'tests="1" failures="0"' "$work/m.xml" &&
+        nothing_running
+}
+if [ "${QHCA_DISK_SHORT:-}" != 1 ]; then
+    check "run --disk --install both packages --setup 'modprobe qhca' -- ibv_devinfo (docs/ci.md)" maintainer
+fi
 check "the image was never written (size and times as before up)" \
     eval '[ "$(stat -c "%s %Y %Z" "$disk")" = "$img_stamp" ]'
 finish

@@ -64,13 +64,24 @@ mpi() {	# mpi N CMD: CMD runs qhca-mpi-check on guests 1..N, every check must ho
 }
 
 mpi_run() {	# mpi_run N CMD
-    local n=$1 cmd=$2 out rc i
-    out=$(timeout 300 "$qhca" exec 1 -- "$cmd" 2>&1)
-    rc=$?
-    echo "$out" | tail -n 14
-    # a run that failed or hung leaves ranks behind
-    [ "$rc" = 0 ] || for i in $(seq 1 "$n"); do
-        "$qhca" exec "$i" -- 'pkill -f qhca-mpi-check; pkill orted; pkill hydra_pmi_proxy' > /dev/null 2>&1
+    local n=$1 cmd=$2 out rc i try
+    for try in 1 2; do
+        out=$(timeout 300 "$qhca" exec 1 -- "$cmd" 2>&1)
+        rc=$?
+        echo "$out" | tail -n 14
+        # a run that failed or hung leaves ranks behind
+        [ "$rc" = 0 ] || for i in $(seq 1 "$n"); do
+            "$qhca" exec "$i" -- 'pkill -f qhca-mpi-check; pkill orted; pkill hydra_pmi_proxy' > /dev/null 2>&1
+        done
+        # UCX 1.18's own fault, not the device's (docs/middleware.md, "Known issues"): now and
+        # then Open MPI's one-sided windows (osc ucx) make UCP ask rc_verbs, which has no
+        # remote flush on any device but ConnectX's rc_mlx5, for one, and UCP aborts. Only
+        # that abort, and only once, is run again; it is reported each time.
+        if [ "$rc" != 0 ] && [ "$try" = 1 ] && grep -q "rc_verbs_ep.c.*flush(remote) is not supported" <<<"$out"; then
+            echo "# UCX aborted on rc_verbs' missing remote flush (a known UCX 1.18 fault): once more"
+            continue
+        fi
+        break
     done
     [ "$rc" = 0 ] && grep -q "qhca-mpi-check: $n ranks on $(seq -s, -f 'vm%g' 1 "$n")" <<<"$out" &&
         grep -q "all checks passed" <<<"$out"
