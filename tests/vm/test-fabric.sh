@@ -153,11 +153,18 @@ counters_agree() {
 }
 
 short_outage_recovers() {	# the link goes down for 300 ms in the middle; RC rides it out
-    local script=$QHCA_RUN/outage.fab
-    printf 'at 1500ms port 2 down\nat 1800ms port 2 up\n' > "$script"
-    fab script "$script" || return 1
-    rcstress 18832 "-b 48M -t 14 -r 7"
-    local rc=$?
+    local script=$QHCA_RUN/outage.fab pid rc
+    # The script starts once guest 1's client runs (not at a guess of when that is: at 70 MB/s
+    # a fixed offset missed the transfer), and 192 MiB last seconds past the outage.
+    printf 'at 300ms port 2 down\nat 600ms port 2 up\n' > "$script"
+    rcstress 18832 "-b 192M -t 14 -r 7" > "$QHCA_RUN/outage.out" 2>&1 &
+    pid=$!
+    eventually 30 "$qhca" exec 1 -- 'pgrep -f "^qhca-rcstress -p 18832" > /dev/null' ||
+        { kill "$pid"; wait "$pid"; cat "$QHCA_RUN/outage.out"; return 1; }
+    fab script "$script" || { wait "$pid"; return 1; }
+    wait "$pid"
+    rc=$?
+    cat "$QHCA_RUN/outage.out"
     fab link 2 up
     [ "$rc" = 0 ] && [ "$(fab show --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ports"][1]["counters"]["link_drops"])')" -gt 0 ]
 }
