@@ -111,10 +111,6 @@ int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t
 }
 
 /* ---------------------------------------------------------------- object tables */
-#define OBJ_HANDLE_INDEX_MASK	0x000fffffu	/* index + 1 */
-#define OBJ_HANDLE_GEN_MASK	0x7ff00000u	/* the slot's generation; bit 31 is 0 */
-#define OBJ_GEN_MASK		QHCA_FIELD_GET(OBJ_HANDLE_GEN_MASK, 0xffffffffu)
-#define OBJ_USED		0x8000u
 
 /*
  * Free slots wait in a FIFO, so a freed slot is reused as late as possible: together with

@@ -17,6 +17,11 @@
  * and its index + 1 (bits 0-19; OBJ_HANDLE_*_MASK in engine.c): 0 is never valid, and a
  * stale handle of a destroyed object is rejected because its generation no longer matches.
  */
+#define OBJ_HANDLE_INDEX_MASK	0x000fffffu	/* index + 1 */
+#define OBJ_HANDLE_GEN_MASK	0x7ff00000u	/* the slot's generation; bit 31 is 0 */
+#define OBJ_GEN_MASK		QHCA_FIELD_GET(OBJ_HANDLE_GEN_MASK, 0xffffffffu)
+#define OBJ_USED		0x8000u
+
 struct qhca_obj_table {
 	uint32_t capacity;
 	uint32_t count;
@@ -39,6 +44,14 @@ struct qhca_obj_table {
 #define QHCA_READ_HORIZON	64	/* READ responses placed this far past a missing one */
 #define QHCA_READ_PIECES	3	/* requests for the lost responses of a READ in flight */
 #define QHCA_MAX_FAST_REG_PAGES	512	/* max_fast_reg_page_list_len */
+/* A QPN is its table slot + 2 (QPNs 0 and 1 are special) with 3 bits of the slot's
+ * generation above (qp.c) */
+#define QPN_SLOT_MASK	0x001fffffu
+#define QPN_GEN_MASK	0x00e00000u
+/* Frames to our own port wait in a queue of LOOP_QUEUE frames of LOOP_FRAME bytes (xmit.c);
+ * requesters stop at half: the rest is room for ACKs and READ responses. */
+#define LOOP_QUEUE	1024
+#define LOOP_FRAME	(ROCE_MAX_HDR + 4096 + 8)
 
 struct qhca_mr {
 	uint32_t handle;
@@ -462,6 +475,10 @@ struct qhca_engine {
 int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg,
 		     const struct qhca_engine_ops *ops, void *opaque);
 void qhca_engine_fini(struct qhca_engine *e);
+/* migrate.c: qhca_engine_load() into @e, fresh from qhca_engine_init(); on failure (-1) @e
+ * holds part of the state, which qhca_engine_fini() frees. */
+int qhca_engine_load_into(struct qhca_engine *e, const uint8_t *buf, size_t len, char *why,
+			  size_t why_len);
 
 void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *func,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -563,6 +580,7 @@ int qhca_cq_post(struct qhca_engine *e, struct qhca_cq *cq, struct qhca_cqe *cqe
 uint16_t qhca_qp_create(struct qhca_engine *e, const struct qhca_qp_create *c, uint32_t *qpn);
 uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a);
 uint16_t qhca_qp_query(struct qhca_engine *e, uint32_t qpn, struct qhca_qp_attr *a);
+bool qhca_qp_attr_ok(const struct qhca_engine *e, const struct qhca_qp_attr *a);
 uint16_t qhca_qp_destroy(struct qhca_engine *e, uint32_t qpn);
 struct qhca_qp *qhca_qp_find(struct qhca_engine *e, uint32_t qpn);
 const char *qhca_qp_state_name(uint8_t state);
@@ -607,6 +625,8 @@ static inline bool qhca_wr_is_local(uint8_t op)
 }
 
 /* req.c: requester */
+/* May a QP of @type post work request @op? */
+bool qhca_wr_allowed(uint8_t type, uint8_t op);
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
 /* Go back to @psn (@nak: a PSN-sequence NAK of it, else the timer). */
 void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, bool nak);

@@ -129,4 +129,23 @@ void qhca_engine_set_tracing(struct qhca_engine *e, bool on);
  */
 size_t qhca_engine_describe(struct qhca_engine *e, char *buf, size_t cap);
 
+/*
+ * The device's whole state as one byte stream (live migration, snapshots; migrate.c).
+ * qhca_engine_save: the state of @e in a malloc'd *@buf of *@len bytes; -1 if out of
+ * memory. Call it with the platform quiet (the VM stopped): it changes nothing.
+ * qhca_engine_load: a new engine for @cfg (the destination's properties, which must be the
+ * source's) in the state of @buf; NULL with the reason in @why if the stream is malformed,
+ * of another version or configuration, or past the host memory budget. The stream is
+ * untrusted: it is checked as thoroughly as a guest's commands. The platform then frees
+ * its old engine, and calls qhca_engine_resume() once it runs (its timer is not armed
+ * before, and frames waiting to be sent go out then).
+ * qhca_engine_state_max: no stream for @cfg is longer (a bound for the platform to read).
+ */
+int qhca_engine_save(struct qhca_engine *e, uint8_t **buf, size_t *len);
+struct qhca_engine *qhca_engine_load(const struct qhca_engine_config *cfg,
+				     const struct qhca_engine_ops *ops, void *opaque,
+				     const uint8_t *buf, size_t len, char *why, size_t why_len);
+void qhca_engine_resume(struct qhca_engine *e);
+size_t qhca_engine_state_max(const struct qhca_engine_config *cfg);
+
 #endif /* QHCA_ENGINE_H */

@@ -24,11 +24,8 @@ const char *qhca_qp_state_name(uint8_t state)
 /*
  * A QPN (24 bits) is the QP's table slot + 2 in its low 21 bits and three bits of the
  * slot's generation above them, so a stale QPN (a doorbell, a command or a packet for a QP
- * that was destroyed) does not reach the QP that took its slot next.
+ * that was destroyed) does not reach the QP that took its slot next (QPN_*_MASK).
  */
-#define QPN_SLOT_MASK	0x001fffffu	/* slot + 2: QPNs 0 and 1 are special */
-#define QPN_GEN_MASK	0x00e00000u
-
 static uint32_t qpn_slot(uint32_t qpn)
 {
 	return QHCA_FIELD_GET(QPN_SLOT_MASK, qpn) - 2;
@@ -475,6 +472,27 @@ static void qp_to_reset(struct qhca_engine *e, struct qhca_qp *qp)
 	qhca_resp_reset(e, qp);
 }
 
+/* Are the attributes @a->mask names within their ranges (MODIFY_QP; a loaded state)? */
+bool qhca_qp_attr_ok(const struct qhca_engine *e, const struct qhca_qp_attr *a)
+{
+	uint32_t m = a->mask;
+
+	return !(((m & QHCA_QP_PATH_MTU) && (a->path_mtu < 1 || a->path_mtu > 5 ||
+					    (256u << (a->path_mtu - 1)) > e->cfg.mtu)) ||
+		 ((m & QHCA_QP_TIMEOUT) && a->timeout > 31) ||
+		 ((m & QHCA_QP_RETRY_CNT) && a->retry_cnt > 7) ||
+		 ((m & QHCA_QP_RNR_RETRY) && a->rnr_retry > 7) ||
+		 ((m & QHCA_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) ||
+		 ((m & QHCA_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > QHCA_MAX_RD_ATOMIC) ||
+		 ((m & QHCA_QP_MAX_DEST_RD_ATOMIC) &&
+		  a->max_dest_rd_atomic > QHCA_MAX_RD_ATOMIC) ||
+		 ((m & QHCA_QP_PKEY_INDEX) && a->pkey_index != 0) ||
+		 ((m & QHCA_QP_ACCESS_FLAGS) && (a->access_flags & ~QHCA_ACCESS_ALL)) ||
+		 ((m & QHCA_QP_DEST_QPN) && a->dest_qpn > 0xffffff) ||
+		 ((m & QHCA_QP_AV) && (roce_gid_is_v4(a->av.sgid) != roce_gid_is_v4(a->av.dgid) ||
+				       (a->av.dmac[0] & 1))));
+}
+
 uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a)
 {
 	struct qhca_qp *qp = qhca_qp_find(e, qpn);
@@ -495,19 +513,7 @@ uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_q
 		return QHCA_ST_BAD_STATE;
 	}
 	/* Check every attribute before changing anything. */
-	if (((m & QHCA_QP_PATH_MTU) && (a->path_mtu < 1 || a->path_mtu > 5 ||
-					(256u << (a->path_mtu - 1)) > e->cfg.mtu)) ||
-	    ((m & QHCA_QP_TIMEOUT) && a->timeout > 31) ||
-	    ((m & QHCA_QP_RETRY_CNT) && a->retry_cnt > 7) ||
-	    ((m & QHCA_QP_RNR_RETRY) && a->rnr_retry > 7) ||
-	    ((m & QHCA_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) ||
-	    ((m & QHCA_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > QHCA_MAX_RD_ATOMIC) ||
-	    ((m & QHCA_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > QHCA_MAX_RD_ATOMIC) ||
-	    ((m & QHCA_QP_PKEY_INDEX) && a->pkey_index != 0) ||
-	    ((m & QHCA_QP_ACCESS_FLAGS) && (a->access_flags & ~QHCA_ACCESS_ALL)) ||
-	    ((m & QHCA_QP_DEST_QPN) && a->dest_qpn > 0xffffff) ||
-	    ((m & QHCA_QP_AV) && (roce_gid_is_v4(a->av.sgid) != roce_gid_is_v4(a->av.dgid) ||
-				  (a->av.dmac[0] & 1))))
+	if (!qhca_qp_attr_ok(e, a))
 		return QHCA_ST_BAD_FIELD;
 	/* What a connected QP must get on its way to RTR and RTS (IBA table 91). */
 	if (conn && qp->state == QHCA_QPS_INIT && next == QHCA_QPS_RTR &&

@@ -11,7 +11,7 @@
 
 #include "engine_internal.h"
 
-static bool op_allowed(uint8_t type, uint8_t op)
+bool qhca_wr_allowed(uint8_t type, uint8_t op)
 {
 	if (type == QHCA_QPT_XRC_INI)
 		type = QHCA_QPT_RC;	/* XRC sends what RC does */
@@ -59,7 +59,7 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		  (unsigned long long)sw->hdr.wr_id, sw->hdr.num_sge, sw->hdr.flags,
 		  sw->hdr.flags & QHCA_WQE_INLINE ? sw->hdr.inline_len : 0, sw->hdr.rkey,
 		  (unsigned long long)sw->hdr.remote_addr);
-	if (!op_allowed(qp->type, sw->hdr.opcode) || (sw->hdr.flags & ~0xfu))
+	if (!qhca_wr_allowed(qp->type, sw->hdr.opcode) || (sw->hdr.flags & ~0xfu))
 		return QHCA_WC_LOC_QP_OP_ERR;
 	if (qhca_wr_is_local(sw->hdr.opcode)) {
 		if (sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE))

@@ -121,9 +121,6 @@ void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p
 }
 
 /* ---------------------------------------------------------------- loopback */
-/* Requesters stop at half: the rest is room for ACKs and READ responses. */
-#define LOOP_QUEUE	1024
-#define LOOP_FRAME	(ROCE_MAX_HDR + 4096 + 8)
 
 static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Write seed corpora for the fuzz targets: well-formed inputs that reach deep code.
 
-  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx, DIR/mixed, DIR/qemu and DIR/ibswitch,
+  make_seeds.py DIR     creates DIR/admin, DIR/wqe, DIR/rx, DIR/mixed, DIR/migrate, DIR/qemu and DIR/ibswitch,
                         DIR/fabric_control
 """
 import os
@@ -393,12 +393,24 @@ def fabric_control_seeds():
            rec(b"c", b"show") + t(14))
 
 
+def migrate_seeds():
+    """fuzz_migrate edits a real saved state: nothing (it loads), one flipped byte, a word
+    set to a large count, a cut, an insertion."""
+    rec = lambda op, off, rest=b"": struct.pack("<BI", op, off) + rest
+    yield b""
+    yield rec(0, 1000, b"\x01\x10")
+    yield rec(1, 600, struct.pack("<I", 0x7fffffff))
+    yield rec(2, 2000)
+    yield rec(3, 1500, b"\x04\x00\x00\x00\x01")
+    yield rec(0, 300, b"\x02\xff\xff") + rec(1, 1200, struct.pack("<I", 1))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds),
                       ("mixed", mixed_seeds), ("qemu", qemu_seeds), ("ibswitch", ibswitch_seeds),
-                      ("fabric_control", fabric_control_seeds)):
+                      ("fabric_control", fabric_control_seeds), ("migrate", migrate_seeds)):
         d = os.path.join(sys.argv[1], name)
         os.makedirs(d, exist_ok=True)
         for i, seed in enumerate(gen()):

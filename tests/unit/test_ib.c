@@ -920,5 +920,5 @@ int main(int argc, char **argv)
 		{ NULL, NULL },
 	};
 
-	return unit_main(tests, argc, argv);
+	return harness_main(tests, argc, argv);
 }

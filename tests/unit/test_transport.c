@@ -998,13 +998,13 @@ static void test_window_reopens(void)
 	struct bulk st = { .op = QHCA_WR_RDMA_WRITE, .msg = 65536, .depth = 16 };
 	uint64_t lbuf, rbuf;
 	uint32_t lkey, rkey, lossy, mib;
-	struct qhca_qp *qp;
 	struct qp a, b;
 
 	setup();
 	srand(77);
 	rc_pair(&a, &b, 1 << 20, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
-	qp = qhca_qp_find(&nodes[0].e, a.qpn);
+	/* the QP's record: looked up anew after traffic (a migration moves it) */
+#define qp qhca_qp_find(&nodes[0].e, a.qpn)
 	drop_pct = 10;
 	reorder_pct = 5;
 	dup_pct = 2;
@@ -1026,6 +1026,7 @@ static void test_window_reopens(void)
 	CHECK_EQ(st.retransmits, 0);
 	CHECK_EQ(st.timeouts, 0);
 	teardown();
+#undef qp
 }
 
 static void step_one(void);
@@ -3528,5 +3529,5 @@ static const struct unit_test tests[] = {
 
 int main(int argc, char **argv)
 {
-	return unit_main(tests, argc, argv);
+	return harness_main(tests, argc, argv);
 }

@@ -188,12 +188,46 @@ static const struct qhca_engine_ops ops = {
 	.step = op_step,
 };
 
-/* Deliver frames (maybe out of order) and fire timers until nothing is left to do. */
-static inline void pump(void)
+/*
+ * Live migration of a node: its engine's state saved, the engine freed, a new one made in
+ * its place from the state (qhca_engine_load_into) and resumed, as QEMU's adapter does.
+ * With harness_migrate_every > 0 (QHCA_TEST_MIGRATE=N) pump moves a node every N steps,
+ * the two in turn: every test then runs with its objects and messages moved mid-flight.
+ */
+static unsigned harness_migrate_every;
+static unsigned long harness_steps, harness_migrations;
+
+static inline void migrate_node(struct node *n)
+{
+	struct qhca_engine_config c = n->e.cfg;
+	bool tracing = n->e.tracing;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char why[256];
+
+	CHECK_EQ(qhca_engine_save(&n->e, &buf, &len), 0);
+	qhca_engine_fini(&n->e);
+	CHECK_EQ(qhca_engine_init(&n->e, &c, &ops, n), 0);
+	if (qhca_engine_load_into(&n->e, buf, len, why, sizeof(why))) {
+		fprintf(stderr, "  node %d: state refused: %s\n", n->id, why);
+		CHECK(!"a saved state loads");
+	}
+	free(buf);
+	qhca_engine_set_tracing(&n->e, tracing);
+	n->deadline = UINT64_MAX;
+	qhca_engine_resume(&n->e);
+	harness_migrations++;
+}
+
+/* Deliver frames (maybe out of order) and fire timers, at most @steps of them: true if
+ * nothing was left to do. */
+static inline bool pump_steps(unsigned steps)
 {
 	unsigned rounds = 0;
 
-	while (rounds++ < 200000) {
+	while (rounds++ < steps) {
+		if (harness_migrate_every && ++harness_steps % harness_migrate_every == 0)
+			migrate_node(&nodes[harness_steps / harness_migrate_every % 2]);
 		if (link_n) {
 			unsigned i = 0;
 			struct frame f;
@@ -218,7 +252,7 @@ static inline void pump(void)
 			int i;
 
 			if (next == UINT64_MAX)
-				return;
+				return true;
 			if (next > now)
 				now = next;
 			for (i = 0; i < 2; i++)
@@ -228,7 +262,32 @@ static inline void pump(void)
 				}
 		}
 	}
-	CHECK(!"pump did not settle");
+	return false;
+}
+
+/* unit_main() for the harness's tests; with QHCA_TEST_MIGRATE=N, every one of them again
+ * with the nodes moved every N steps (and failing if none was moved). */
+static inline int harness_main(const struct unit_test *tests, int argc, char **argv)
+{
+	const char *every = getenv("QHCA_TEST_MIGRATE");
+	int rc;
+
+	if (every)
+		harness_migrate_every = (unsigned)atoi(every);
+	rc = unit_main(tests, argc, argv);
+	if (harness_migrate_every) {
+		printf("%lu migrations\n", harness_migrations);
+		if (!harness_migrations)
+			rc = 1;
+	}
+	return rc;
+}
+
+/* Deliver frames and fire timers until nothing is left to do. */
+static inline void pump(void)
+{
+	if (!pump_steps(200000))
+		CHECK(!"pump did not settle");
 }
 
 /* ---------------------------------------------------------------- a tiny driver */

@@ -1,0 +1,1700 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qhca engine: its whole state as one byte stream, and back (live migration, snapshots).
+ *
+ * The stream is little-endian and versioned: "QHCASTAT", the format version, the ABI
+ * version, the configuration (which must equal the destination's), then sections in a fixed
+ * order, each opened by a tag: the device (registers, admin queue, EQs, Ethernet function,
+ * port), the object tables (exact: the same handles, QPNs and keys come back, and the free
+ * slots are reused in the same order), regions with their page lists by value (the driver
+ * freed its copy after the command), CQs, SRQs, QPs (attributes, PSNs, the congestion
+ * window, timers as time remaining, the send WQE snapshots in flight with their READ and
+ * ATOMIC recovery state, the receive, WRITE and READ response in progress, the responder's
+ * READ/ATOMIC history), multicast groups, frames waiting for loopback, counters.
+ *
+ * What is not saved is recomputed: references and users, the timer heap, list links.
+ *
+ * A stream to load is untrusted (docs/security.md, "Migration"): it is parsed into a new
+ * engine, every value checked as a guest's command would be, every object allocated within
+ * the host memory budget; the first failure abandons the new engine and says why. The
+ * running one is never touched.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+#define MIG_MAGIC	"QHCASTAT"
+#define MIG_VERSION	1u
+
+enum mig_section {
+	SEC_DEVICE = 0x51480001,
+	SEC_TABLES,
+	SEC_MR,
+	SEC_CQ,
+	SEC_SRQ,
+	SEC_QP,
+	SEC_MCAST,
+	SEC_LOOP,
+	SEC_COUNTERS,
+	SEC_END,
+};
+
+/* An MR reference: none, the region its key names now, or a region deregistered or
+ * replaced while the message held it (unusable: a message through it fails). */
+enum { REF_NONE, REF_LIVE, REF_DEAD };
+
+/* ---------------------------------------------------------------- writer */
+struct mig_out {
+	uint8_t *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static void put(struct mig_out *o, const void *p, size_t n)
+{
+	if (o->oom)
+		return;
+	if (n > o->cap - o->len) {
+		size_t cap = o->cap ? o->cap : 65536;
+		uint8_t *b;
+
+		while (n > cap - o->len && cap < SIZE_MAX / 2)
+			cap *= 2;
+		b = n > cap - o->len ? NULL : realloc(o->buf, cap);
+		if (!b) {
+			o->oom = true;
+			return;
+		}
+		o->buf = b;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+}
+
+/* The host is little-endian (qhca_engine.h): integers go as they are in memory. */
+#define PUT(o, type, v) do { type v_ = (type)(v); put((o), &v_, sizeof(v_)); } while (0)
+#define put8(o, v)	PUT(o, uint8_t, v)
+#define put16(o, v)	PUT(o, uint16_t, v)
+#define put32(o, v)	PUT(o, uint32_t, v)
+#define put64(o, v)	PUT(o, uint64_t, v)
+
+/* ---------------------------------------------------------------- reader */
+struct mig_in {
+	const uint8_t *p;
+	size_t len, off;
+	const char *why;	/* the first failure; sticky */
+	struct qhca_engine *e;	/* the engine being built */
+	uint64_t now;
+};
+
+static bool fail(struct mig_in *in, const char *why)
+{
+	if (!in->why)
+		in->why = why;
+	return false;
+}
+
+static bool get(struct mig_in *in, void *p, size_t n)
+{
+	if (in->why || n > in->len - in->off) {
+		memset(p, 0, n);
+		return fail(in, "truncated");
+	}
+	memcpy(p, in->p + in->off, n);
+	in->off += n;
+	return true;
+}
+
+#define GET(name, type)								\
+	static type name(struct mig_in *in)					\
+	{									\
+		type v;								\
+		get(in, &v, sizeof(v));						\
+		return v;							\
+	}
+GET(get8, uint8_t)
+GET(get16, uint16_t)
+GET(get32, uint32_t)
+GET(get64, uint64_t)
+
+static bool getbool(struct mig_in *in)
+{
+	uint8_t v = get8(in);
+
+	if (v > 1)
+		fail(in, "a flag that is neither 0 nor 1");
+	return v;
+}
+
+/* Fail with @why unless @cond holds. */
+#define CHECK(in, cond, why) do { if (!(cond)) return fail((in), (why)); } while (0)
+
+static bool expect_section(struct mig_in *in, uint32_t tag)
+{
+	CHECK(in, get32(in) == tag, "sections out of order");
+	return !in->why;
+}
+
+/* Time remaining until @deadline (UINT64_MAX: none), and back on the loading side. */
+static uint64_t remaining(uint64_t deadline, uint64_t now)
+{
+	return deadline == UINT64_MAX ? UINT64_MAX : deadline > now ? deadline - now : 0;
+}
+
+static uint64_t deadline_of(uint64_t rem, uint64_t now)
+{
+	return rem == UINT64_MAX ? UINT64_MAX : rem > UINT64_MAX - 1 - now ? UINT64_MAX - 1 :
+	       now + rem;
+}
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* A path MTU a QP or message may have: a connected QP starts with 1024 whatever the
+ * port's (qp.c), and the engine's packet buffers take 4096. */
+static bool mtu_ok(uint32_t mtu)
+{
+	return mtu >= 256 && mtu <= 4096 && is_pow2(mtu);
+}
+
+/* ---------------------------------------------------------------- configuration */
+static void config_put(struct mig_out *o, const struct qhca_engine_config *c)
+{
+	put32(o, c->db_pages);
+	put32(o, c->msix_vectors);
+	put32(o, c->max_pd);
+	put32(o, c->max_qp);
+	put32(o, c->max_qp_wr);
+	put32(o, c->max_cq);
+	put32(o, c->max_cqe);
+	put32(o, c->max_mr);
+	put32(o, c->max_mr_size_mb);
+	put32(o, c->max_srq);
+	put32(o, c->max_sge);
+	put32(o, c->max_inline);
+	put32(o, c->mtu);
+	put8(o, c->link);
+	put(o, c->mac, 6);
+	put32(o, c->host_mem_mb);
+	put64(o, c->qp_window_budget);
+	put64(o, c->key_secret);
+}
+
+/* The source's configuration must be the destination's (the same device properties), the
+ * key secret aside: it comes with the stream, so that the keys the guest holds stay valid. */
+static bool config_get(struct mig_in *in, struct qhca_engine_config *c)
+{
+	const struct qhca_engine_config *d = &in->e->cfg;
+	uint8_t mac[6];
+
+	CHECK(in, get32(in) == d->db_pages, "db-pages differs from the destination's");
+	CHECK(in, get32(in) == d->msix_vectors, "msix-vectors differs from the destination's");
+	CHECK(in, get32(in) == d->max_pd, "max-pd differs from the destination's");
+	CHECK(in, get32(in) == d->max_qp, "max-qp differs from the destination's");
+	CHECK(in, get32(in) == d->max_qp_wr, "max-qp-wr differs from the destination's");
+	CHECK(in, get32(in) == d->max_cq, "max-cq differs from the destination's");
+	CHECK(in, get32(in) == d->max_cqe, "max-cqe differs from the destination's");
+	CHECK(in, get32(in) == d->max_mr, "max-mr differs from the destination's");
+	CHECK(in, get32(in) == d->max_mr_size_mb, "max-mr-size-mb differs from the destination's");
+	CHECK(in, get32(in) == d->max_srq, "max-srq differs from the destination's");
+	CHECK(in, get32(in) == d->max_sge, "max-sge differs from the destination's");
+	CHECK(in, get32(in) == d->max_inline, "max-inline differs from the destination's");
+	CHECK(in, get32(in) == d->mtu, "mtu differs from the destination's");
+	CHECK(in, get8(in) == d->link, "link differs from the destination's");
+	get(in, mac, 6);
+	CHECK(in, !memcmp(mac, d->mac, 6), "mac differs from the destination's");
+	CHECK(in, get32(in) == d->host_mem_mb, "host-mem-mb differs from the destination's");
+	CHECK(in, get64(in) == d->qp_window_budget, "the QP window budget differs");
+	*c = *d;
+	c->key_secret = get64(in);
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- object tables */
+/*
+ * A table exactly: the generation of every slot that has one, the owner of each used slot,
+ * and the queue of free slots in its order (as runs of consecutive slots: short for a table
+ * that is mostly untouched).
+ */
+static void table_put(struct mig_out *o, const struct qhca_obj_table *t)
+{
+	uint32_t i, n = 0, runs = 0, start, len;
+
+	put32(o, t->capacity);
+	put32(o, t->count);
+	for (i = 0; i < t->capacity; i++)
+		n += t->gen[i] != 0;
+	put32(o, n);
+	for (i = 0; i < t->capacity; i++) {
+		if (!t->gen[i])
+			continue;
+		put32(o, i);
+		put16(o, t->gen[i]);
+		if (t->gen[i] & OBJ_USED)
+			put32(o, t->owner[i]);
+	}
+	for (i = 0; i < t->capacity - t->count; i++)
+		if (!i || t->free_q[(t->free_head + i) % t->capacity] !=
+			  t->free_q[(t->free_head + i - 1) % t->capacity] + 1)
+			runs++;
+	put32(o, runs);
+	for (i = 0; i < t->capacity - t->count; i += len) {
+		start = t->free_q[(t->free_head + i) % t->capacity];
+		for (len = 1; i + len < t->capacity - t->count &&
+			      t->free_q[(t->free_head + i + len) % t->capacity] == start + len; len++)
+			;
+		put32(o, start);
+		put32(o, len);
+	}
+}
+
+static bool table_get(struct mig_in *in, struct qhca_obj_table *t)
+{
+	uint32_t cap = t->capacity, count, n, i, prev = 0, used = 0, runs, nfree = 0;
+	uint8_t *seen;
+
+	CHECK(in, get32(in) == cap, "an object table of another size");
+	count = get32(in);
+	n = get32(in);
+	CHECK(in, count <= cap && n <= cap, "an object table with more objects than slots");
+	for (i = 0; i < n && !in->why; i++) {
+		uint32_t idx = get32(in);
+		uint16_t gen = get16(in);
+
+		CHECK(in, idx < cap && (i == 0 || idx > prev), "object table slots out of order");
+		CHECK(in, gen && !(gen & ~(OBJ_USED | OBJ_GEN_MASK)), "a bad slot generation");
+		prev = idx;
+		t->gen[idx] = gen;
+		if (gen & OBJ_USED) {
+			t->owner[idx] = get32(in);
+			used++;
+		}
+	}
+	CHECK(in, !in->why && used == count, "an object table's count is not its used slots");
+	t->count = count;
+	t->free_head = 0;
+	runs = get32(in);
+	CHECK(in, runs <= cap - count, "more runs of free slots than free slots");
+	seen = calloc(cap ? cap : 1, 1);
+	if (!seen)
+		return fail(in, "out of memory");
+	for (i = 0; i < runs && !in->why; i++) {
+		uint32_t start = get32(in), len = get32(in), j;
+
+		if (!len || start >= cap || len > cap - start || len > cap - count - nfree) {
+			fail(in, "a bad run of free slots");
+			break;
+		}
+		for (j = start; j < start + len; j++) {
+			if ((t->gen[j] & OBJ_USED) || seen[j]) {
+				fail(in, "a used or repeated slot in the free queue");
+				break;
+			}
+			seen[j] = 1;
+			t->free_q[nfree++] = j;
+		}
+	}
+	free(seen);
+	CHECK(in, !in->why && nfree == cap - count, "the free queue misses free slots");
+	return true;
+}
+
+/* The slot of live handle @h of @t, or -1. */
+static int64_t live(const struct qhca_obj_table *t, uint32_t h)
+{
+	return qhca_obj_lookup(t, h);
+}
+
+/* ---------------------------------------------------------------- page lists */
+static void pages_put(struct mig_out *o, const uint64_t *pages, uint32_t n)
+{
+	put32(o, n);
+	if (n)
+		put(o, pages, (size_t)n * sizeof(*pages));
+}
+
+/* @n pages (at most @max, and room for @room) into a list charged to the budget. */
+static uint64_t *pages_get(struct mig_in *in, uint32_t *n, uint32_t min, uint32_t max,
+			   uint32_t room, unsigned int shift)
+{
+	uint64_t *p;
+	uint32_t i;
+
+	*n = get32(in);
+	if (in->why || *n < min || *n > max || *n > room) {
+		fail(in, "a page list of a bad length");
+		return NULL;
+	}
+	if (!room)
+		return NULL;
+	if ((size_t)*n * sizeof(*p) > in->len - in->off) {
+		fail(in, "truncated");
+		return NULL;
+	}
+	p = qhca_host_zalloc(in->e, room, sizeof(*p));
+	if (!p) {
+		fail(in, "past the host memory budget");
+		return NULL;
+	}
+	get(in, p, (size_t)*n * sizeof(*p));
+	for (i = 0; i < *n; i++) {
+		if (!p[i] || (p[i] & ((1ull << shift) - 1))) {
+			fail(in, "a bad page address");
+			qhca_host_free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+static void wq_put(struct mig_out *o, const struct qhca_wq *wq)
+{
+	put32(o, wq->log2);
+	put32(o, wq->stride_log2);
+	put32(o, wq->pi);
+	put32(o, wq->ci);
+	pages_put(o, wq->pages, wq->npages);
+}
+
+/* A work queue as wq_load() would take it, and a producer index at most a ring ahead;
+ * none (all zero) if @optional. */
+static bool wq_get(struct mig_in *in, struct qhca_wq *wq, uint32_t min_stride_log2,
+		   bool optional)
+{
+	uint64_t bytes;
+
+	wq->log2 = get32(in);
+	wq->stride_log2 = get32(in);
+	wq->pi = get32(in);
+	wq->ci = get32(in);
+	if (optional && !wq->log2 && !wq->stride_log2 && !wq->pi && !wq->ci) {
+		CHECK(in, get32(in) == 0, "a work queue of a bad geometry");
+		return !in->why;
+	}
+	CHECK(in, wq->log2 <= 15 && wq->stride_log2 >= min_stride_log2 && wq->stride_log2 <= 12 &&
+		  (1u << wq->log2) <= in->e->cfg.max_qp_wr, "a work queue of a bad geometry");
+	CHECK(in, qhca_ring_pi_ok(wq->pi, wq->ci, 1u << wq->log2),
+	      "a work queue with more WQEs than room");
+	bytes = (uint64_t)1 << (wq->log2 + wq->stride_log2);
+	wq->pages = pages_get(in, &wq->npages, (uint32_t)((bytes + QHCA_PAGE_SIZE - 1) >>
+							  QHCA_PAGE_SHIFT),
+			      (uint32_t)((bytes + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			      (uint32_t)((bytes + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT),
+			      QHCA_PAGE_SHIFT);
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- device */
+static void device_put(struct mig_out *o, struct qhca_engine *e, uint64_t now)
+{
+	uint8_t pi[IB_SMP_DATA_LEN];
+	uint32_t i;
+
+	put32(o, SEC_DEVICE);
+	put32(o, e->ctrl);
+	put32(o, e->status);
+	put32(o, e->error);
+	put32(o, e->intr_mask);
+	put64(o, e->asq_base);
+	put64(o, e->acq_base);
+	put32(o, e->aq_depth_log2);
+	put32(o, e->asq_head);
+	put32(o, e->asq_tail);
+	put32(o, e->acq_tail);
+	put32(o, e->acq_head);
+	put16(o, e->acq_phase);
+	put8(o, e->admin_pending);
+	put64(o, e->admin_cmds);
+	put64(o, e->admin_errors);
+	put64(o, e->qp_serial);
+	put32(o, e->gsi_qpn);
+	put32(o, e->smi_qpn);
+	/* event queues, by slot of eq_table */
+	put32(o, (uint32_t)e->async_eq);
+	for (i = 0; i < QHCA_MAX_EQ; i++) {
+		const struct qhca_eq *q = &e->eq[i];
+
+		if (!(e->eq_table.gen[i] & OBJ_USED))
+			continue;
+		put32(o, q->handle);
+		put64(o, q->ring);
+		put32(o, q->log2);
+		put32(o, q->pi);
+		put32(o, q->ci);
+		put16(o, q->vector);
+		put8(o, q->overflowed);
+	}
+	/* the Ethernet function */
+	put8(o, e->eth.started);
+	put64(o, e->eth.tx_ring);
+	put64(o, e->eth.rx_ring);
+	put32(o, e->eth.tx_log2);
+	put32(o, e->eth.rx_log2);
+	put32(o, e->eth.tx_ci);
+	put32(o, e->eth.tx_pi);
+	put32(o, e->eth.rx_ci);
+	put32(o, e->eth.rx_pi);
+	put16(o, e->eth.vector);
+	/* the port */
+	put8(o, e->link_up);
+	put(o, e->mac, 6);
+	ib_port_info_pack(&e->ib.pi, pi);
+	put(o, pi, sizeof(pi));
+	put64(o, e->ib.pi.mkey_lease_end ? remaining(e->ib.pi.mkey_lease_end, now) + 1 : 0);
+	put(o, e->ib.pkeys, sizeof(e->ib.pkeys));
+	put(o, e->ib.guids, sizeof(e->ib.guids));
+	put(o, e->ib.sl2vl, sizeof(e->ib.sl2vl));
+	put(o, e->ib.vl_arb, sizeof(e->ib.vl_arb));
+	put(o, e->ib.node_desc, sizeof(e->ib.node_desc));
+	put32(o, e->ib.cap_set);
+	put(o, e->ib.pma_base, sizeof(e->ib.pma_base));
+}
+
+static bool ring_ok(uint64_t ring, uint32_t log2, uint32_t min, uint32_t max, size_t entry)
+{
+	return log2 >= min && log2 <= max && ring && ring % 4096 == 0 &&
+	       ring + ((uint64_t)entry << log2) > ring;
+}
+
+static bool device_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint8_t pi[IB_SMP_DATA_LEN];
+	uint64_t lease;
+	int32_t async;
+	uint32_t i;
+
+	expect_section(in, SEC_DEVICE);
+	e->ctrl = get32(in);
+	e->status = get32(in);
+	e->error = get32(in);
+	e->intr_mask = get32(in);
+	e->asq_base = get64(in);
+	e->acq_base = get64(in);
+	e->aq_depth_log2 = get32(in);
+	e->asq_head = get32(in);
+	e->asq_tail = get32(in);
+	e->acq_tail = get32(in);
+	e->acq_head = get32(in);
+	e->acq_phase = get16(in);
+	e->admin_pending = getbool(in);
+	e->admin_cmds = get64(in);
+	e->admin_errors = get64(in);
+	e->qp_serial = get64(in);
+	e->gsi_qpn = get32(in);
+	e->smi_qpn = get32(in);
+	CHECK(in, !(e->ctrl & ~QHCA_CTRL_ENABLE) && !(e->status & ~QHCA_STATUS_READY) &&
+		  (!(e->status & QHCA_STATUS_READY) || (e->ctrl & QHCA_CTRL_ENABLE)),
+	      "bad control or status register");
+	CHECK(in, e->acq_phase == 0 || e->acq_phase == QHCA_CQE_PHASE, "a bad admin phase");
+	/* A running admin queue: what qhca_admin_enable() and the doorbells check. */
+	if (e->status & QHCA_STATUS_READY) {
+		uint32_t depth;
+
+		CHECK(in, e->aq_depth_log2 >= QHCA_AQ_DEPTH_MIN_LOG2 &&
+			  e->aq_depth_log2 <= QHCA_AQ_DEPTH_MAX_LOG2 && e->asq_base && e->acq_base &&
+			  !((e->asq_base | e->acq_base) % QHCA_AQ_ALIGN), "a bad admin queue");
+		depth = 1u << e->aq_depth_log2;
+		CHECK(in, e->asq_head < depth && e->asq_tail < depth && e->acq_tail < depth &&
+			  e->acq_head < depth, "admin queue indexes past the ring");
+	} else {
+		CHECK(in, !e->admin_pending && !e->asq_head && !e->asq_tail && !e->acq_tail &&
+			  !e->acq_head, "admin work while off");
+	}
+	async = (int32_t)get32(in);
+	CHECK(in, async >= -1 && async < QHCA_MAX_EQ, "a bad async event queue");
+	e->async_eq = async;
+	for (i = 0; i < QHCA_MAX_EQ && !in->why; i++) {
+		struct qhca_eq *q = &e->eq[i];
+
+		if (!(e->eq_table.gen[i] & OBJ_USED)) {
+			CHECK(in, async != (int32_t)i, "the async event queue is not an EQ");
+			continue;
+		}
+		q->handle = get32(in);
+		q->ring = get64(in);
+		q->log2 = get32(in);
+		q->pi = get32(in);
+		q->ci = get32(in);
+		q->vector = get16(in);
+		q->overflowed = getbool(in);
+		CHECK(in, live(&e->eq_table, q->handle) == (int64_t)i, "an EQ out of its slot");
+		CHECK(in, ring_ok(q->ring, q->log2, 1, QHCA_EQ_MAX_LOG2, sizeof(struct qhca_eqe)) &&
+			  q->vector < e->cfg.msix_vectors &&
+			  qhca_ring_pi_ok(q->pi, q->ci, 1u << q->log2), "a bad event queue");
+	}
+	e->eth.started = getbool(in);
+	e->eth.tx_ring = get64(in);
+	e->eth.rx_ring = get64(in);
+	e->eth.tx_log2 = get32(in);
+	e->eth.rx_log2 = get32(in);
+	e->eth.tx_ci = get32(in);
+	e->eth.tx_pi = get32(in);
+	e->eth.rx_ci = get32(in);
+	e->eth.rx_pi = get32(in);
+	e->eth.vector = get16(in);
+	if (e->eth.started) {
+		const struct qhca_eth *t = &e->eth;
+
+		CHECK(in, ring_ok(t->tx_ring, t->tx_log2, 1, QHCA_ETH_RING_MAX_LOG2,
+				  sizeof(struct qhca_eth_desc)) &&
+			  ring_ok(t->rx_ring, t->rx_log2, 1, QHCA_ETH_RING_MAX_LOG2,
+				  sizeof(struct qhca_eth_desc)) &&
+			  t->vector < e->cfg.msix_vectors &&
+			  qhca_ring_pi_ok(t->tx_pi, t->tx_ci, 1u << t->tx_log2) &&
+			  qhca_ring_pi_ok(t->rx_pi, t->rx_ci, 1u << t->rx_log2),
+		      "a bad Ethernet function");
+		e->eth.frame = malloc(QHCA_ETH_MAX_FRAME);
+		CHECK(in, e->eth.frame, "out of memory");
+	}
+	e->link_up = getbool(in);
+	get(in, e->mac, 6);
+	CHECK(in, !(e->mac[0] & 1), "a multicast port address");
+	get(in, pi, sizeof(pi));
+	ib_port_info_unpack(pi, &e->ib.pi);
+	lease = get64(in);
+	e->ib.pi.mkey_lease_end = lease ? deadline_of(lease - 1, in->now) : 0;
+	CHECK(in, e->ib.pi.state >= IB_PORT_DOWN && e->ib.pi.state <= IB_PORT_ACTIVE &&
+		  e->ib.pi.op_vls <= 15, "a bad port state");
+	get(in, e->ib.pkeys, sizeof(e->ib.pkeys));
+	get(in, e->ib.guids, sizeof(e->ib.guids));
+	get(in, e->ib.sl2vl, sizeof(e->ib.sl2vl));
+	get(in, e->ib.vl_arb, sizeof(e->ib.vl_arb));
+	get(in, e->ib.node_desc, sizeof(e->ib.node_desc));
+	e->ib.cap_set = get32(in);
+	get(in, e->ib.pma_base, sizeof(e->ib.pma_base));
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- regions */
+/* A reference a message holds on a region (or window). */
+static void ref_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_mr *mr)
+{
+	if (!mr) {
+		put8(o, REF_NONE);
+		return;
+	}
+	put8(o, qhca_mr_find(e, mr->key) == mr ? REF_LIVE : REF_DEAD);
+	put32(o, mr->key);
+}
+
+/* What a reference must be: a region (an lkey), a window's region, or an rkey's target. */
+enum { REF_REGION, REF_ANY };
+
+/*
+ * A reference back: the region its key names, if it is one of @pd (0: any) that covers
+ * [va, va + len) with @access (if @range), or a dead stand-in, which every use refuses
+ * (qhca_mr_usable). NULL with @in failed on a bad reference.
+ */
+static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int kind_ok,
+			       const struct qhca_sge *range, uint32_t access)
+{
+	uint8_t kind = get8(in);
+	uint32_t key = kind == REF_NONE ? 0 : get32(in);
+	struct qhca_mr *mr;
+
+	*none = kind == REF_NONE && !in->why;
+	if (in->why || kind == REF_NONE)
+		return NULL;
+	if (kind == REF_DEAD) {
+		mr = qhca_host_zalloc(in->e, 1, sizeof(*mr));
+		if (!mr) {
+			fail(in, "past the host memory budget");
+			return NULL;
+		}
+		mr->key = key;
+		mr->dead = mr->invalid = true;
+		mr->page_shift = QHCA_PAGE_SHIFT;
+		mr->refs = 1;
+		return mr;
+	}
+	mr = qhca_mr_find(in->e, key);
+	if (kind != REF_LIVE || !mr || (kind_ok == REF_REGION && (mr->flags & QHCA_MR_WINDOW)) ||
+	    (pd && mr->pd != pd)) {
+		fail(in, "a message holds a region that is not there");
+		return NULL;
+	}
+	/* A valid region must still grant what the message was checked for (key_check()). */
+	if (range && !mr->invalid &&
+	    ((mr->access & access) != access || range->addr < mr->iova ||
+	     range->addr + range->length < range->addr || range->addr - mr->iova > mr->length ||
+	     range->length > mr->length - (range->addr - mr->iova))) {
+		fail(in, "a message outside the region it holds");
+		return NULL;
+	}
+	return qhca_mr_get(mr);
+}
+
+static void mr_put(struct mig_out *o, struct qhca_mr *mr)
+{
+	put32(o, mr->handle);
+	put32(o, mr->key);
+	put32(o, mr->pd);
+	put32(o, mr->access);
+	put32(o, mr->flags);
+	put32(o, mr->page_offset);
+	put8(o, mr->page_shift);
+	put32(o, mr->max_pages);
+	put64(o, mr->iova);
+	put64(o, mr->length);
+	put8(o, mr->invalid);
+	put32(o, mr->qpn);
+	put64(o, mr->qp_serial);
+	pages_put(o, mr->pages, mr->npages);
+}
+
+/* The regions, then the windows (bound to regions, which must be there first). */
+static void mrs_put(struct mig_out *o, struct qhca_engine *e)
+{
+	uint32_t i, pass;
+
+	put32(o, SEC_MR);
+	put32(o, e->mr_table.count);
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < e->cfg.max_mr; i++) {
+			struct qhca_mr *mr = e->mr[i];
+
+			if (!mr || !(mr->flags & QHCA_MR_WINDOW) != !pass)
+				continue;
+			mr_put(o, mr);
+			if (pass)
+				ref_put(o, e, mr->parent);
+		}
+	}
+}
+
+static bool mr_get(struct mig_in *in, bool window)
+{
+	struct qhca_engine *e = in->e;
+	uint64_t max_size = (uint64_t)e->cfg.max_mr_size_mb << 20;
+	struct qhca_mr *mr;
+	int64_t slot, pd;
+	uint32_t room;
+
+	mr = qhca_host_zalloc(e, 1, sizeof(*mr));
+	CHECK(in, mr, "past the host memory budget");
+	mr->handle = get32(in);
+	mr->key = get32(in);
+	mr->pd = get32(in);
+	mr->access = get32(in);
+	mr->flags = get32(in);
+	mr->page_offset = get32(in);
+	mr->page_shift = get8(in);
+	mr->max_pages = get32(in);
+	mr->iova = get64(in);
+	mr->length = get64(in);
+	mr->invalid = getbool(in);
+	mr->qpn = get32(in);
+	mr->qp_serial = get64(in);
+	slot = live(&e->mr_table, mr->handle);
+	pd = live(&e->pd, mr->pd);
+	if (in->why || slot < 0 || e->mr[slot] ||
+	    QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, mr->key) != slot + 1 || pd < 0) {
+		qhca_host_free(mr);
+		return fail(in, "a region out of its slot");
+	}
+	e->mr[slot] = mr;	/* freed with the engine from here on */
+	qhca_obj_hold(&e->pd, mr->pd);
+	CHECK(in, !(mr->flags & (mr->flags - 1)) && !(mr->access & ~QHCA_ACCESS_MR_ALL) &&
+		  !(mr->flags & ~(QHCA_MR_PHYS | QHCA_MR_FAST_REG | QHCA_MR_WINDOW)) &&
+		  !(mr->flags & QHCA_MR_WINDOW) == !window, "a region of a bad kind");
+	CHECK(in, mr->qp_serial <= e->qp_serial, "a window bound by a QP of the future");
+	room = 0;
+	if (mr->flags & QHCA_MR_PHYS) {
+		CHECK(in, e->pd.owner[pd] == QHCA_HANDLE_KERNEL && !mr->iova && !mr->page_offset &&
+			  mr->length == UINT64_MAX && !mr->max_pages && !mr->invalid &&
+			  mr->page_shift == QHCA_PAGE_SHIFT, "a bad physical region");
+	} else if (mr->flags & QHCA_MR_FAST_REG) {
+		CHECK(in, e->pd.owner[pd] == QHCA_HANDLE_KERNEL && mr->max_pages &&
+			  mr->max_pages <= QHCA_MAX_FAST_REG_PAGES &&
+			  mr->page_shift >= QHCA_FAST_REG_MIN_SHIFT &&
+			  mr->page_shift <= QHCA_FAST_REG_MAX_SHIFT, "a bad fast-register region");
+		room = mr->max_pages;
+	} else if (!window) {
+		CHECK(in, !mr->max_pages && !mr->invalid && mr->page_shift == QHCA_PAGE_SHIFT &&
+			  mr->page_offset < QHCA_PAGE_SIZE, "a bad region");
+		room = (uint32_t)((mr->page_offset + (mr->length < max_size ? mr->length : max_size) +
+				   QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT);
+	} else {
+		CHECK(in, !mr->max_pages && mr->page_shift == QHCA_PAGE_SHIFT, "a bad window");
+	}
+	if (!(mr->flags & QHCA_MR_PHYS) && !mr->invalid) {
+		/* What a registration (REG_MR, MR_CREATE or a bind) checks. */
+		CHECK(in, mr->length <= max_size && mr->iova + mr->length >= mr->iova &&
+			  (window || mr->length), "a region of a bad length");
+		/* a window's remote rights rest on its region's local write (BIND_MW) */
+		CHECK(in, window ||
+			  !(mr->access & (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_ATOMIC)) ||
+			  (mr->access & QHCA_ACCESS_LOCAL_WRITE), "a region of bad access rights");
+		CHECK(in, !(mr->page_offset >> mr->page_shift), "a bad page offset");
+	}
+	mr->pages = pages_get(in, &mr->npages, window || (mr->flags & QHCA_MR_PHYS) ? 0 :
+			      (mr->flags & QHCA_MR_FAST_REG) && mr->invalid ? 0 : 1,
+			      room, room, mr->page_shift);
+	if (in->why)
+		return false;
+	if (!window && !(mr->flags & QHCA_MR_PHYS) && !mr->invalid)
+		CHECK(in, (uint64_t)mr->page_offset + mr->length <=
+			  (uint64_t)mr->npages << mr->page_shift, "a region past its pages");
+	if (window) {
+		struct qhca_sge bound = { .addr = mr->iova, .length = (uint32_t)mr->length };
+		struct qhca_mr *parent;
+		bool none;
+
+		CHECK(in, mr->length <= UINT32_MAX, "a window longer than a bind can make it");
+		parent = ref_get(in, &none, mr->pd, REF_REGION, &bound, QHCA_ACCESS_MW_BIND);
+
+		if (in->why)
+			return false;
+		CHECK(in, none == mr->invalid, "a window bound to nothing, or free but bound");
+		CHECK(in, !parent || (!parent->dead && !parent->invalid &&
+				      (parent->access & QHCA_ACCESS_MW_BIND)),
+		      "a window bound to a region it cannot be");
+		mr->parent = parent;
+		if (parent)
+			parent->windows++;
+	}
+	return true;
+}
+
+static bool mrs_get(struct mig_in *in)
+{
+	uint32_t n, i;
+
+	expect_section(in, SEC_MR);
+	n = get32(in);
+	CHECK(in, n == in->e->mr_table.count, "regions missing or more than the table has");
+	for (i = 0; i < n && !in->why; i++) {
+		bool window = false;
+		uint32_t flags;
+
+		/* Peek at the kind: flags are the fifth word of a record. */
+		CHECK(in, in->len - in->off >= 20, "truncated");
+		memcpy(&flags, in->p + in->off + 16, 4);
+		window = flags & QHCA_MR_WINDOW;
+		mr_get(in, window);
+	}
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- CQs and SRQs */
+static void cqs_put(struct mig_out *o, struct qhca_engine *e)
+{
+	uint32_t i;
+
+	put32(o, SEC_CQ);
+	put32(o, e->cq_table.count);
+	for (i = 0; i < e->cfg.max_cq; i++) {
+		const struct qhca_cq *cq = e->cq[i];
+
+		if (!cq)
+			continue;
+		put32(o, cq->handle);
+		put32(o, cq->eq);
+		put32(o, cq->log2);
+		put32(o, cq->pi);
+		put8(o, cq->armed);
+		put8(o, cq->armed_solicited);
+		put8(o, cq->overflowed);
+		pages_put(o, cq->pages, cq->npages);
+	}
+}
+
+static bool cqs_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t n, i;
+
+	expect_section(in, SEC_CQ);
+	n = get32(in);
+	CHECK(in, n == e->cq_table.count, "CQs missing or more than the table has");
+	for (i = 0; i < n && !in->why; i++) {
+		struct qhca_cq *cq = qhca_host_zalloc(e, 1, sizeof(*cq));
+		uint64_t need;
+		int64_t slot;
+
+		CHECK(in, cq, "past the host memory budget");
+		cq->handle = get32(in);
+		slot = live(&e->cq_table, cq->handle);
+		if (slot < 0 || e->cq[slot]) {
+			qhca_host_free(cq);
+			return fail(in, "a CQ out of its slot");
+		}
+		e->cq[slot] = cq;
+		cq->uctx = e->cq_table.owner[slot];
+		cq->eq = get32(in);
+		cq->log2 = get32(in);
+		cq->pi = get32(in);
+		cq->armed = getbool(in);
+		cq->armed_solicited = getbool(in);
+		cq->overflowed = getbool(in);
+		CHECK(in, !cq->uctx || live(&e->uctx, cq->uctx) >= 0, "a CQ of no user context");
+		qhca_obj_hold(&e->uctx, cq->uctx);
+		/* what CREATE_CQ and RESIZE_CQ check */
+		CHECK(in, live(&e->eq_table, cq->eq) >= 0, "a CQ of no event queue");
+		CHECK(in, cq->log2 >= 1 && cq->log2 <= 22 && (1u << cq->log2) <= e->cfg.max_cqe * 2u,
+		      "a CQ of a bad size");
+		need = ((uint64_t)sizeof(struct qhca_cqe) << cq->log2) +
+		       sizeof(struct qhca_cq_dbrec);
+		need = (need + QHCA_PAGE_SIZE - 1) >> QHCA_PAGE_SHIFT;
+		cq->pages = pages_get(in, &cq->npages, (uint32_t)need, (uint32_t)need,
+				      (uint32_t)need, QHCA_PAGE_SHIFT);
+	}
+	return !in->why;
+}
+
+static void srqs_put(struct mig_out *o, struct qhca_engine *e)
+{
+	uint32_t i;
+
+	put32(o, SEC_SRQ);
+	put32(o, e->srq_table.count);
+	for (i = 0; i < e->cfg.max_srq; i++) {
+		const struct qhca_srq *srq = e->srq[i];
+
+		if (!srq)
+			continue;
+		put32(o, srq->handle);
+		put32(o, srq->pd);
+		put32(o, srq->limit);
+		put32(o, srq->xrcd);
+		put32(o, srq->cq ? srq->cq->handle : 0);
+		wq_put(o, &srq->wq);
+	}
+}
+
+static bool srqs_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t n, i;
+
+	expect_section(in, SEC_SRQ);
+	n = get32(in);
+	CHECK(in, n == e->srq_table.count, "SRQs missing or more than the table has");
+	for (i = 0; i < n && !in->why; i++) {
+		struct qhca_srq *srq = qhca_host_zalloc(e, 1, sizeof(*srq));
+		uint32_t cqn;
+		int64_t slot;
+
+		CHECK(in, srq, "past the host memory budget");
+		qhca_list_init(&srq->xrc_msgs);
+		srq->handle = get32(in);
+		slot = live(&e->srq_table, srq->handle);
+		if (slot < 0 || e->srq[slot]) {
+			qhca_host_free(srq);
+			return fail(in, "an SRQ out of its slot");
+		}
+		e->srq[slot] = srq;
+		srq->uctx = e->srq_table.owner[slot];
+		srq->pd = get32(in);
+		srq->limit = get32(in);
+		srq->xrcd = get32(in);
+		cqn = get32(in);
+		/* what CREATE_SRQ checks */
+		CHECK(in, live(&e->pd, srq->pd) >= 0 &&
+			  (!srq->uctx || live(&e->uctx, srq->uctx) >= 0) &&
+			  (!srq->xrcd || live(&e->xrcd, srq->xrcd) >= 0), "an SRQ of a bad owner");
+		qhca_obj_hold(&e->pd, srq->pd);
+		qhca_obj_hold(&e->uctx, srq->uctx);
+		qhca_obj_hold(&e->xrcd, srq->xrcd);
+		if (cqn) {
+			srq->cq = qhca_cq_find(e, cqn);
+			CHECK(in, srq->cq && srq->xrcd && srq->cq->uctx == srq->uctx,
+			      "an SRQ with a bad CQ");
+			srq->cq->refs++;
+		}
+		CHECK(in, !srq->xrcd || srq->cq, "an XRC SRQ without a CQ");
+		if (!wq_get(in, &srq->wq, 4, false))
+			return false;
+		CHECK(in, srq->limit <= (1u << srq->wq.log2), "an SRQ limit past its size");
+	}
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- SGE lists */
+static void sgl_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_sgl *sgl)
+{
+	uint32_t i;
+
+	put32(o, sgl->num);
+	for (i = 0; i < sgl->num; i++) {
+		put(o, &sgl->sge[i], sizeof(sgl->sge[i]));
+		ref_put(o, e, sgl->mr[i]);
+	}
+}
+
+/* An SGE list a WQE holds: each SGE with bytes holds its region (checked against @pd and
+ * @access as qhca_sgl_load does). */
+static bool sgl_get(struct mig_in *in, struct qhca_sgl *sgl, uint32_t pd, uint32_t access)
+{
+	uint32_t i, num = get32(in);
+	bool none;
+
+	sgl->num = 0;
+	sgl->length = 0;
+	CHECK(in, num <= in->e->cfg.max_sge, "an SGE list longer than max_sge");
+	for (i = 0; i < num && !in->why; i++) {
+		struct qhca_sge *s = &sgl->sge[i];
+
+		get(in, s, sizeof(*s));
+		sgl->mr[i] = ref_get(in, &none, pd, REF_REGION, s, access);
+		if (in->why)
+			return false;
+		sgl->num = i + 1;	/* released with the WQE from here on */
+		CHECK(in, !s->length == none, "an SGE that holds no region, or one without bytes");
+		sgl->length += s->length;
+	}
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- QPs */
+static void rd_recovery_put(struct mig_out *o, const struct qhca_rd_recovery *r)
+{
+	uint32_t j;
+
+	put64(o, r->map);
+	put32(o, r->lost_to);
+	put8(o, r->seen);
+	put8(o, r->retry);
+	put8(o, r->first);
+	put8(o, r->npieces);
+	for (j = 0; j < r->npieces; j++) {
+		put32(o, r->piece[j].lo);
+		put32(o, r->piece[j].hi);
+		put32(o, r->piece[j].h1);
+		put32(o, r->piece[j].h2);
+	}
+}
+
+static bool rd_recovery_get(struct mig_in *in, struct qhca_rd_recovery *r)
+{
+	uint32_t j;
+
+	r->map = get64(in);
+	r->lost_to = get32(in) & 0xffffff;
+	r->seen = getbool(in);
+	r->retry = getbool(in);
+	r->first = getbool(in);
+	r->npieces = get8(in);
+	CHECK(in, r->npieces <= QHCA_READ_PIECES, "a READ with too many requests in flight");
+	for (j = 0; j < r->npieces; j++) {
+		r->piece[j].lo = get32(in) & 0xffffff;
+		r->piece[j].hi = get32(in) & 0xffffff;
+		r->piece[j].h1 = get32(in) & 0xffffff;
+		r->piece[j].h2 = get32(in) & 0xffffff;
+	}
+	return !in->why;
+}
+
+/* The largest member of the union in struct qhca_send_wqe. */
+#define SEG_SIZE (sizeof(struct qhca_ud_seg) > sizeof(struct qhca_reg_mr_seg) ?	\
+		  sizeof(struct qhca_ud_seg) : sizeof(struct qhca_reg_mr_seg))
+
+static void send_wqe_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_send_wqe *sw)
+{
+	put(o, &sw->hdr, sizeof(sw->hdr));
+	put(o, &sw->ud, SEG_SIZE);
+	rd_recovery_put(o, &sw->rd);
+	sgl_put(o, e, &sw->sgl);
+	put32(o, sw->hdr.flags & QHCA_WQE_INLINE ? sw->hdr.inline_len : 0);
+	if (sw->hdr.flags & QHCA_WQE_INLINE)
+		put(o, sw->inline_data, sw->hdr.inline_len);
+	put64(o, sw->length);
+	put32(o, sw->mtu);
+	put32(o, sw->first_psn);
+	put32(o, sw->last_psn);
+	put32(o, sw->npkts);
+	put32(o, sw->read_next);
+	put32(o, sw->tx_next);
+	put8(o, sw->done);
+	put8(o, sw->status);
+}
+
+/* A snapshot as wqe_load() (req.c) and the start of its message left it. */
+static bool send_wqe_get(struct mig_in *in, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+{
+	bool rd_atomic, local;
+	uint32_t inl;
+
+	get(in, &sw->hdr, sizeof(sw->hdr));
+	get(in, &sw->ud, SEG_SIZE);
+	rd_atomic = qhca_wr_is_rd_atomic(sw->hdr.opcode);
+	local = qhca_wr_is_local(sw->hdr.opcode);
+	rd_recovery_get(in, &sw->rd);
+	sgl_get(in, &sw->sgl, qp->pd, rd_atomic ? QHCA_ACCESS_LOCAL_WRITE : 0);
+	inl = get32(in);
+	CHECK(in, !in->why && inl <= qp->max_inline &&
+		  (!(sw->hdr.flags & QHCA_WQE_INLINE) || (inl == sw->hdr.inline_len &&
+							  !sw->sgl.num && !rd_atomic)),
+	      "bad inline data");
+	if (inl)
+		get(in, sw->inline_data, inl);
+	sw->length = get64(in);
+	sw->mtu = get32(in);
+	sw->first_psn = get32(in) & 0xffffff;
+	sw->last_psn = get32(in) & 0xffffff;
+	sw->npkts = get32(in);
+	sw->read_next = get32(in) & 0xffffff;
+	sw->tx_next = get32(in);
+	sw->done = getbool(in);
+	sw->status = get8(in);
+	CHECK(in, !in->why, "truncated");
+	CHECK(in, sw->sgl.num <= sw->hdr.num_sge || (sw->done && sw->status), "a bad SGE count");
+	if (sw->done && sw->status)	/* failed before it started: completes with its error */
+		return true;
+	CHECK(in, qhca_wr_allowed(qp->type, sw->hdr.opcode) || qhca_qp_datagram(qp),
+	      "a work request its QP cannot do");
+	if (local) {
+		CHECK(in, sw->done, "a local work request not done at its start");
+		return true;
+	}
+	CHECK(in, sw->length <= 0x80000000ull &&
+		  (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE ? sw->length == 8 :
+		   sw->hdr.flags & QHCA_WQE_INLINE ? sw->length == inl :
+		   sw->length == sw->sgl.length), "a message of a bad length");
+	CHECK(in, mtu_ok(sw->mtu), "a message of a bad MTU");
+	CHECK(in, sw->npkts == (rd_atomic && sw->hdr.opcode != QHCA_WR_RDMA_READ ? 1 :
+				sw->length ? (uint32_t)((sw->length + sw->mtu - 1) / sw->mtu) : 1) &&
+		  sw->last_psn == ((sw->first_psn + sw->npkts - 1) & 0xffffff) &&
+		  sw->tx_next <= sw->npkts, "a message of bad packets");
+	return true;
+}
+
+static void rd_put(struct mig_out *o, const struct qhca_rd_atomic *rd)
+{
+	put8(o, rd->valid);
+	put8(o, rd->opcode);
+	put32(o, rd->psn);
+	put32(o, rd->last_psn);
+	put64(o, rd->va);
+	put32(o, rd->rkey);
+	put32(o, rd->len);
+	put64(o, rd->orig);
+}
+
+static void rd_get(struct mig_in *in, struct qhca_rd_atomic *rd)
+{
+	rd->valid = getbool(in);
+	rd->opcode = get8(in);
+	rd->psn = get32(in) & 0xffffff;
+	rd->last_psn = get32(in) & 0xffffff;
+	rd->va = get64(in);
+	rd->rkey = get32(in);
+	rd->len = get32(in);
+	rd->orig = get64(in);
+}
+
+static void qp_put(struct mig_out *o, struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
+{
+	uint32_t i;
+
+	put32(o, qp->handle);
+	put32(o, qp->qpn);
+	put64(o, qp->serial);
+	put8(o, qp->type);
+	put8(o, qp->state);
+	put8(o, qp->sig_all);
+	put32(o, qp->pd);
+	put32(o, qp->send_cq ? qp->send_cq->handle : 0);
+	put32(o, qp->recv_cq ? qp->recv_cq->handle : 0);
+	put32(o, qp->srq ? qp->srq->handle : 0);
+	put16(o, qp->max_inline);
+	put32(o, qp->xrcd);
+	put32(o, qp->xrc_srq ? qp->xrc_srq->handle : 0);
+	put32(o, qp->win_size);
+	wq_put(o, &qp->sq);
+	wq_put(o, &qp->rq);
+	/* attributes */
+	put32(o, qp->mtu);
+	put8(o, qp->timeout);
+	put8(o, qp->retry_cnt);
+	put8(o, qp->rnr_retry);
+	put8(o, qp->min_rnr_timer);
+	put8(o, qp->max_rd_atomic);
+	put8(o, qp->max_dest_rd_atomic);
+	put32(o, qp->qkey);
+	put32(o, qp->dest_qpn);
+	put32(o, qp->access);
+	put(o, &qp->av, sizeof(qp->av));
+	/* requester */
+	put32(o, qp->sq_next);
+	put32(o, qp->tx_idx);
+	put32(o, qp->psn);
+	put32(o, qp->retries);
+	put32(o, qp->rnr_retries);
+	put32(o, qp->una);
+	put32(o, qp->ack_psn);
+	put32(o, qp->snd_max);
+	put32(o, qp->rewind_psn);
+	put32(o, qp->cwnd);
+	put32(o, qp->ssthresh);
+	put32(o, qp->cwnd_acc);
+	put32(o, qp->clean);
+	put8(o, qp->rewound);
+	put8(o, qp->probe);
+	put8(o, qp->dup);
+	put32(o, qp->dup_psn);
+	put64(o, remaining(qp->deadline, now));
+	put8(o, qp->rnr_wait);
+	put32(o, qp->rd_atomic_out);
+	for (i = qp->sq.ci; i != qp->sq_next; i++)
+		send_wqe_put(o, e, qhca_sq_slot(qp, i));
+	/* responder */
+	put32(o, qp->epsn);
+	put32(o, qp->msn);
+	put8(o, qp->nak_sent);
+	put8(o, qp->recv.active);
+	if (qp->recv.active) {
+		put64(o, qp->recv.wr_id);
+		put32(o, qp->recv.srq ? qp->recv.srq->handle : 0);
+		sgl_put(o, e, &qp->recv.sgl);
+		put64(o, qp->recv.offset);
+	}
+	put8(o, qp->write_active);
+	ref_put(o, e, qp->write_mr);
+	put64(o, qp->write_va);
+	put64(o, qp->write_left);
+	put64(o, qp->write_total);
+	put8(o, qp->drop_msg);
+	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
+		rd_put(o, &qp->rd[i]);
+	put32(o, qp->rd_next);
+	put8(o, qp->rr.active);
+	put8(o, qp->rr.dropped);
+	put32(o, qp->rr.len);
+	put32(o, qp->rr.psn);
+	put32(o, qp->rr.k);
+	put32(o, qp->rr.n);
+	put32(o, qp->rr.mtu);
+	put64(o, qp->rr.va);
+	ref_put(o, e, qp->rr.mr);
+}
+
+static void qps_put(struct mig_out *o, struct qhca_engine *e, uint64_t now)
+{
+	struct qhca_list *l;
+	uint32_t i, n = 0;
+
+	put32(o, SEC_QP);
+	put32(o, e->qp_table.count);
+	for (i = 0; i < e->cfg.max_qp; i++)
+		if (e->qp[i])
+			qp_put(o, e, e->qp[i], now);
+	/* the QPs waiting for the transmit path, in their order */
+	for (l = e->tx_waiters.next; l != &e->tx_waiters; l = l->next)
+		n++;
+	put32(o, n);
+	for (l = e->tx_waiters.next; l != &e->tx_waiters; l = l->next)
+		put32(o, qhca_container_of(l, struct qhca_qp, tx_link)->qpn);
+}
+
+/* The QP's record and queues, as qhca_qp_create() makes them. */
+static struct qhca_qp *qp_alloc(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t scqn, rcqn, srqn, xsrqn, i, win_size;
+	struct qhca_qp *qp;
+	int64_t slot;
+	bool tgt, ini;
+	uint64_t slot_bytes;
+
+	qp = qhca_host_zalloc(e, 1, sizeof(*qp));
+	if (!qp) {
+		fail(in, "past the host memory budget");
+		return NULL;
+	}
+	qhca_list_init(&qp->tx_link);
+	qhca_list_init(&qp->xrc_link);
+	qp->deadline = UINT64_MAX;
+	qp->handle = get32(in);
+	qp->qpn = get32(in);
+	slot = live(&e->qp_table, qp->handle);
+	if (in->why || slot < 0 || e->qp[slot] ||
+	    qp->qpn != (QHCA_FIELD_PREP(QPN_GEN_MASK, qhca_obj_generation(qp->handle)) |
+			QHCA_FIELD_PREP(QPN_SLOT_MASK, slot + 2))) {
+		qhca_host_free(qp);
+		fail(in, "a QP out of its slot");
+		return NULL;
+	}
+	e->qp[slot] = qp;	/* freed with the engine from here on */
+	qp->uctx = e->qp_table.owner[slot];
+	qp->serial = get64(in);
+	qp->type = get8(in);
+	qp->state = get8(in);
+	qp->sig_all = getbool(in);
+	qp->pd = get32(in);
+	scqn = get32(in);
+	rcqn = get32(in);
+	srqn = get32(in);
+	qp->max_inline = get16(in);
+	qp->xrcd = get32(in);
+	xsrqn = get32(in);
+	win_size = get32(in);	/* qp->win_size once the window is there (qp_free) */
+	tgt = qp->type == QHCA_QPT_XRC_TGT;
+	ini = qp->type == QHCA_QPT_XRC_INI;
+	if (in->why)
+		return NULL;
+	if (qp->type > QHCA_QPT_XRC_TGT || qp->state > QHCA_QPS_ERR || !qp->serial ||
+	    qp->serial > e->qp_serial) {
+		fail(in, "a QP of a bad type or state");
+		return NULL;
+	}
+	if (!(tgt ? live(&e->xrcd, qp->xrcd) >= 0 && !qp->pd && !qp->uctx && !scqn && !rcqn &&
+	      !srqn && !qp->max_inline && !qp->sig_all :
+	      live(&e->pd, qp->pd) >= 0 && !qp->xrcd && !xsrqn &&
+	      (!qp->uctx || live(&e->uctx, qp->uctx) >= 0) &&
+	      qp->max_inline <= e->cfg.max_inline && (!ini || (!rcqn && !srqn)))) {
+		fail(in, "a QP of bad owners");
+		return NULL;
+	}
+	qhca_obj_hold(&e->xrcd, qp->xrcd);
+	qhca_obj_hold(&e->pd, qp->pd);
+	qhca_obj_hold(&e->uctx, qp->uctx);
+	if (!tgt) {
+		qp->send_cq = qhca_cq_find(e, scqn);
+		qp->recv_cq = rcqn ? qhca_cq_find(e, rcqn) : NULL;
+		qp->srq = srqn ? qhca_srq_find(e, srqn) : NULL;
+		if (!qp->send_cq || (!ini && !qp->recv_cq) || (srqn && !qp->srq) ||
+		    qp->send_cq->uctx != qp->uctx || (qp->recv_cq && qp->recv_cq->uctx != qp->uctx) ||
+		    (qp->srq && (qp->srq->uctx != qp->uctx || qp->srq->xrcd))) {
+			fail(in, "a QP with bad CQs or SRQ");
+			return NULL;
+		}
+		qp->send_cq->refs++;
+		if (qp->recv_cq)
+			qp->recv_cq->refs++;
+		if (qp->srq)
+			qp->srq->refs++;
+	} else if (xsrqn) {
+		qp->xrc_srq = qhca_srq_find(e, xsrqn);
+		if (!qp->xrc_srq || qp->xrc_srq->xrcd != qp->xrcd) {
+			fail(in, "an XRC target of a bad SRQ");
+			return NULL;
+		}
+	}
+	/* an XRC target has no queues; XRC initiators and QPs on an SRQ no RQ */
+	if (!wq_get(in, &qp->sq, 6, tgt) || !wq_get(in, &qp->rq, 4, tgt || ini || qp->srq))
+		return NULL;
+	if (!qp->sq.npages != tgt || !qp->rq.npages != (tgt || ini || qp->srq)) {
+		fail(in, "a QP with queues it cannot have");
+		return NULL;
+	}
+	/* The window it was given: at most what win_alloc_size() would give today. */
+	if (!is_pow2(win_size) || win_size > (1u << qp->sq.log2) || win_size > QHCA_SQ_WINDOW) {
+		fail(in, "a QP window of a bad size");
+		return NULL;
+	}
+	slot_bytes = sizeof(*qp->win) + qp->max_inline;
+	qp->win = qhca_host_zalloc(e, win_size, sizeof(*qp->win));
+	if (qp->win && qp->max_inline) {
+		qp->inline_mem = qhca_host_zalloc(e, win_size, qp->max_inline);
+		for (i = 0; qp->inline_mem && i < win_size; i++)
+			qp->win[i].inline_data = qp->inline_mem + (size_t)i * qp->max_inline;
+	}
+	if (!qp->win || (qp->max_inline && !qp->inline_mem)) {
+		fail(in, "past the host memory budget");
+		return NULL;
+	}
+	qp->win_size = win_size;
+	qp->win_bytes = win_size * slot_bytes;
+	e->qp_window_bytes += qp->win_bytes;
+	return qp;
+}
+
+static bool qp_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	/* the path MTU is checked on its own (mtu_ok) */
+	struct qhca_qp_attr a = { .mask = ~0u & ~(QHCA_QP_STATE | QHCA_QP_CUR_STATE |
+						  QHCA_QP_PATH_MTU) };
+	struct qhca_qp *qp = qp_alloc(in);
+	uint64_t rem;
+	uint32_t i, srqn;
+	bool none;
+
+	if (!qp)
+		return false;
+	qp->mtu = get32(in);
+	qp->timeout = get8(in);
+	qp->retry_cnt = get8(in);
+	qp->rnr_retry = get8(in);
+	qp->min_rnr_timer = get8(in);
+	qp->max_rd_atomic = get8(in);
+	qp->max_dest_rd_atomic = get8(in);
+	qp->qkey = get32(in);
+	qp->dest_qpn = get32(in);
+	qp->access = get32(in);
+	get(in, &qp->av, sizeof(qp->av));
+	/* what MODIFY_QP checks */
+	CHECK(in, mtu_ok(qp->mtu), "a QP of a bad path MTU");
+	a.timeout = qp->timeout;
+	a.retry_cnt = qp->retry_cnt;
+	a.rnr_retry = qp->rnr_retry;
+	a.min_rnr_timer = qp->min_rnr_timer;
+	a.max_rd_atomic = qp->max_rd_atomic;
+	a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	a.access_flags = qp->access;
+	a.dest_qpn = qp->dest_qpn;
+	a.av = qp->av;
+	CHECK(in, qhca_qp_attr_ok(e, &a), "a QP attribute out of range");
+	/* requester */
+	qp->sq_next = get32(in);
+	qp->tx_idx = get32(in);
+	qp->psn = get32(in) & 0xffffff;
+	qp->retries = get32(in);
+	qp->rnr_retries = get32(in);
+	qp->una = get32(in) & 0xffffff;
+	qp->ack_psn = get32(in) & 0xffffff;
+	qp->snd_max = get32(in) & 0xffffff;
+	qp->rewind_psn = get32(in) & 0xffffff;
+	qp->cwnd = get32(in);
+	qp->ssthresh = get32(in);
+	qp->cwnd_acc = get32(in);
+	qp->clean = get32(in);
+	qp->rewound = getbool(in);
+	qp->probe = getbool(in);
+	qp->dup = getbool(in);
+	qp->dup_psn = get32(in) & 0xffffff;
+	rem = get64(in);
+	qp->rnr_wait = getbool(in);
+	qp->rd_atomic_out = get32(in);
+	CHECK(in, qp->sq_next - qp->sq.ci <= qp->win_size &&
+		  qp->sq_next - qp->sq.ci <= qp->sq.pi - qp->sq.ci &&
+		  qp->tx_idx - qp->sq.ci <= qp->sq_next - qp->sq.ci,
+	      "a send queue with more started than posted or room");
+	CHECK(in, qp->cwnd <= QHCA_CWND_MAX && qp->rd_atomic_out <= QHCA_MAX_RD_ATOMIC,
+	      "a bad requester state");
+	for (i = qp->sq.ci; i != qp->sq_next && !in->why; i++)
+		send_wqe_get(in, qp, qhca_sq_slot(qp, i));
+	if (in->why)
+		return false;
+	if (rem != UINT64_MAX)
+		qhca_qp_set_deadline(e, qp, deadline_of(rem, in->now));
+	/* responder */
+	qp->epsn = get32(in) & 0xffffff;
+	qp->msn = get32(in) & 0xffffff;
+	qp->nak_sent = getbool(in);
+	qp->recv.active = getbool(in);
+	if (qp->recv.active) {
+		struct qhca_srq *srq;
+
+		qp->recv.wr_id = get64(in);
+		srqn = get32(in);
+		srq = srqn ? qhca_srq_find(e, srqn) : NULL;
+		/* its queue: the RQ, the QP's SRQ, or an XRC target's an XRC SRQ of its domain */
+		CHECK(in, !in->why && (qp->type == QHCA_QPT_XRC_TGT ?
+				       srq && srq->xrcd == qp->xrcd : srq == qp->srq),
+		      "a receive from another queue");
+		qp->recv.srq = srq;
+		if (qp->type == QHCA_QPT_XRC_TGT)
+			qhca_list_add_tail(&srq->xrc_msgs, &qp->xrc_link);
+		/* its SGEs were checked against the PD of its queue */
+		sgl_get(in, &qp->recv.sgl, srq ? srq->pd : qp->pd, QHCA_ACCESS_LOCAL_WRITE);
+		qp->recv.offset = get64(in);
+		CHECK(in, !in->why && qp->recv.offset <= qp->recv.sgl.length, "a bad receive");
+	}
+	qp->write_active = getbool(in);
+	qp->write_mr = ref_get(in, &none, 0, REF_ANY, NULL, 0);
+	if (in->why)
+		return false;
+	qp->write_va = get64(in);
+	qp->write_left = get64(in);
+	qp->write_total = get64(in);
+	qp->drop_msg = getbool(in);
+	CHECK(in, qp->write_left <= qp->write_total && (qp->write_active || !qp->write_mr),
+	      "a bad RDMA WRITE in progress");
+	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
+		rd_get(in, &qp->rd[i]);
+	qp->rd_next = get32(in);
+	qp->rr.active = getbool(in);
+	qp->rr.dropped = getbool(in);
+	qp->rr.len = get32(in);
+	qp->rr.psn = get32(in) & 0xffffff;
+	qp->rr.k = get32(in);
+	qp->rr.n = get32(in);
+	qp->rr.mtu = get32(in);
+	qp->rr.va = get64(in);
+	qp->rr.mr = ref_get(in, &none, 0, REF_ANY, NULL, 0);
+	if (in->why)
+		return false;
+	CHECK(in, !qp->rr.mr || qp->rr.active, "a READ response holding a region while idle");
+	if (qp->rr.active)
+		CHECK(in, mtu_ok(qp->rr.mtu) && qp->rr.len <= 0x80000000u &&
+			  qp->rr.n == (qp->rr.len ? (qp->rr.len + qp->rr.mtu - 1) / qp->rr.mtu : 1) &&
+			  qp->rr.k <= qp->rr.n, "a bad READ response in progress");
+	return true;
+}
+
+static bool qps_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t n, i;
+
+	expect_section(in, SEC_QP);
+	n = get32(in);
+	CHECK(in, n == e->qp_table.count, "QPs missing or more than the table has");
+	for (i = 0; i < n && !in->why; i++)
+		qp_get(in);
+	n = get32(in);
+	CHECK(in, n <= e->qp_table.count, "more QPs waiting than there are");
+	for (i = 0; i < n && !in->why; i++) {
+		struct qhca_qp *qp = qhca_qp_find(e, get32(in));
+
+		CHECK(in, qp && qhca_list_empty(&qp->tx_link), "a bad QP waiting to send");
+		qhca_tx_wait(e, qp);
+	}
+	CHECK(in, (!e->gsi_qpn || qhca_qp_find(e, e->gsi_qpn)) &&
+		  (!e->smi_qpn || qhca_qp_find(e, e->smi_qpn)), "a special QP that is not there");
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- the rest */
+static void mcast_put(struct mig_out *o, struct qhca_engine *e)
+{
+	uint32_t i, n = 0;
+
+	put32(o, SEC_MCAST);
+	for (i = 0; i < e->nmcast; i++)
+		n += e->mcast[i].nqps != 0;
+	put32(o, n);
+	for (i = 0; i < e->nmcast; i++) {
+		const struct qhca_mcast_group *g = &e->mcast[i];
+
+		if (!g->nqps)
+			continue;
+		put(o, g->gid, 16);
+		put16(o, g->mlid);
+		put32(o, g->nqps);
+		put(o, g->qpn, g->nqps * sizeof(g->qpn[0]));
+	}
+}
+
+static bool mcast_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t n, i, j;
+
+	expect_section(in, SEC_MCAST);
+	n = get32(in);
+	CHECK(in, n <= QHCA_MCAST_GROUPS, "too many multicast groups");
+	if (!n)
+		return !in->why;
+	e->mcast = calloc(n, sizeof(*e->mcast));
+	CHECK(in, e->mcast, "out of memory");
+	e->nmcast = n;
+	for (i = 0; i < n && !in->why; i++) {
+		struct qhca_mcast_group *g = &e->mcast[i];
+		uint32_t nqps;
+
+		get(in, g->gid, 16);
+		g->mlid = get16(in);
+		nqps = get32(in);
+		CHECK(in, nqps && nqps <= QHCA_MCAST_QPS, "a multicast group of a bad size");
+		for (j = 0; j < nqps; j++) {
+			g->qpn[j] = get32(in);
+			CHECK(in, !in->why && qhca_qp_find(e, g->qpn[j]), "a group of a gone QP");
+		}
+		g->nqps = nqps;
+		for (j = 0; j < i; j++)
+			CHECK(in, memcmp(e->mcast[j].gid, g->gid, 16), "a multicast group twice");
+	}
+	return !in->why;
+}
+
+static void loop_put(struct mig_out *o, struct qhca_engine *e)
+{
+	uint32_t i;
+
+	put32(o, SEC_LOOP);
+	put8(o, e->loop_deferred);
+	put32(o, e->loop_count);
+	for (i = 0; i < e->loop_count; i++) {
+		uint32_t s = (e->loop_head + i) % LOOP_QUEUE;
+
+		put32(o, (uint32_t)e->loop_len[s]);
+		put(o, e->loop_q[s], e->loop_len[s]);
+	}
+}
+
+static bool loop_get(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t i, n;
+
+	expect_section(in, SEC_LOOP);
+	e->loop_deferred = getbool(in);
+	n = get32(in);
+	CHECK(in, n <= LOOP_QUEUE, "too many frames for loopback");
+	for (i = 0; i < n && !in->why; i++) {
+		uint32_t len = get32(in);
+
+		CHECK(in, len <= LOOP_FRAME, "a frame for loopback too long");
+		get(in, e->loop_q[i], len);
+		e->loop_len[i] = len;
+	}
+	e->loop_head = 0;
+	e->loop_count = n;
+	e->loop_blocked = n >= LOOP_QUEUE / 2;
+	return !in->why;
+}
+
+/* Counters are all 64-bit: their number goes first, so that a later version with more
+ * of them at the end can still read this one's. */
+#define NCOUNTERS (sizeof(struct qhca_counters) / sizeof(uint64_t))
+
+static void counters_put(struct mig_out *o, struct qhca_engine *e)
+{
+	put32(o, SEC_COUNTERS);
+	put32(o, NCOUNTERS);
+	put(o, &e->cnt, sizeof(e->cnt));
+}
+
+static bool counters_get(struct mig_in *in)
+{
+	expect_section(in, SEC_COUNTERS);
+	CHECK(in, get32(in) == NCOUNTERS, "another set of counters");
+	get(in, &in->e->cnt, sizeof(in->e->cnt));
+	return !in->why;
+}
+
+/* ---------------------------------------------------------------- public */
+int qhca_engine_save(struct qhca_engine *e, uint8_t **buf, size_t *len)
+{
+	uint64_t now = e->ops->now_ns(e->opaque);
+	struct mig_out o = { 0 };
+
+	put(&o, MIG_MAGIC, 8);
+	put32(&o, MIG_VERSION);
+	put32(&o, QHCA_ABI_VERSION);
+	config_put(&o, &e->cfg);
+	put32(&o, SEC_TABLES);
+	table_put(&o, &e->uctx);
+	table_put(&o, &e->pd);
+	table_put(&o, &e->xrcd);
+	table_put(&o, &e->eq_table);
+	table_put(&o, &e->mr_table);
+	table_put(&o, &e->cq_table);
+	table_put(&o, &e->srq_table);
+	table_put(&o, &e->qp_table);
+	device_put(&o, e, now);
+	mrs_put(&o, e);
+	cqs_put(&o, e);
+	srqs_put(&o, e);
+	qps_put(&o, e, now);
+	mcast_put(&o, e);
+	loop_put(&o, e);
+	counters_put(&o, e);
+	put32(&o, SEC_END);
+	if (o.oom) {
+		free(o.buf);
+		return -1;
+	}
+	*buf = o.buf;
+	*len = o.len;
+	qhca_log(e, QHCA_LOG_EVENT, "state saved: %zu bytes, %u QPs", o.len, e->qp_table.count);
+	return 0;
+}
+
+/*
+ * The tables come before everything: an object's table slot gives its handle (and EQs
+ * their place), and the tables of PDs and user contexts hold nothing else.
+ */
+static bool load_all(struct mig_in *in)
+{
+	struct qhca_engine *e = in->e;
+	uint32_t i;
+	char magic[8];
+
+	get(in, magic, 8);
+	CHECK(in, !memcmp(magic, MIG_MAGIC, 8), "not a qhca device state");
+	CHECK(in, get32(in) == MIG_VERSION, "a device state of another format version");
+	CHECK(in, get32(in) == QHCA_ABI_VERSION, "a device state of another device interface");
+	if (!config_get(in, &e->cfg))
+		return false;
+	expect_section(in, SEC_TABLES);
+	if (!table_get(in, &e->uctx) || !table_get(in, &e->pd) || !table_get(in, &e->xrcd) ||
+	    !table_get(in, &e->eq_table) || !table_get(in, &e->mr_table) ||
+	    !table_get(in, &e->cq_table) || !table_get(in, &e->srq_table) ||
+	    !table_get(in, &e->qp_table))
+		return false;
+	if (!device_get(in))
+		return false;
+	/* Owners: a PD's is a user context or the kernel; XRC domains, EQs and user contexts
+	 * belong to the kernel. */
+	for (i = 0; i < e->pd.capacity; i++)
+		if ((e->pd.gen[i] & OBJ_USED) && e->pd.owner[i]) {
+			CHECK(in, live(&e->uctx, e->pd.owner[i]) >= 0, "a PD of no user context");
+			qhca_obj_hold(&e->uctx, e->pd.owner[i]);
+		}
+	for (i = 0; i < e->uctx.capacity; i++)
+		CHECK(in, !e->uctx.owner[i], "a user context with an owner");
+	for (i = 0; i < e->xrcd.capacity; i++)
+		CHECK(in, !e->xrcd.owner[i], "an XRC domain with an owner");
+	for (i = 0; i < e->eq_table.capacity; i++)
+		CHECK(in, !e->eq_table.owner[i], "an EQ with an owner");
+	if (!mrs_get(in) || !cqs_get(in) || !srqs_get(in) || !qps_get(in) || !mcast_get(in) ||
+	    !loop_get(in) || !counters_get(in))
+		return false;
+	expect_section(in, SEC_END);
+	CHECK(in, in->off == in->len, "bytes after the end");
+	return !in->why;
+}
+
+int qhca_engine_load_into(struct qhca_engine *e, const uint8_t *buf, size_t len, char *why,
+			  size_t why_len)
+{
+	struct mig_in in = { .p = buf, .len = len, .e = e };
+
+	in.now = e->ops->now_ns(e->opaque);
+	if (!load_all(&in)) {
+		snprintf(why, why_len, "%s (at byte %zu of %zu)", in.why, in.off, len);
+		qhca_log(e, QHCA_LOG_GUEST, "device state refused: %s", why);
+		return -1;
+	}
+	e->timer_armed = UINT64_MAX;	/* the platform's timer is new: armed on resume */
+	qhca_log(e, QHCA_LOG_EVENT, "state loaded: %zu bytes, %u QPs", len, e->qp_table.count);
+	return 0;
+}
+
+struct qhca_engine *qhca_engine_load(const struct qhca_engine_config *cfg,
+				     const struct qhca_engine_ops *ops, void *opaque,
+				     const uint8_t *buf, size_t len, char *why, size_t why_len)
+{
+	struct qhca_engine *e = malloc(sizeof(*e));
+
+	if (!e || qhca_engine_init(e, cfg, ops, opaque)) {
+		free(e);
+		snprintf(why, why_len, "out of memory");
+		return NULL;
+	}
+	if (qhca_engine_load_into(e, buf, len, why, why_len)) {
+		qhca_engine_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+void qhca_engine_resume(struct qhca_engine *e)
+{
+	e->timer_armed = UINT64_MAX - 1;	/* differs from anything: arm it now */
+	qhca_engine_tx_resume(e);
+	qhca_admin_resume(e);
+	qhca_timer_update(e);
+}
+
+size_t qhca_engine_state_max(const struct qhca_engine_config *cfg)
+{
+	uint64_t budget = (uint64_t)(cfg->host_mem_mb ? cfg->host_mem_mb : QHCA_HOST_MEM_MB) << 20;
+	uint64_t slots = (uint64_t)cfg->db_pages + 2ull * cfg->max_pd + QHCA_MAX_EQ +
+			 cfg->max_mr + cfg->max_cq + cfg->max_srq + cfg->max_qp;
+	uint64_t max = (1ull << 20) + slots * 32 + 2 * budget +
+		       (uint64_t)LOOP_QUEUE * (LOOP_FRAME + 4) +
+		       (uint64_t)QHCA_MCAST_GROUPS * (24 + 4 * QHCA_MCAST_QPS);
+
+	return max > SIZE_MAX ? SIZE_MAX : (size_t)max;
+}

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The engine's state saved and loaded (migrate.c): exact round trips, RC traffic moved
+ * mid-flight through a lossy link and a switch-over that loses frames, and hostile streams
+ * refused. (test-transport under QHCA_TEST_MIGRATE=N runs every transport test with the
+ * nodes moved every N steps: meson's transport-migrate.)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport_harness.h"
+
+static uint8_t *save(struct node *n, size_t *len)
+{
+	uint8_t *buf = NULL;
+
+	CHECK_EQ(qhca_engine_save(&n->e, &buf, len), 0);
+	return buf;
+}
+
+/* A busy pair: RC QPs with WQEs and READs in flight, an SRQ, a window, UD, a fast-reg
+ * region, a multicast group: what the stream must carry. */
+static void busy_pair(struct qp *a, struct qp *b, uint64_t *lbuf, uint64_t *rbuf)
+{
+	uint32_t lkey, rkey, i;
+
+	rc_pair(a, b, 1 << 20, &lkey, lbuf, &rkey, rbuf, QHCA_ACCESS_ALL);
+	for (i = 0; i < 6; i++) {
+		struct qhca_sq_wqe *w = sq_wqe(a, i % 2 ? QHCA_WR_RDMA_READ : QHCA_WR_RDMA_WRITE,
+					       i, *lbuf + i * 65536, 65536, lkey);
+
+		w->remote_addr = *rbuf + i * 65536;
+		w->rkey = rkey;
+		post_send(a);
+	}
+	pump_steps(40);		/* part of it on the way */
+}
+
+static void test_round_trip_exact(void)
+{
+	struct qhca_engine *e2;
+	uint8_t *s1, *s2 = NULL;
+	size_t l1, l2 = 0;
+	uint64_t lbuf, rbuf;
+	char why[256];
+	struct qp a, b;
+	int i;
+
+	setup();
+	busy_pair(&a, &b, &lbuf, &rbuf);
+	for (i = 0; i < 2; i++) {
+		s1 = save(&nodes[i], &l1);
+		e2 = qhca_engine_load(&nodes[i].e.cfg, &ops, &nodes[i], s1, l1, why, sizeof(why));
+		if (!e2)
+			fprintf(stderr, "  refused: %s\n", why);
+		CHECK(e2);
+		if (!e2)
+			break;
+		/* the same state: the same stream again, byte for byte, and the same view */
+		CHECK_EQ(qhca_engine_save(e2, &s2, &l2), 0);
+		CHECK_EQ(l1, l2);
+		CHECK(l1 == l2 && !memcmp(s1, s2, l1));
+		{
+			static char d1[1 << 16], d2[1 << 16];
+
+			qhca_engine_describe(&nodes[i].e, d1, sizeof(d1));
+			qhca_engine_describe(e2, d2, sizeof(d2));
+			CHECK(!strcmp(d1, d2));
+		}
+		CHECK_EQ(e2->qp_table.count, nodes[i].e.qp_table.count);
+		CHECK_EQ(e2->host_bytes, nodes[i].e.host_bytes);
+		qhca_engine_free(e2);
+		free(s1);
+		free(s2);
+	}
+	pump();
+	teardown();
+}
+
+/*
+ * The lossy mixed traffic of test-transport (WRITE, READ, SEND, FETCH_AND_ADD, with
+ * loss, reordering, duplicates and back-pressure), one node moved at random moments, and
+ * each move losing the frames on the wire to and from it (the switch-over): every byte
+ * arrives, every atomic executes once, the QPs stay in RTS.
+ */
+static void test_migrate_under_traffic(void)
+{
+	uint64_t lbuf, rbuf, cnt = 0;
+	unsigned long moves = 0;
+	uint32_t lkey, rkey, i, j;
+	struct qp a, b;
+
+	setup();
+	srand(4242);
+	rc_pair(&a, &b, 1 << 20, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	for (i = 0; i < 16; i++) {
+		uint32_t off[8], len[8], n = 1 + (uint32_t)rand() % 8, base = 0;
+		uint8_t op[8];
+		int failures = unit_failures;
+
+		drop_pct = (unsigned)rand() % 3 ? (unsigned)rand() % 10 : 0;
+		reorder_pct = (unsigned)rand() % 10;
+		dup_pct = (unsigned)rand() % 5;
+		fill(&nodes[0], lbuf, 1 << 19, (uint8_t)(i * 7));
+		fill(&nodes[1], rbuf + (1 << 19), 1 << 19, (uint8_t)(i * 5));
+		memset(gptr(&nodes[0], va_to_gpa(lbuf + (1 << 19))), 0, 1 << 19);
+		memset(gptr(&nodes[1], va_to_gpa(rbuf)), 0, 1 << 19);
+		cnt = 0;	/* the atomics' counter, in the last 8 bytes of that half */
+		for (j = 0; j < n; j++) {
+			struct qhca_sq_wqe *w;
+			uint32_t r = (uint32_t)rand() % 10;
+
+			op[j] = r < 3 ? QHCA_WR_RDMA_READ : r < 6 ? QHCA_WR_RDMA_WRITE :
+				r < 9 ? QHCA_WR_SEND : QHCA_WR_ATOMIC_FETCH_AND_ADD;
+			len[j] = op[j] == QHCA_WR_ATOMIC_FETCH_AND_ADD ? 8 :
+				 1 + (uint32_t)rand() % 60000;
+			off[j] = base;
+			base += (len[j] + 63) & ~63u;
+			if (op[j] == QHCA_WR_SEND)
+				post_recv(&b, 500 + j, rbuf + off[j], 65536, rkey);
+			w = sq_wqe(&a, op[j], j, lbuf + (op[j] == QHCA_WR_RDMA_READ ||
+							op[j] == QHCA_WR_ATOMIC_FETCH_AND_ADD ?
+							(1 << 19) : 0) + off[j], len[j], lkey);
+			w->remote_addr = op[j] == QHCA_WR_RDMA_READ ? rbuf + (1 << 19) + off[j] :
+					 op[j] == QHCA_WR_ATOMIC_FETCH_AND_ADD ?
+					 rbuf + (1 << 19) - 8 : rbuf + off[j];
+			w->rkey = rkey;
+			w->compare_add = 1;
+			post_send(&a);
+		}
+		/* move a node now and then while it works */
+		while (!pump_steps(1 + (unsigned)rand() % 200)) {
+			struct node *mv = &nodes[rand() % 2];
+			unsigned k;
+
+			for (k = 0; k < link_n;) {
+				if (link_at(k)->to == mv->id || (unsigned)rand() % 2) {
+					struct frame f;
+
+					link_take(k, &f);	/* lost in the switch-over */
+				} else {
+					k++;
+				}
+			}
+			migrate_node(mv);
+			moves++;
+		}
+		for (j = 0; j < n; j++) {
+			uint8_t wc = op[j] == QHCA_WR_ATOMIC_FETCH_AND_ADD ? QHCA_WC_FETCH_ADD :
+				     op[j] == QHCA_WR_RDMA_WRITE ? QHCA_WC_RDMA_WRITE :
+				     op[j] == QHCA_WR_RDMA_READ ? QHCA_WC_RDMA_READ : QHCA_WC_SEND;
+
+			expect_cqe(&nodes[0], &a.scq, j, QHCA_WC_SUCCESS, wc, len[j]);
+			if (op[j] == QHCA_WR_SEND)
+				expect_cqe(&nodes[1], &b.rcq, 500 + j, QHCA_WC_SUCCESS, QHCA_WC_RECV,
+					   len[j]);
+			if (op[j] == QHCA_WR_RDMA_READ)
+				CHECK(same(&nodes[0], lbuf + (1 << 19) + off[j], &nodes[1],
+					   rbuf + (1 << 19) + off[j], len[j]));
+			else if (op[j] != QHCA_WR_ATOMIC_FETCH_AND_ADD)
+				CHECK(same(&nodes[0], lbuf + off[j], &nodes[1], rbuf + off[j], len[j]));
+			else
+				cnt++;
+		}
+		/* each FETCH_AND_ADD added 1 exactly once, moves or not */
+		CHECK(!memcmp(gptr(&nodes[1], va_to_gpa(rbuf + (1 << 19) - 8)), &cnt, 8));
+		expect_empty(&nodes[0], &a.scq);
+		CHECK_EQ(qhca_qp_find(&nodes[0].e, a.qpn)->state, QHCA_QPS_RTS);
+		CHECK_EQ(qhca_qp_find(&nodes[1].e, b.qpn)->state, QHCA_QPS_RTS);
+		if (unit_failures != failures) {
+			fprintf(stderr, "  batch %u failed\n", i);
+			break;
+		}
+	}
+	printf("# %lu moves during 16 batches of mixed traffic\n", moves);
+	CHECK(moves >= 16);
+	drop_pct = reorder_pct = dup_pct = 0;
+	teardown();
+}
+
+/* Load @s into a fresh engine of node 1's configuration: true if it was taken. */
+static bool loads(const uint8_t *s, size_t len, char *why, size_t why_len)
+{
+	struct qhca_engine *e = qhca_engine_load(&nodes[1].e.cfg, &ops, &nodes[1], s, len, why,
+						 why_len);
+
+	qhca_engine_free(e);
+	return e != NULL;
+}
+
+static void put32_at(uint8_t *s, size_t off, uint32_t v)
+{
+	memcpy(s + off, &v, 4);
+}
+
+/* Streams that must be refused, cleanly (the sanitizer tier runs this under ASan). */
+static void test_hostile_streams(void)
+{
+	struct qhca_engine_config c;
+	uint64_t lbuf, rbuf;
+	uint8_t *s, *t;
+	size_t len, i;
+	unsigned flips, taken = 0;
+	char why[256];
+	struct qp a, b;
+
+	setup();
+	busy_pair(&a, &b, &lbuf, &rbuf);
+	s = save(&nodes[1], &len);
+	t = malloc(len + 1);
+	CHECK(loads(s, len, why, sizeof(why)));
+	/* every truncation */
+	for (i = 0; i < len; i++)
+		CHECK(!loads(s, i, why, sizeof(why)));
+	/* a byte more */
+	memcpy(t, s, len);
+	t[len] = 0;
+	CHECK(!loads(t, len + 1, why, sizeof(why)));
+	CHECK(strstr(why, "bytes after the end") != NULL);
+	/* another magic, format version, device interface */
+	for (i = 0; i < 16; i += 4) {
+		memcpy(t, s, len);
+		t[i] ^= 0x40;
+		CHECK(!loads(t, len, why, sizeof(why)));
+	}
+	/* another configuration: the destination's max-qp differs */
+	c = nodes[1].e.cfg;
+	c.max_qp = 8;
+	{
+		struct qhca_engine *e = qhca_engine_load(&c, &ops, &nodes[1], s, len, why,
+							 sizeof(why));
+
+		CHECK(!e);
+		CHECK(strstr(why, "max-qp differs") != NULL);
+		qhca_engine_free(e);
+	}
+	/* object counts past the table: the QP table's count (after its capacity) set to 2^31 */
+	memcpy(t, s, len);
+	for (i = 16; i + 8 <= len; i++) {
+		uint32_t v;
+
+		memcpy(&v, t + i, 4);
+		if (v == nodes[1].e.cfg.max_qp) {
+			put32_at(t, i + 4, 0x80000000u);
+			CHECK(!loads(t, len, why, sizeof(why)));
+			put32_at(t, i + 4, nodes[1].e.qp_table.count);
+		}
+	}
+	/* random corruption: refused or taken, never a crash, a leak or a host error */
+	srand(31337);
+	for (flips = 0; flips < 4000; flips++) {
+		unsigned k, nb = 1 + (unsigned)rand() % 4;
+
+		memcpy(t, s, len);
+		for (k = 0; k < nb; k++)
+			t[(size_t)rand() % len] ^= (uint8_t)(1u << (rand() % 8));
+		taken += loads(t, len, why, sizeof(why));
+	}
+	printf("# %u of 4000 corrupted streams loaded (flags, counters, PSNs), the rest refused\n",
+	       taken);
+	CHECK(taken < 4000);
+	free(t);
+	free(s);
+	pump();
+	teardown();
+}
+
+static const struct unit_test tests[] = {
+	{ "round_trip_exact", test_round_trip_exact },
+	{ "migrate_under_traffic", test_migrate_under_traffic },
+	{ "hostile_streams", test_hostile_streams },
+	{}
+};
+
+int main(int argc, char **argv)
+{
+	return unit_main(tests, argc, argv);
+}
