@@ -19,6 +19,7 @@
 #include "hw/pci/pci_device.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "system/dma.h"
@@ -67,6 +68,9 @@ struct QhcaState {
 
     struct qhca_engine_config cfg;
     struct qhca_engine *engine;
+    /* an engine loaded from a migration stream waits for the VM to run */
+    VMChangeStateEntry *vm_state;
+    bool resume_pending;
 };
 
 /* --------------------------------------------------------------- engine ops */
@@ -474,6 +478,8 @@ static NetClientInfo qhca_net_info = {
 
 /* ---------------------------------------------------------------- QOM */
 
+static void qhca_vm_state_change(void *opaque, bool running, RunState state);
+
 static void qhca_realize(PCIDevice *pci, Error **errp)
 {
     QhcaState *s = QHCA(pci);
@@ -537,6 +543,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
                           &DEVICE(s)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
     qhca_update_link(s);
+    s->vm_state = qemu_add_vm_change_state_handler(qhca_vm_state_change, s);
     trace_qhca_realize(s->cfg.db_pages, s->cfg.msix_vectors, s->cfg.mtu);
 }
 
@@ -544,6 +551,7 @@ static void qhca_exit(PCIDevice *pci)
 {
     QhcaState *s = QHCA(pci);
 
+    qemu_del_vm_change_state_handler(s->vm_state);
     qemu_del_nic(s->nic);
     qemu_bh_delete(s->tx_bh);
     qhca_tx_backlog_clear(s);
@@ -562,10 +570,126 @@ static void qhca_reset_hold(Object *obj, ResetType type)
     qhca_engine_reset(s->engine);
 }
 
+/* ---------------------------------------------------------------- migration */
+
+/*
+ * The engine's whole state travels as one field: its length, then the bytes of
+ * the engine's own versioned format (hw-model/engine/migrate.c). The incoming
+ * stream is untrusted: its length is bounded by what a device of these
+ * properties can hold, the buffer grows only as bytes arrive, and the engine
+ * checks every value as it would a guest's and builds a new engine, which
+ * replaces the old one only once the whole state is taken.
+ */
+static int qhca_state_put(QEMUFile *f, void *pv, size_t size,
+                          const VMStateField *field, JSONWriter *vmdesc)
+{
+    QhcaState *s = container_of(pv, QhcaState, engine);
+    uint8_t *buf;
+    size_t len;
+
+    qhca_trace_sync(s);
+    if (qhca_engine_save(s->engine, &buf, &len)) {
+        error_report("qhca: out of memory saving the device state");
+        return -ENOMEM;
+    }
+    trace_qhca_migrate_save(len);
+    qemu_put_be64(f, len);
+    qemu_put_buffer(f, buf, len);
+    free(buf);
+    return 0;
+}
+
+static int qhca_state_get(QEMUFile *f, void *pv, size_t size,
+                          const VMStateField *field)
+{
+    QhcaState *s = container_of(pv, QhcaState, engine);
+    uint64_t len = qemu_get_be64(f), got = 0;
+    size_t cap = 0, max = qhca_engine_state_max(&s->cfg);
+    struct qhca_engine *e;
+    uint8_t *buf = NULL;
+    char why[256];
+
+    if (len > max) {
+        error_report("qhca: incoming device state of %" PRIu64 " bytes, "
+                     "more than a device of these properties holds (%zu)",
+                     len, max);
+        return -EINVAL;
+    }
+    while (got < len) {
+        size_t chunk = MIN(len - got, 1 * MiB), n;
+
+        if (got + chunk > cap) {
+            uint8_t *nb;
+
+            cap = MIN(MAX(cap * 2, got + chunk), len);
+            nb = g_try_realloc(buf, cap);
+            if (!nb) {
+                g_free(buf);
+                error_report("qhca: out of memory for the incoming state");
+                return -ENOMEM;
+            }
+            buf = nb;
+        }
+        n = qemu_get_buffer(f, buf + got, chunk);
+        if (n != chunk) {
+            g_free(buf);
+            error_report("qhca: incoming device state truncated");
+            return -EINVAL;
+        }
+        got += n;
+    }
+    e = qhca_engine_load(&s->cfg, &qhca_engine_ops, s, buf, len, why,
+                         sizeof(why));
+    g_free(buf);
+    if (!e) {
+        error_report("qhca: incoming device state refused: %s", why);
+        trace_qhca_migrate_refused(why);
+        return -EINVAL;
+    }
+    trace_qhca_migrate_load(len);
+    timer_del(s->timer);
+    qemu_bh_cancel(s->timer_bh);
+    qhca_tx_backlog_clear(s);
+    qhca_engine_free(s->engine);
+    s->engine = e;
+    s->resume_pending = true;
+    return 0;
+}
+
+static const VMStateInfo qhca_state_info = {
+    .name = "qhca-engine",
+    .get = qhca_state_get,
+    .put = qhca_state_put,
+};
+
+/* A loaded engine starts when the VM runs: its timers, the frames it has to
+ * send, and the link as this side's netdev has it. */
+static void qhca_vm_state_change(void *opaque, bool running, RunState state)
+{
+    QhcaState *s = opaque;
+
+    if (!running || !s->resume_pending) {
+        return;
+    }
+    s->resume_pending = false;
+    qhca_cork(s, true);
+    qhca_trace_sync(s);
+    qhca_engine_resume(s->engine);
+    qhca_update_link(s);
+    qhca_cork(s, false);
+}
+
 static const VMStateDescription qhca_vmstate = {
     .name = "qhca",
-    /* queues live in guest memory but engine state is not saved yet */
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, QhcaState),
+        VMSTATE_MSIX(parent_obj, QhcaState),
+        VMSTATE_SINGLE(engine, QhcaState, 0, qhca_state_info,
+                       struct qhca_engine *),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static const Property qhca_properties[] = {

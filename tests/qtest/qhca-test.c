@@ -12,6 +12,7 @@
 #include "libqos/pci-pc.h"
 #include "libqos/malloc-pc.h"
 #include "standard-headers/linux/pci_regs.h"
+#include "qobject/qdict.h"
 
 #include "hw/qhca/abi/qhca_abi.h"
 
@@ -1345,6 +1346,222 @@ static void test_host_memory_bound(void)
     qhca_stop(h);
 }
 
+/* ---------------------------------------------------------------- migration */
+
+/* The status of @qts's migration ("none" before one). */
+static char *mig_status(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
+    QDict *ret = qdict_get_qdict(rsp, "return");
+    char *st = g_strdup(ret && qdict_haskey(ret, "status") ?
+                        qdict_get_str(ret, "status") : "none");
+
+    qobject_unref(rsp);
+    return st;
+}
+
+/* Wait until @qts's migration is @want; any other end fails the test. */
+static void mig_wait(QTestState *qts, const char *want)
+{
+    int t;
+
+    for (t = 0; t < 2000; t++) {
+        g_autofree char *st = mig_status(qts);
+
+        if (!strcmp(st, want)) {
+            return;
+        }
+        g_assert_cmpstr(st, !=, "failed");
+        g_assert_cmpstr(st, !=, "cancelled");
+        g_usleep(10 * 1000);
+    }
+    g_assert_not_reached();
+}
+
+static void wait_running(QTestState *qts)
+{
+    int t;
+
+    for (t = 0; t < 1000; t++) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-status'}");
+        bool running = qdict_get_bool(qdict_get_qdict(rsp, "return"),
+                                      "running");
+
+        qobject_unref(rsp);
+        if (running) {
+            return;
+        }
+        g_usleep(10 * 1000);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * Live migration with a message in flight: a's RDMA WRITE leaves while b's link
+ * is down, so it waits unacknowledged with its retransmission timer running;
+ * a moves to a new QEMU process (its QPs, regions, CQs, admin queue and the WQE
+ * snapshot with it), b's link comes back, and the new a's timer resends the
+ * WRITE, which completes there, every byte in b's region. The new a then does
+ * a SEND as any device would. b is the server of the stream, so the new a's
+ * connection waits until the old a is gone.
+ */
+static void test_migrate_in_flight(void)
+{
+    g_autofree char *sock = g_strdup_printf("%s/qhca-qtest-m%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *mig = g_strdup_printf("unix:%s/qhca-qtest-mig%d.sock",
+                                           g_get_tmp_dir(), getpid());
+    g_autofree char *args_a = g_strdup_printf(
+        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s", sock);
+    g_autofree char *args_a2 = g_strdup_printf(
+        "-netdev stream,id=n0,server=off,addr.type=unix,addr.path=%s "
+        "-incoming defer", sock);
+    g_autofree char *args_b = g_strdup_printf(
+        "-netdev stream,id=n0,server=on,addr.type=unix,addr.path=%s", sock);
+    const char *props_a = "netdev=n0,mac=52:54:00:00:00:01";
+    struct qhca_sq_wqe w = { .wr_id = 0x51, .opcode = QHCA_WR_RDMA_WRITE,
+                             .flags = QHCA_WQE_SIGNALED, .num_sge = 1 };
+    struct qhca_rq_wqe rw = { .wr_id = 0x52, .num_sge = 1 };
+    struct qhca_sge sge;
+    uint8_t data[3000], got[3000];
+    Qhca *h2, *old;
+    struct qhca_cqe c;
+    Node a, b;
+    int i;
+
+    unlink(sock);
+    node_setup(&b, qhca_start_args(args_b, "netdev=n0,mac=52:54:00:00:00:02"),
+               2);
+    node_setup(&a, qhca_start_args(args_a, props_a), 1);
+    node_connect(&a, &b);
+    node_connect(&b, &a);
+    for (i = 0; i < (int)sizeof(data); i++) {
+        data[i] = i * 17 + 3;
+    }
+    qtest_memwrite(a.h->qts, a.buf, data, sizeof(data));
+
+    /* b's link down: a's WRITE is lost on the way and waits for its timer */
+    qtest_qmp_assert_success(b.h->qts, "{'execute': 'set_link', 'arguments':"
+                             " {'name': 'qhca0', 'up': false}}");
+    w.remote_addr = b.buf_va + 4096;
+    w.rkey = b.mrkey;
+    sge = (struct qhca_sge){ .addr = a.buf_va, .length = sizeof(data),
+                             .lkey = a.mrkey };
+    qtest_memwrite(a.h->qts, a.sq, &w, sizeof(w));
+    qtest_memwrite(a.h->qts, a.sq + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
+    g_usleep(100 * 1000);
+    qtest_memread(a.h->qts, a.cq_ring[0], &c, sizeof(c));
+    g_assert_cmpuint(c.owner & 1, ==, 0);       /* not complete */
+
+    /* a moves to a new process */
+    h2 = qhca_start_args(args_a2, props_a);
+    qtest_qmp_assert_success(h2->qts, "{'execute': 'migrate-incoming',"
+                             " 'arguments': {'uri': %s}}", mig);
+    qtest_qmp_assert_success(a.h->qts, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", mig);
+    mig_wait(a.h->qts, "completed");
+    wait_running(h2->qts);
+    /* the driver's view moves with it: the same admin queue and BARs */
+    old = a.h;
+    h2->bar0 = old->bar0;
+    h2->asq = old->asq;
+    h2->acq = old->acq;
+    h2->sq_tail = old->sq_tail;
+    h2->cq_head = old->cq_head;
+    h2->phase = old->phase;
+    h2->next_id = old->next_id;
+    a.h = h2;
+    qhca_stop(old);
+    qtest_qmp_assert_success(b.h->qts, "{'execute': 'set_link', 'arguments':"
+                             " {'name': 'qhca0', 'up': true}}");
+    g_usleep(200 * 1000);       /* b's server takes the new connection */
+
+    /* the new a's timer resends the WRITE: it completes there */
+    qtest_clock_step(h2->qts, 200 * 1000 * 1000);
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x51);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, QHCA_WC_RDMA_WRITE);
+    qtest_memread(b.h->qts, b.buf + 4096, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    /* the registers answer as before: still enabled, same device */
+    g_assert_cmphex(rd(a.h, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+
+    /* a SEND from the new a into a receive b posts now */
+    sge = (struct qhca_sge){ .addr = b.buf_va, .length = 4096,
+                             .lkey = b.mrkey };
+    qtest_memwrite(b.h->qts, b.rq, &rw, sizeof(rw));
+    qtest_memwrite(b.h->qts, b.rq + sizeof(rw), &sge, sizeof(sge));
+    qpci_io_writeq(b.h->dev, b.db, QHCA_DB_RQ, db_value(b.qpn, ++b.rq_pi));
+    w.wr_id = 0x53;
+    w.opcode = QHCA_WR_SEND;
+    sge = (struct qhca_sge){ .addr = a.buf_va + 100, .length = 200,
+                             .lkey = a.mrkey };
+    qtest_memwrite(a.h->qts, a.sq + 128, &w, sizeof(w));
+    qtest_memwrite(a.h->qts, a.sq + 128 + sizeof(w), &sge, sizeof(sge));
+    qpci_io_writeq(a.h->dev, a.db, QHCA_DB_SQ, db_value(a.qpn, ++a.sq_pi));
+    c = node_cqe(&a, 0);
+    g_assert_cmphex(c.wr_id, ==, 0x53);
+    g_assert_cmpuint(cqe_status(&c), ==, QHCA_WC_SUCCESS);
+    c = node_cqe(&b, 1);
+    g_assert_cmphex(c.wr_id, ==, 0x52);
+    g_assert_cmpuint(c.byte_len, ==, 200);
+    qtest_memread(b.h->qts, b.buf, got, 200);
+    g_assert_cmpmem(got, 200, data + 100, 200);
+    node_pair_stop(&a, &b, g_strdup(sock));
+}
+
+/*
+ * A hostile incoming stream: the device's state, saved to a file, with its
+ * length claimed past what the device can hold, or its format version changed,
+ * is refused; the destination QEMU fails the migration and lives on.
+ */
+static void test_migrate_hostile_stream(void)
+{
+    g_autofree char *path = g_strdup_printf("%s/qhca-qtest-state%d",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    Qhca *h = qhca_start(NULL);
+    Node a;
+    int variant;
+
+    node_setup(&a, h, 1);
+    qtest_qmp_assert_success(h->qts, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    mig_wait(h->qts, "completed");
+    qhca_stop(h);
+    for (variant = 0; variant < 2; variant++) {
+        g_autofree char *bad = g_strdup_printf("%s.bad", path);
+        g_autofree char *bad_uri = g_strdup_printf("file:%s", bad);
+        g_autofree char *st = NULL;
+        g_autofree gchar *buf = NULL;
+        gsize len;
+        char *magic;
+        Qhca *d;
+
+        g_assert(g_file_get_contents(path, &buf, &len, NULL));
+        magic = memmem(buf, len, "QHCASTAT", 8);
+        g_assert(magic && magic - buf >= 8);
+        if (variant == 0) {
+            memset(magic - 8, 0x7f, 8);         /* a length of 2^63 */
+        } else {
+            magic[8] ^= 0x40;                   /* another format version */
+        }
+        g_assert(g_file_set_contents(bad, buf, len, NULL));
+        d = qhca_start_args("-incoming defer", NULL);
+        qtest_qmp_assert_success(d->qts, "{'execute': 'migrate-incoming',"
+                                 " 'arguments': {'uri': %s,"
+                                 " 'exit-on-error': false}}", bad_uri);
+        mig_wait(d->qts, "failed");
+        st = mig_status(d->qts);
+        g_assert_cmpstr(st, ==, "failed");
+        qhca_stop(d);
+        unlink(bad);
+    }
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1364,5 +1581,8 @@ int main(int argc, char **argv)
     qtest_add_func("/qhca/timers-follow-guest-clock",
                    test_timers_follow_guest_clock);
     qtest_add_func("/qhca/host-memory-bound", test_host_memory_bound);
+    qtest_add_func("/qhca/migrate-in-flight", test_migrate_in_flight);
+    qtest_add_func("/qhca/migrate-hostile-stream",
+                   test_migrate_hostile_stream);
     return g_test_run();
 }
