@@ -104,6 +104,7 @@ from .explain import cmd_explain
 from .fabric import cmd_fabric
 from .files import cmd_cp
 from .guest import cmd_console, cmd_exec, cmd_ssh
+from .migrate import cmd_migrate
 from .qmp import cmd_device, cmd_link
 from .run import cmd_run
 from .vms import boot_timeout, cmd_down, cmd_kill, cmd_reset, cmd_start, cmd_status, cmd_up
@@ -214,6 +215,14 @@ def main():
                    help="leave the guests running after the test (default: down)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("migrate", help="live-migrate guest I to a new QEMU process, its QPs "
+                       "open and traffic running (docs/migration.md)")
+    p.add_argument("index", type=int)
+    p.add_argument("--timeout", type=int, default=120,
+                   help="seconds the move may take (default %(default)s)")
+    p.add_argument("--no-wait", action="store_true",
+                   help="return when the guest runs there, without waiting for ssh")
+    p.set_defaults(fn=cmd_migrate)
     p = sub.add_parser("kill", help="SIGKILL guest I's QEMU, as a crash would")
     p.add_argument("index", type=int)
     p.set_defaults(fn=cmd_kill)

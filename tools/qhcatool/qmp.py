@@ -13,11 +13,11 @@ from .fabric import fabric_request
 class Qmp:
     """A QMP connection to guest I's QEMU; events that arrive are kept in self.events."""
 
-    def __init__(self, state, i):
+    def __init__(self, state, i, path=None):
         vm_entry(state, i)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(10)
-        self.sock.connect(os.path.join(RUN, "vm%d.qmp" % i))
+        self.sock.connect(path or os.path.join(RUN, "vm%d.qmp" % i))
         self.buf = b""
         self.events = []
         self.read()  # greeting
