@@ -54,20 +54,30 @@ run_tier() {	# run_tier NAME COMMAND...
 }
 
 unit_tests() {	# unit_tests plain|sanitize
-    local build rc=0 t
+    local build rc=0 t every=3
     build=$(bash "$QHCA_ROOT/scripts/build-host.sh" "$1") || return 1
-    for t in test-engine test-roce test-ib test-transport test-bounds test-timers test-fabric test-ibswitch; do
+    # The transport and IB tests once more with the nodes' engines saved and loaded every
+    # few steps (test-migrate.c): every 3 steps, every 11 under the sanitizers (slower).
+    [ "$1" = sanitize ] && every=11
+    for t in test-engine test-roce test-ib test-transport test-bounds test-timers test-fabric test-ibswitch \
+             test-migrate migrate:test-transport migrate:test-ib; do
+        local env=()
+        if [ "${t%%:*}" = migrate ]; then
+            t=${t#migrate:}
+            env=(env "QHCA_TEST_MIGRATE=$every")
+            echo "# $t with QHCA_TEST_MIGRATE=$every"
+        fi
         if [ "$1" = sanitize ]; then
             # UBSan goes on after a report (halting would orphan the fabric tests' clients):
             # any report fails the test all the same.
-            out=$("$build/$t" 2>&1) || rc=1
+            out=$("${env[@]}" "$build/$t" 2>&1) || rc=1
             printf '%s\n' "$out"
             if grep -q 'runtime error:' <<<"$out"; then
                 echo "not ok - $t: UndefinedBehaviorSanitizer reported a runtime error"
                 rc=1
             fi
         else
-            "$build/$t" || rc=1
+            "${env[@]}" "$build/$t" || rc=1
         fi
     done
     return $rc

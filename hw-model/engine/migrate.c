@@ -342,7 +342,7 @@ static uint64_t *pages_get(struct mig_in *in, uint32_t *n, uint32_t min, uint32_
 		return NULL;
 	}
 	get(in, p, (size_t)*n * sizeof(*p));
-	for (i = 0; i < *n; i++) {
+	for (i = 0; shift && i < *n; i++) {
 		if (!p[i] || (p[i] & ((1ull << shift) - 1))) {
 			fail(in, "a bad page address");
 			qhca_host_free(p);
@@ -488,7 +488,8 @@ static bool device_get(struct mig_in *in)
 	e->qp_serial = get64(in);
 	e->gsi_qpn = get32(in);
 	e->smi_qpn = get32(in);
-	CHECK(in, !(e->ctrl & ~QHCA_CTRL_ENABLE) && !(e->status & ~QHCA_STATUS_READY) &&
+	CHECK(in, !(e->ctrl & ~QHCA_CTRL_ENABLE) &&
+		  !(e->status & ~(QHCA_STATUS_READY | QHCA_STATUS_FATAL)) &&
 		  (!(e->status & QHCA_STATUS_READY) || (e->ctrl & QHCA_CTRL_ENABLE)),
 	      "bad control or status register");
 	CHECK(in, e->acq_phase == 0 || e->acq_phase == QHCA_CQE_PHASE, "a bad admin phase");
@@ -502,9 +503,13 @@ static bool device_get(struct mig_in *in)
 		depth = 1u << e->aq_depth_log2;
 		CHECK(in, e->asq_head < depth && e->asq_tail < depth && e->acq_tail < depth &&
 			  e->acq_head < depth, "admin queue indexes past the ring");
-	} else {
-		CHECK(in, !e->admin_pending && !e->asq_head && !e->asq_tail && !e->acq_tail &&
-			  !e->acq_head, "admin work while off");
+	}	/* else stopped (FATAL, an enable refused): it restarts from 0 at the next enable */
+	if (!(e->ctrl & QHCA_CTRL_ENABLE)) {
+		/* off: a reset left nothing (qhca_engine_reset) */
+		CHECK(in, !e->asq_head && !e->asq_tail && !e->acq_tail &&
+			  !e->acq_head && !e->uctx.count && !e->pd.count && !e->xrcd.count &&
+			  !e->eq_table.count && !e->mr_table.count && !e->cq_table.count &&
+			  !e->srq_table.count && !e->qp_table.count, "objects while the device is off");
 	}
 	async = (int32_t)get32(in);
 	CHECK(in, async >= -1 && async < QHCA_MAX_EQ, "a bad async event queue");
@@ -538,6 +543,7 @@ static bool device_get(struct mig_in *in)
 	e->eth.rx_ci = get32(in);
 	e->eth.rx_pi = get32(in);
 	e->eth.vector = get16(in);
+	CHECK(in, !e->eth.started || (e->ctrl & QHCA_CTRL_ENABLE), "Ethernet while off");
 	if (e->eth.started) {
 		const struct qhca_eth *t = &e->eth;
 
@@ -586,13 +592,19 @@ static void ref_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_
 /* What a reference must be: a region (an lkey), a window's region, or an rkey's target. */
 enum { REF_REGION, REF_ANY };
 
+/* What a message moves bytes through: [va, va + len) with the access rights it needs. */
+struct mig_range {
+	uint64_t va, len;
+	uint32_t access;
+};
+
 /*
  * A reference back: the region its key names, if it is one of @pd (0: any) that covers
- * [va, va + len) with @access (if @range), or a dead stand-in, which every use refuses
+ * @range (if given) with its access, or a dead stand-in, which every use refuses
  * (qhca_mr_usable). NULL with @in failed on a bad reference.
  */
 static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int kind_ok,
-			       const struct qhca_sge *range, uint32_t access)
+			       const struct mig_range *range)
 {
 	uint8_t kind = get8(in);
 	uint32_t key = kind == REF_NONE ? 0 : get32(in);
@@ -621,9 +633,9 @@ static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int k
 	}
 	/* A valid region must still grant what the message was checked for (key_check()). */
 	if (range && !mr->invalid &&
-	    ((mr->access & access) != access || range->addr < mr->iova ||
-	     range->addr + range->length < range->addr || range->addr - mr->iova > mr->length ||
-	     range->length > mr->length - (range->addr - mr->iova))) {
+	    ((mr->access & range->access) != range->access || range->va < mr->iova ||
+	     range->va + range->len < range->va || range->va - mr->iova > mr->length ||
+	     range->len > mr->length - (range->va - mr->iova))) {
 		fail(in, "a message outside the region it holds");
 		return NULL;
 	}
@@ -675,6 +687,7 @@ static bool mr_get(struct mig_in *in, bool window)
 	struct qhca_mr *mr;
 	int64_t slot, pd;
 	uint32_t room;
+	bool free_fr;
 
 	mr = qhca_host_zalloc(e, 1, sizeof(*mr));
 	CHECK(in, mr, "past the host memory budget");
@@ -725,39 +738,43 @@ static bool mr_get(struct mig_in *in, bool window)
 	}
 	if (!(mr->flags & QHCA_MR_PHYS) && !mr->invalid) {
 		/* What a registration (REG_MR, MR_CREATE or a bind) checks. */
-		CHECK(in, mr->length <= max_size && mr->iova + mr->length >= mr->iova &&
-			  (window || mr->length), "a region of a bad length");
+		/* MR_CREATE needs bytes; a REG_MR or a bind may make a region of none */
+		/* a window may span what its region does (a DMA region: all memory) */
+		CHECK(in, (window || mr->length <= max_size) && mr->iova + mr->length >= mr->iova &&
+			  (window || (mr->flags & QHCA_MR_FAST_REG) || mr->length),
+		      "a region of a bad length");
 		/* a window's remote rights rest on its region's local write (BIND_MW) */
 		CHECK(in, window ||
 			  !(mr->access & (QHCA_ACCESS_REMOTE_WRITE | QHCA_ACCESS_REMOTE_ATOMIC)) ||
 			  (mr->access & QHCA_ACCESS_LOCAL_WRITE), "a region of bad access rights");
 		CHECK(in, !(mr->page_offset >> mr->page_shift), "a bad page offset");
 	}
-	mr->pages = pages_get(in, &mr->npages, window || (mr->flags & QHCA_MR_PHYS) ? 0 :
-			      (mr->flags & QHCA_MR_FAST_REG) && mr->invalid ? 0 : 1,
-			      room, room, mr->page_shift);
+	/* A free fast-register region's list is what its last REG_MR left, refused or not: it
+	 * is never used before the next REG_MR writes it. */
+	free_fr = (mr->flags & QHCA_MR_FAST_REG) && mr->invalid;
+	mr->pages = pages_get(in, &mr->npages, window || (mr->flags & QHCA_MR_PHYS) || free_fr ?
+			      0 : 1, room, room, free_fr ? 0 : mr->page_shift);
 	if (in->why)
 		return false;
 	if (!window && !(mr->flags & QHCA_MR_PHYS) && !mr->invalid)
 		CHECK(in, (uint64_t)mr->page_offset + mr->length <=
 			  (uint64_t)mr->npages << mr->page_shift, "a region past its pages");
 	if (window) {
-		struct qhca_sge bound = { .addr = mr->iova, .length = (uint32_t)mr->length };
+		struct mig_range bound = { mr->iova, mr->length, QHCA_ACCESS_MW_BIND };
 		struct qhca_mr *parent;
 		bool none;
 
-		CHECK(in, mr->length <= UINT32_MAX, "a window longer than a bind can make it");
-		parent = ref_get(in, &none, mr->pd, REF_REGION, &bound, QHCA_ACCESS_MW_BIND);
-
+		parent = ref_get(in, &none, mr->pd, REF_REGION, &bound);
 		if (in->why)
 			return false;
+		/* held from here on: freed with the window if what follows fails */
+		mr->parent = parent;
+		if (parent)
+			parent->windows++;
 		CHECK(in, none == mr->invalid, "a window bound to nothing, or free but bound");
 		CHECK(in, !parent || (!parent->dead && !parent->invalid &&
 				      (parent->access & QHCA_ACCESS_MW_BIND)),
 		      "a window bound to a region it cannot be");
-		mr->parent = parent;
-		if (parent)
-			parent->windows++;
 	}
 	return true;
 }
@@ -835,8 +852,7 @@ static bool cqs_get(struct mig_in *in)
 		cq->overflowed = getbool(in);
 		CHECK(in, !cq->uctx || live(&e->uctx, cq->uctx) >= 0, "a CQ of no user context");
 		qhca_obj_hold(&e->uctx, cq->uctx);
-		/* what CREATE_CQ and RESIZE_CQ check */
-		CHECK(in, live(&e->eq_table, cq->eq) >= 0, "a CQ of no event queue");
+		/* what CREATE_CQ and RESIZE_CQ check (its EQ may be gone since: no events) */
 		CHECK(in, cq->log2 >= 1 && cq->log2 <= 22 && (1u << cq->log2) <= e->cfg.max_cqe * 2u,
 		      "a CQ of a bad size");
 		need = ((uint64_t)sizeof(struct qhca_cqe) << cq->log2) +
@@ -942,7 +958,11 @@ static bool sgl_get(struct mig_in *in, struct qhca_sgl *sgl, uint32_t pd, uint32
 		struct qhca_sge *s = &sgl->sge[i];
 
 		get(in, s, sizeof(*s));
-		sgl->mr[i] = ref_get(in, &none, pd, REF_REGION, s, access);
+		{
+			struct mig_range r = { s->addr, s->length, access };
+
+			sgl->mr[i] = ref_get(in, &none, pd, REF_REGION, &r);
+		}
 		if (in->why)
 			return false;
 		sgl->num = i + 1;	/* released with the WQE from here on */
@@ -991,19 +1011,52 @@ static bool rd_recovery_get(struct mig_in *in, struct qhca_rd_recovery *r)
 	return !in->why;
 }
 
+/* Is PSN @x within [@lo, @hi] (24-bit)? */
+static bool psn_within(uint32_t x, uint32_t lo, uint32_t hi)
+{
+	return qhca_psn_diff(x, lo) >= 0 && qhca_psn_diff(x, hi) <= 0;
+}
+
+/* A READ's or ATOMIC's recovery state within its own PSNs (rdrecov.c); none for others. */
+static bool rd_recovery_ok(struct mig_in *in, const struct qhca_send_wqe *sw, bool rd_atomic)
+{
+	const struct qhca_rd_recovery *r = &sw->rd;
+	uint32_t end = (sw->last_psn + 1) & 0xffffff, j;
+
+	if (!rd_atomic) {
+		CHECK(in, !r->map && !r->lost_to && !r->seen && !r->retry && !r->first &&
+			  !r->npieces, "recovery state of a work request that has none");
+		return true;
+	}
+	CHECK(in, !r->first || r->npieces, "a READ's first request not in flight");
+	CHECK(in, psn_within(sw->read_next, sw->first_psn, end) &&
+		  psn_within(r->lost_to, sw->first_psn, end), "READ progress outside its PSNs");
+	for (j = 0; j < r->npieces; j++)
+		CHECK(in, psn_within(r->piece[j].lo, sw->first_psn, sw->last_psn) &&
+			  psn_within(r->piece[j].hi, r->piece[j].lo, sw->last_psn),
+		      "a READ request outside its PSNs");
+	return true;
+}
+
 /* The largest member of the union in struct qhca_send_wqe. */
 #define SEG_SIZE (sizeof(struct qhca_ud_seg) > sizeof(struct qhca_reg_mr_seg) ?	\
 		  sizeof(struct qhca_ud_seg) : sizeof(struct qhca_reg_mr_seg))
 
-static void send_wqe_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_send_wqe *sw)
+static void send_wqe_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_qp *qp,
+			 const struct qhca_send_wqe *sw)
 {
+	uint32_t inl = (sw->hdr.flags & QHCA_WQE_INLINE) && !(sw->done && sw->status) &&
+		       sw->hdr.inline_len <= qp->max_inline ? sw->hdr.inline_len : 0;
+
 	put(o, &sw->hdr, sizeof(sw->hdr));
 	put(o, &sw->ud, SEG_SIZE);
 	rd_recovery_put(o, &sw->rd);
 	sgl_put(o, e, &sw->sgl);
-	put32(o, sw->hdr.flags & QHCA_WQE_INLINE ? sw->hdr.inline_len : 0);
-	if (sw->hdr.flags & QHCA_WQE_INLINE)
-		put(o, sw->inline_data, sw->hdr.inline_len);
+	/* The snapshot's inline bytes: only a WQE that loaded has them (one wqe_load refused
+	 * may name more than max_inline; its header is all it keeps). */
+	put32(o, inl);
+	if (inl)
+		put(o, sw->inline_data, inl);
 	put64(o, sw->length);
 	put32(o, sw->mtu);
 	put32(o, sw->first_psn);
@@ -1028,9 +1081,7 @@ static bool send_wqe_get(struct mig_in *in, struct qhca_qp *qp, struct qhca_send
 	rd_recovery_get(in, &sw->rd);
 	sgl_get(in, &sw->sgl, qp->pd, rd_atomic ? QHCA_ACCESS_LOCAL_WRITE : 0);
 	inl = get32(in);
-	CHECK(in, !in->why && inl <= qp->max_inline &&
-		  (!(sw->hdr.flags & QHCA_WQE_INLINE) || (inl == sw->hdr.inline_len &&
-							  !sw->sgl.num && !rd_atomic)),
+	CHECK(in, !in->why && inl <= qp->max_inline && (!inl || (sw->hdr.flags & QHCA_WQE_INLINE)),
 	      "bad inline data");
 	if (inl)
 		get(in, sw->inline_data, inl);
@@ -1044,11 +1095,15 @@ static bool send_wqe_get(struct mig_in *in, struct qhca_qp *qp, struct qhca_send
 	sw->done = getbool(in);
 	sw->status = get8(in);
 	CHECK(in, !in->why, "truncated");
-	CHECK(in, sw->sgl.num <= sw->hdr.num_sge || (sw->done && sw->status), "a bad SGE count");
-	if (sw->done && sw->status)	/* failed before it started: completes with its error */
+	if (sw->done && sw->status) {	/* failed (at its start or later): completes so */
+		CHECK(in, !inl, "inline bytes of a failed work request");
 		return true;
-	CHECK(in, qhca_wr_allowed(qp->type, sw->hdr.opcode) || qhca_qp_datagram(qp),
-	      "a work request its QP cannot do");
+	}
+	CHECK(in, sw->sgl.num == sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE),
+	      "a bad SGE count");
+	CHECK(in, (sw->hdr.flags & QHCA_WQE_INLINE) ? inl == sw->hdr.inline_len &&
+		  !sw->sgl.num && !rd_atomic : !inl, "bad inline data");
+	CHECK(in, qhca_wr_allowed(qp->type, sw->hdr.opcode), "a work request its QP cannot do");
 	if (local) {
 		CHECK(in, sw->done, "a local work request not done at its start");
 		return true;
@@ -1057,12 +1112,13 @@ static bool send_wqe_get(struct mig_in *in, struct qhca_qp *qp, struct qhca_send
 		  (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE ? sw->length == 8 :
 		   sw->hdr.flags & QHCA_WQE_INLINE ? sw->length == inl :
 		   sw->length == sw->sgl.length), "a message of a bad length");
-	CHECK(in, mtu_ok(sw->mtu), "a message of a bad MTU");
+	CHECK(in, mtu_ok(sw->mtu) && (!qhca_qp_datagram(qp) || sw->length <= qp->mtu),
+	      "a message of a bad MTU or too long for a datagram");
 	CHECK(in, sw->npkts == (rd_atomic && sw->hdr.opcode != QHCA_WR_RDMA_READ ? 1 :
 				sw->length ? (uint32_t)((sw->length + sw->mtu - 1) / sw->mtu) : 1) &&
 		  sw->last_psn == ((sw->first_psn + sw->npkts - 1) & 0xffffff) &&
 		  sw->tx_next <= sw->npkts, "a message of bad packets");
-	return true;
+	return rd_recovery_ok(in, sw, rd_atomic);
 }
 
 static void rd_put(struct mig_out *o, const struct qhca_rd_atomic *rd)
@@ -1143,7 +1199,7 @@ static void qp_put(struct mig_out *o, struct qhca_engine *e, struct qhca_qp *qp,
 	put8(o, qp->rnr_wait);
 	put32(o, qp->rd_atomic_out);
 	for (i = qp->sq.ci; i != qp->sq_next; i++)
-		send_wqe_put(o, e, qhca_sq_slot(qp, i));
+		send_wqe_put(o, e, qp, qhca_sq_slot(qp, i));
 	/* responder */
 	put32(o, qp->epsn);
 	put32(o, qp->msn);
@@ -1156,11 +1212,11 @@ static void qp_put(struct mig_out *o, struct qhca_engine *e, struct qhca_qp *qp,
 		put64(o, qp->recv.offset);
 	}
 	put8(o, qp->write_active);
-	ref_put(o, e, qp->write_mr);
 	put64(o, qp->write_va);
 	put64(o, qp->write_left);
 	put64(o, qp->write_total);
 	put8(o, qp->drop_msg);
+	ref_put(o, e, qp->write_mr);
 	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
 		rd_put(o, &qp->rd[i]);
 	put32(o, qp->rd_next);
@@ -1331,7 +1387,8 @@ static bool qp_get(struct mig_in *in)
 	qp->access = get32(in);
 	get(in, &qp->av, sizeof(qp->av));
 	/* what MODIFY_QP checks */
-	CHECK(in, mtu_ok(qp->mtu), "a QP of a bad path MTU");
+	CHECK(in, mtu_ok(qp->mtu) && qp->mtu <= (e->cfg.mtu > 1024 ? e->cfg.mtu : 1024),
+	      "a QP of a bad path MTU");
 	a.timeout = qp->timeout;
 	a.retry_cnt = qp->retry_cnt;
 	a.rnr_retry = qp->rnr_retry;
@@ -1367,8 +1424,10 @@ static bool qp_get(struct mig_in *in)
 		  qp->sq_next - qp->sq.ci <= qp->sq.pi - qp->sq.ci &&
 		  qp->tx_idx - qp->sq.ci <= qp->sq_next - qp->sq.ci,
 	      "a send queue with more started than posted or room");
-	CHECK(in, qp->cwnd <= QHCA_CWND_MAX && qp->rd_atomic_out <= QHCA_MAX_RD_ATOMIC,
-	      "a bad requester state");
+	/* a window set up whenever messages are out (start_wqes), halved at most to 1 */
+	CHECK(in, qp->cwnd <= QHCA_CWND_MAX && qp->ssthresh <= QHCA_CWND_MAX &&
+		  (qp->sq_next == qp->sq.ci || qp->cwnd) &&
+		  qp->rd_atomic_out <= QHCA_MAX_RD_ATOMIC, "a bad requester state");
 	for (i = qp->sq.ci; i != qp->sq_next && !in->why; i++)
 		send_wqe_get(in, qp, qhca_sq_slot(qp, i));
 	if (in->why)
@@ -1380,6 +1439,7 @@ static bool qp_get(struct mig_in *in)
 	qp->msn = get32(in) & 0xffffff;
 	qp->nak_sent = getbool(in);
 	qp->recv.active = getbool(in);
+	CHECK(in, !qp->recv.active || qp->type != QHCA_QPT_XRC_INI, "a receive on an XRC initiator");
 	if (qp->recv.active) {
 		struct qhca_srq *srq;
 
@@ -1398,15 +1458,24 @@ static bool qp_get(struct mig_in *in)
 		qp->recv.offset = get64(in);
 		CHECK(in, !in->why && qp->recv.offset <= qp->recv.sgl.length, "a bad receive");
 	}
+	/* An RDMA WRITE in progress holds its target (none for 0 bytes) as resp.c took it: of
+	 * the QP's PD (an XRC target's comes with each request), granting remote write over
+	 * what is left. */
 	qp->write_active = getbool(in);
-	qp->write_mr = ref_get(in, &none, 0, REF_ANY, NULL, 0);
-	if (in->why)
-		return false;
 	qp->write_va = get64(in);
 	qp->write_left = get64(in);
 	qp->write_total = get64(in);
 	qp->drop_msg = getbool(in);
-	CHECK(in, qp->write_left <= qp->write_total && (qp->write_active || !qp->write_mr),
+	{
+		struct mig_range r = { qp->write_va, qp->write_left, QHCA_ACCESS_REMOTE_WRITE };
+
+		qp->write_mr = ref_get(in, &none, qp->type == QHCA_QPT_XRC_TGT ? 0 : qp->pd,
+				       REF_ANY, &r);
+	}
+	if (in->why)
+		return false;
+	CHECK(in, qp->write_left <= qp->write_total && (qp->write_active || !qp->write_mr) &&
+		  (!qp->write_active || !qp->write_left || qp->write_mr),
 	      "a bad RDMA WRITE in progress");
 	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
 		rd_get(in, &qp->rd[i]);
@@ -1419,12 +1488,20 @@ static bool qp_get(struct mig_in *in)
 	qp->rr.n = get32(in);
 	qp->rr.mtu = get32(in);
 	qp->rr.va = get64(in);
-	qp->rr.mr = ref_get(in, &none, 0, REF_ANY, NULL, 0);
+	/* READ responses to send read from their source (none for 0 bytes), of the QP's PD,
+	 * granting remote read over the whole READ */
+	{
+		struct mig_range r = { qp->rr.va, qp->rr.len, QHCA_ACCESS_REMOTE_READ };
+
+		qp->rr.mr = ref_get(in, &none, qp->type == QHCA_QPT_XRC_TGT ? 0 : qp->pd, REF_ANY,
+				    &r);
+	}
 	if (in->why)
 		return false;
 	CHECK(in, !qp->rr.mr || qp->rr.active, "a READ response holding a region while idle");
+	/* the count of responses as read_npkts() makes it, 32-bit */
 	if (qp->rr.active)
-		CHECK(in, mtu_ok(qp->rr.mtu) && qp->rr.len <= 0x80000000u &&
+		CHECK(in, mtu_ok(qp->rr.mtu) && (!qp->rr.len || qp->rr.mr) &&
 			  qp->rr.n == (qp->rr.len ? (qp->rr.len + qp->rr.mtu - 1) / qp->rr.mtu : 1) &&
 			  qp->rr.k <= qp->rr.n, "a bad READ response in progress");
 	return true;
@@ -1448,8 +1525,16 @@ static bool qps_get(struct mig_in *in)
 		CHECK(in, qp && qhca_list_empty(&qp->tx_link), "a bad QP waiting to send");
 		qhca_tx_wait(e, qp);
 	}
-	CHECK(in, (!e->gsi_qpn || qhca_qp_find(e, e->gsi_qpn)) &&
-		  (!e->smi_qpn || qhca_qp_find(e, e->smi_qpn)), "a special QP that is not there");
+	/* the kernel's QP1 and (InfiniBand) QP0, as CREATE_QP makes them (admin.c) */
+	{
+		struct qhca_qp *gsi = e->gsi_qpn ? qhca_qp_find(e, e->gsi_qpn) : NULL;
+		struct qhca_qp *smi = e->smi_qpn ? qhca_qp_find(e, e->smi_qpn) : NULL;
+
+		CHECK(in, (!e->gsi_qpn || (gsi && gsi->type == QHCA_QPT_GSI && !gsi->uctx)) &&
+			  (!e->smi_qpn || (smi && smi->type == QHCA_QPT_SMI && !smi->uctx &&
+					   e->cfg.link == QHCA_LINK_IB)),
+		      "a special QP that is not one");
+	}
 	return !in->why;
 }
 
@@ -1494,10 +1579,20 @@ static bool mcast_get(struct mig_in *in)
 		get(in, g->gid, 16);
 		g->mlid = get16(in);
 		nqps = get32(in);
+		/* what MCAST_ATTACH checks (sma.c) */
 		CHECK(in, nqps && nqps <= QHCA_MCAST_QPS, "a multicast group of a bad size");
+		CHECK(in, g->gid[0] == 0xff &&
+			  (e->cfg.link != QHCA_LINK_IB || ib_lid_mcast(g->mlid)),
+		      "a multicast group of a unicast address");
 		for (j = 0; j < nqps; j++) {
+			struct qhca_qp *qp;
+			uint32_t k;
+
 			g->qpn[j] = get32(in);
-			CHECK(in, !in->why && qhca_qp_find(e, g->qpn[j]), "a group of a gone QP");
+			qp = qhca_qp_find(e, g->qpn[j]);
+			CHECK(in, !in->why && qp && qp->type == QHCA_QPT_UD, "a group of a gone QP");
+			for (k = 0; k < j; k++)
+				CHECK(in, g->qpn[k] != g->qpn[j], "a QP twice in a group");
 		}
 		g->nqps = nqps;
 		for (j = 0; j < i; j++)
@@ -1512,6 +1607,7 @@ static void loop_put(struct mig_out *o, struct qhca_engine *e)
 
 	put32(o, SEC_LOOP);
 	put8(o, e->loop_deferred);
+	put8(o, e->loop_blocked);
 	put32(o, e->loop_count);
 	for (i = 0; i < e->loop_count; i++) {
 		uint32_t s = (e->loop_head + i) % LOOP_QUEUE;
@@ -1528,6 +1624,7 @@ static bool loop_get(struct mig_in *in)
 
 	expect_section(in, SEC_LOOP);
 	e->loop_deferred = getbool(in);
+	e->loop_blocked = getbool(in);
 	n = get32(in);
 	CHECK(in, n <= LOOP_QUEUE, "too many frames for loopback");
 	for (i = 0; i < n && !in->why; i++) {
@@ -1539,12 +1636,11 @@ static bool loop_get(struct mig_in *in)
 	}
 	e->loop_head = 0;
 	e->loop_count = n;
-	e->loop_blocked = n >= LOOP_QUEUE / 2;
 	return !in->why;
 }
 
-/* Counters are all 64-bit: their number goes first, so that a later version with more
- * of them at the end can still read this one's. */
+/* Counters are all 64-bit: their number goes first; a stream with fewer (of a version
+ * before counters were added at the end) leaves the rest at 0. */
 #define NCOUNTERS (sizeof(struct qhca_counters) / sizeof(uint64_t))
 
 static void counters_put(struct mig_out *o, struct qhca_engine *e)
@@ -1556,9 +1652,12 @@ static void counters_put(struct mig_out *o, struct qhca_engine *e)
 
 static bool counters_get(struct mig_in *in)
 {
+	uint32_t n;
+
 	expect_section(in, SEC_COUNTERS);
-	CHECK(in, get32(in) == NCOUNTERS, "another set of counters");
-	get(in, &in->e->cnt, sizeof(in->e->cnt));
+	n = get32(in);
+	CHECK(in, n <= NCOUNTERS, "more counters than this version has");
+	get(in, &in->e->cnt, n * sizeof(uint64_t));
 	return !in->why;
 }
 

@@ -2174,7 +2174,7 @@ static void test_fast_reg_checks(void)
 	enum { SHIFT_LOW, SHIFT_HIGH, NO_PAGES, TOO_MANY, LIST_ALIGN, PAGE_ALIGN, PAGE_ZERO,
 	       TOO_LONG, OFFSET, RSVD, ACCESS, REGULAR, FOREIGN, WRAP, INV_STALE, INV_REGULAR,
 	       INV_FOREIGN, NCASES };
-	uint32_t frkey, other_pd_key, rkey, list_bad, c;
+	uint32_t frkey, other_pd_key, rkey, list_bad, c, user;
 	uint64_t pages[2], list, rbuf;
 	struct qhca_mr_create mc;
 
@@ -2246,7 +2246,10 @@ static void test_fast_reg_checks(void)
 		drop_pair(&a, &b);
 	}
 	/* Creation: kernel PDs only, room within the limit, nothing else set. */
-	mc = (struct qhca_mr_create){ .pd = qhca_obj_alloc(&nodes[1].e.pd, 1),	/* a user's */
+	/* a user context's PD (as CREATE_UCTX and CREATE_PD make them) */
+	user = qhca_obj_alloc(&nodes[1].e.uctx, 0);
+	qhca_obj_hold(&nodes[1].e.uctx, user);
+	mc = (struct qhca_mr_create){ .pd = qhca_obj_alloc(&nodes[1].e.pd, user),
 				      .flags = QHCA_MR_FAST_REG, .pbl.npages = 2 };
 	CHECK_EQ(qhca_mr_create(&nodes[1].e, &mc, &c), QHCA_ST_BAD_FIELD);
 	mc.pd = nodes[1].pd;

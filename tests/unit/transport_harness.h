@@ -424,6 +424,12 @@ static inline void setup(void)
 
 static inline void teardown(void)
 {
+	/* QHCA_TEST_MIGRATE: whatever state the test left loads (and the checks that follow
+	 * hold for the moved engines) */
+	if (harness_migrate_every) {
+		migrate_node(&nodes[0]);
+		migrate_node(&nodes[1]);
+	}
 	/* Whatever the test made the guests do, nothing was the host's fault. */
 	CHECK_EQ(host_errors, 0);
 	qhca_engine_fini(&nodes[0].e);

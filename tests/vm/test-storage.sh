@@ -12,6 +12,9 @@
 #   QHCA_STORAGE_DEV=rxe    over Linux rxe on a virtio-net NIC, the guests' 192.168.78.I
 #   QHCA_STORAGE_ONLY="nvme nfs rds iser srp"   run only these workloads
 #   QHCA_STORAGE_NFS_SIZES="1 4097 1048576 33554432"   NFS file sizes in bytes
+#   QHCA_STORAGE_DISRUPT=migrate   instead of a link toggle, live-migrate guest 2 and then
+#                           guest 1 during the I/O (qhca migrate); each workload runs only its
+#                           set-up, the I/O across the moves and its teardown (test-migrate)
 # The kernel ULPs pick the RDMA device by IP address (rdma_cm), so the address is the switch.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +30,11 @@ esac
 srv=$net.2 cli=$net.1
 workloads="nvme nfs rds iser srp"
 only=${QHCA_STORAGE_ONLY-$workloads}
+disrupt=${QHCA_STORAGE_DISRUPT:-link}
+case $disrupt in
+link|migrate) ;;
+*) echo "QHCA_STORAGE_DISRUPT must be link or migrate, not '$disrupt'" >&2; exit 2 ;;
+esac
 nfs_sizes=${QHCA_STORAGE_NFS_SIZES-1 4097 1048576 33554432}
 # The guests keep their files in RAM (tmpfs): NFS needs room for its largest file twice.
 export QHCA_VM_MEM=${QHCA_VM_MEM:-1536}
@@ -73,9 +81,22 @@ bg_wait() {	# bg_wait I TIMEOUT: wait for the background script of guest I; its 
 }
 
 toggle_during() {	# toggle_during BEFORE DOWN TIMEOUT < SCRIPT: run SCRIPT in guest 1; after
-    # BEFORE s take guest 2's link down for DOWN s; SCRIPT must then finish with status 0
+    # BEFORE s take guest 2's link down for DOWN s (QHCA_STORAGE_DISRUPT=migrate: move guest 2,
+    # then guest 1, to new QEMU processes); SCRIPT must then finish with status 0
     bg_start 1 || return 1
     sleep "$1"
+    if [ "$disrupt" = migrate ]; then
+        # The script repeats its I/O until /tmp/stop appears (migrate_loop).
+        "$qhca" exec 1 -- 'test ! -e /tmp/bg.rc' ||
+            { echo "the I/O ended before the first move: it tested nothing"; return 1; }
+        "$qhca" migrate 2 || return 1
+        "$qhca" migrate 1 || return 1
+        "$qhca" exec 1 -- 'test ! -e /tmp/bg.rc' ||
+            { echo "the I/O ended before the last move:"; bg_wait 1 5; return 1; }
+        "$qhca" exec 1 -- 'touch /tmp/stop' || return 1
+        bg_wait 1 "$3"
+        return
+    fi
     link down || return 1
     echo "link of guest 2 down"
     "$qhca" exec 1 -- 'test ! -e /tmp/bg.rc' ||
@@ -147,7 +168,13 @@ EOF
 
 # Functions for the guest scripts (see prelude). fio_v DEV BS IODEPTH SIZE [EXTRA...]: fio
 # with crc32c verification of every block written.
-guest_lib='fio_v() {
+guest_lib='migrate_loop() {	# migrate_loop CMD...: CMD again and again until /tmp/stop, 2 times
+    # at least (QHCA_STORAGE_DISRUPT=migrate: the moves happen meanwhile)
+    rm -f /tmp/stop; _n=0
+    while [ $_n -lt 2 ] || [ ! -e /tmp/stop ]; do "$@" || exit 1; _n=$((_n + 1)); done
+    echo "$_n rounds while the guests moved"
+}
+fio_v() {
     _d=$1 _bs=$2 _qd=$3 _sz=$4; shift 4
     fio --name=verify --filename="$_d" --ioengine=libaio --direct=1 --rw=randwrite \
         --bs="$_bs" --iodepth="$_qd" --size="$_sz" --verify=crc32c --verify_fatal=1 \
@@ -274,9 +301,12 @@ EOF
 }
 
 nvme_toggle() {	# fio over the file namespace with guest 2's link down for 5 s in the middle
+    # (migrate: fio over and over while both guests move)
+    local repeat=
+    [ "$disrupt" = migrate ] && repeat=migrate_loop
     toggle_during 4 5 240 <<EOF
 connect $nqn_file
-fio_v "\$(nsdev $nqn_file)" 64k 32 48m --loops=$toggle_loops
+$repeat fio_v "\$(nsdev $nqn_file)" 64k 32 48m --loops=$toggle_loops
 nvme disconnect -n $nqn_file > /dev/null || fail "nvme disconnect -n $nqn_file failed"
 EOF
     local rc=$?
@@ -369,17 +399,24 @@ EOF
 }
 
 nfs_toggle() {	# write and read a 64 MiB file with guest 2's link down for 5 s meanwhile
-    toggle_during 3 5 300 <<'EOF'
+    # (migrate: over and over while both guests move)
+    local repeat=
+    [ "$disrupt" = migrate ] && repeat=migrate_loop
+    toggle_during 3 5 300 <<EOF
 m=/mnt/nfs
-mount -t nfs -o rdma,port=20049,vers=4.2 "$SRV:/export" $m || fail "mount vers=4.2 failed"
-head -c 67108864 /dev/urandom > /tmp/big || fail "no room for a 64 MiB file in /tmp"
-a=$(sha256sum < /tmp/big)
-cp /tmp/big $m/big && sync || fail "writing 64 MiB over NFS while the link went down failed"
-umount $m && mount -t nfs -o rdma,port=20049,vers=4.2 "$SRV:/export" $m || fail "remount failed"
-b=$(sha256sum < $m/big) || fail "reading back over NFS failed"
-[ "$a" = "$b" ] || fail "64 MiB file read back wrong after the link toggle"
-rm -f $m/big /tmp/big; umount $m || fail "umount failed"
-echo "64 MiB written and read back intact"
+mkdir -p \$m
+copy() {
+    mount -t nfs -o rdma,port=20049,vers=4.2 "\$SRV:/export" \$m || fail "mount vers=4.2 failed"
+    head -c 67108864 /dev/urandom > /tmp/big || fail "no room for a 64 MiB file in /tmp"
+    a=\$(sha256sum < /tmp/big)
+    cp /tmp/big \$m/big && sync || fail "writing 64 MiB over NFS while the link went down failed"
+    umount \$m && mount -t nfs -o rdma,port=20049,vers=4.2 "\$SRV:/export" \$m || fail "remount failed"
+    b=\$(sha256sum < \$m/big) || fail "reading back over NFS failed"
+    [ "\$a" = "\$b" ] || fail "64 MiB file read back wrong after the link toggle"
+    rm -f \$m/big /tmp/big; umount \$m || fail "umount failed"
+    echo "64 MiB written and read back intact"
+}
+$repeat copy
 EOF
 }
 
@@ -632,6 +669,11 @@ t_all=$(date +%s)
 if wanted nvme; then
     section nvme
     check "nvme: nvmet-rdma target in guest 2 (file and null_blk namespaces, $srv:4420)" nvme_target
+fi
+if wanted nvme && [ "$disrupt" = migrate ]; then
+    check "nvme: both guests migrate during fio: no data error" nvme_toggle
+    check "nvme: target torn down, nvmet, nvme-rdma and null_blk unloaded" nvme_teardown
+elif wanted nvme; then
     check "nvme: discover and connect both subsystems from guest 1, nvme list" nvme_connect
     check "nvme: fio verify (crc32c) bs=4k iodepth=128 on the file namespace" nvme_io "$nqn_file" 4k 128 16m
     check "nvme: fio verify bs=64k iodepth=32 on the file namespace" nvme_io "$nqn_file" 64k 32 32m
@@ -649,6 +691,11 @@ fi
 if wanted nfs; then
     section nfs
     check "nfs: nfsd in guest 2 exporting a tmpfs, RDMA listener on $srv:20049" nfs_server
+fi
+if wanted nfs && [ "$disrupt" = migrate ]; then
+    check "nfs: both guests migrate during a 64 MiB copy: no data error" nfs_toggle
+    check "nfs: server stopped, unmounted, nfsd, nfs and rpcrdma unloaded" nfs_teardown
+elif wanted nfs; then
     check "nfs: vers=3 over RDMA, files of $nfs_sizes bytes both ways, sha256 checked" \
         nfs_client 3 rdma,port=20049,vers=3,nolock
     check "nfs: vers=3: the server has what the client wrote (sha256)" nfs_server_check 3
