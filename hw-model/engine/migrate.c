@@ -1695,6 +1695,7 @@ int qhca_engine_save(struct qhca_engine *e, uint8_t **buf, size_t *len)
 	}
 	*buf = o.buf;
 	*len = o.len;
+	qhca_step(e, "migrate what=saved bytes=%zu qps=%u", o.len, e->qp_table.count);
 	qhca_log(e, QHCA_LOG_EVENT, "state saved: %zu bytes, %u QPs", o.len, e->qp_table.count);
 	return 0;
 }
@@ -1780,6 +1781,8 @@ struct qhca_engine *qhca_engine_load(const struct qhca_engine_config *cfg,
 
 void qhca_engine_resume(struct qhca_engine *e)
 {
+	qhca_step(e, "migrate what=resumed qps=%u timers=%u waiting=%u", e->qp_table.count,
+		  e->timer_n, !qhca_list_empty(&e->tx_waiters));
 	e->timer_armed = UINT64_MAX - 1;	/* differs from anything: arm it now */
 	qhca_engine_tx_resume(e);
 	qhca_admin_resume(e);

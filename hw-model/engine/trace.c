@@ -25,6 +25,8 @@
  *   irq    an interrupt: vector, raised (1) or masked (0)
  *   qp     a QP changed state: qp, from, to, and what the change set
  *   mr     a region registered: key, pd, va, len, access
+ *   migrate  the device's state: what (saved: bytes, qps; resumed in the new process: qps,
+ *          timers running, waiting (QPs waiting to send))
  *
  * Off, a step costs the one predictable branch in qhca_step(); nothing is formatted.
  */

@@ -333,7 +333,57 @@ static void test_hostile_streams(void)
 	teardown();
 }
 
+/*
+ * A SEND whose inline length passes max_inline fails at its start (LOC_QP_OP_ERR) but keeps
+ * its header, and waits behind a WRITE in flight to complete: saving then copies none of
+ * the length it names (under ASan, an over-read of the snapshot's inline buffer would show).
+ */
+static void test_failed_inline_wqe_saved(void)
+{
+	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+	uint8_t *st;
+	size_t len;
+	char why[256];
+
+	setup();
+	rc_pair(&a, &b, 1 << 16, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	w = post_write(&a, 1, lbuf, 4096, lkey, rbuf, rkey);
+	(void)w;
+	w = sq_wqe(&a, QHCA_WR_SEND, 2, lbuf, 0, lkey);
+	w->flags |= QHCA_WQE_INLINE;
+	w->num_sge = 0;
+	w->inline_len = 1u << 20;	/* max_inline is 256 */
+	post_send(&a);
+	link_n = 0;	/* the WRITE's packets lost: it waits, unacknowledged, for its timer */
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, a.qpn)->sq_next - qhca_qp_find(&nodes[0].e, a.qpn)->sq.ci,
+		 2);
+	st = save(&nodes[0], &len);
+	CHECK(len < 65536);	/* not a MiB of host memory */
+	{
+		struct qhca_engine *e2 = qhca_engine_load(&nodes[0].e.cfg, &ops, &nodes[0], st, len,
+							  why, sizeof(why));
+
+		if (!e2)
+			fprintf(stderr, "  refused: %s\n", why);
+		CHECK(e2 != NULL);
+		qhca_engine_free(e2);
+	}
+	free(st);
+	/* the moved WRITE and the failed SEND complete in order */
+	migrate_node(&nodes[0]);
+	now += 1000000000ull;
+	nodes[0].deadline = now;
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 4096);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_LOC_QP_OP_ERR, QHCA_WC_SEND, 0);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
+	{ "failed_inline_wqe_saved", test_failed_inline_wqe_saved },
 	{ "round_trip_exact", test_round_trip_exact },
 	{ "migrate_under_traffic", test_migrate_under_traffic },
 	{ "hostile_streams", test_hostile_streams },

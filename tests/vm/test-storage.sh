@@ -671,6 +671,8 @@ if wanted nvme; then
     check "nvme: nvmet-rdma target in guest 2 (file and null_blk namespaces, $srv:4420)" nvme_target
 fi
 if wanted nvme && [ "$disrupt" = migrate ]; then
+    check "nvme: discover and connect both subsystems from guest 1, nvme list" nvme_connect
+    check "nvme: disconnect both subsystems" nvme_disconnect
     check "nvme: both guests migrate during fio: no data error" nvme_toggle
     check "nvme: target torn down, nvmet, nvme-rdma and null_blk unloaded" nvme_teardown
 elif wanted nvme; then

@@ -21,6 +21,16 @@ PAIR_PROGRAMS = re.compile(r"^(ib_(write|read|send|atomic)_(bw|lat)|ibv_(rc|uc|u
                            r"qhca-lesson)$")
 
 
+def step_logs(i, log, offset, moved_before, moved_after):
+    """The QEMU logs of guest I that hold the run's steps, each with the offset to read from:
+    its log from OFFSET; if it moved meanwhile ('qhca migrate'), the log of each QEMU it
+    left (vmI.qemu.log.mGEN) from there and the last one from its start."""
+    if moved_after == moved_before:
+        return [(log, offset)]
+    paths = ["%s.m%d" % (log, g) for g in range(moved_before + 1, moved_after + 1)] + [log]
+    return [(p, offset if k == 0 else 0) for k, p in enumerate(paths) if os.path.exists(p)]
+
+
 def cmd_explain(args):
     """Run an RDMA operation between two guests with the teaching trace on and the fabric
     capturing, then tell it as a story (docs/tutorial.md)."""
@@ -57,6 +67,7 @@ def cmd_explain(args):
     vms = [cli] + ([srv] if server_cmd is not None else [])
     logs = {i: os.path.join(RUN, "vm%d.qemu.log" % i) for i in vms}
     offsets = {i: os.path.getsize(logs[i]) for i in vms}
+    moves = {vm["index"]: vm.get("migrations", 0) for vm in state["vms"]}
     cap = os.path.join(out, "capture.pcapng")
     if fabric:
         _, shown = fabric_call("show")
@@ -106,16 +117,18 @@ def cmd_explain(args):
         if fabric:
             fabric_call("capture stop")
     steps = []
+    now = {vm["index"]: vm.get("migrations", 0) for vm in load_state()["vms"]}
     with open(os.path.join(out, "steps.raw"), "w") as f:
         for i in vms:
-            for st in story.read_steps("vm%d" % i, logs[i], offsets[i]):
-                steps.append(st)
-            with open(logs[i], "rb") as lf:
-                lf.seek(offsets[i])
-                for raw in lf:
-                    line = raw.decode("utf-8", "replace")
-                    if "qhca_step t=" in line:
-                        f.write("vm%d %s" % (i, line if line.endswith("\n") else line + "\n"))
+            for path, offset in step_logs(i, logs[i], offsets[i], moves[i], now[i]):
+                for st in story.read_steps("vm%d" % i, path, offset):
+                    steps.append(st)
+                with open(path, "rb") as lf:
+                    lf.seek(offset)
+                    for raw in lf:
+                        line = raw.decode("utf-8", "replace")
+                        if "qhca_step t=" in line:
+                            f.write("vm%d %s" % (i, line if line.endswith("\n") else line + "\n"))
     ports = {"vm%d" % vm["index"]: "port%d" % vm["port"] for vm in state["vms"] if "port" in vm}
     title = "qhca explain: %s" % client_cmd
     with open(os.path.join(out, "meta.json"), "w") as f:

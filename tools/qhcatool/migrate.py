@@ -92,13 +92,18 @@ def migrate_one(state, vm, timeout):
         if os.path.lexists(p):
             os.unlink(p)
     t0 = time.time()
+    sq = Qmp(state, i)
+    # The teaching trace follows the guest ('qhca explain' while it moves).
+    tracing = any(ev.get("state") == "enabled" for ev in
+                  sq.call("trace-event-get-state", {"name": "qhca_step"}) or [])
     dest_pid = spawn(incoming_argv(vm["argv"], i, gen), i)
-    dq = sq = None
+    dq = None
     try:
         wait_qmp(qmp_in)
         dq = Qmp(state, i, qmp_in)
+        if tracing:
+            dq.call("trace-event-set-state", {"name": "qhca_step", "enable": True})
         dq.call("migrate-incoming", {"uri": "unix:" + mig_sock})
-        sq = Qmp(state, i)
         # Unthrottled on one host (QEMU's default is 128 MiB/s): the less time the guest
         # dirties RAM meanwhile, the shorter the stop at the end.
         sq.call("migrate-set-parameters", {"max-bandwidth": 8 << 30})
@@ -141,7 +146,8 @@ def migrate_one(state, vm, timeout):
     for name in ("console", "qmp"):
         point(os.path.join(RUN, "vm%d.%s" % (i, name)),
               os.path.join(RUN, "vm%d.%s.g%d" % (i, name, gen)))
-    os.replace(os.path.join(RUN, "vm%d.qemu.log" % i), os.path.join(RUN, "vm%d.qemu.log.prev" % i))
+    # The old process's output stays as vmI.qemu.log.mGEN ('qhca explain' reads on in it).
+    os.replace(os.path.join(RUN, "vm%d.qemu.log" % i), os.path.join(RUN, "vm%d.qemu.log.m%d" % (i, gen)))
     os.replace(os.path.join(RUN, "vm%d.qemu.log.in" % i), os.path.join(RUN, "vm%d.qemu.log" % i))
     try:
         out = dq.call("human-monitor-command",

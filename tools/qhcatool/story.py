@@ -413,6 +413,17 @@ def story_steps(steps):
             elif f["to"] == "RTS":
                 detail = " (first PSN it sends %s)" % f["sq_psn"]
             add(dev, "QP %s: %s -> %s%s" % (f["qp"], f["from"], f["to"], detail), (app, dev))
+        elif k == "migrate":
+            if f["what"] == "saved":
+                add(dev, "the guest stops and moves: the device's state saved (%s B, %s QPs, "
+                    "every message in flight with it) for a new QEMU process" %
+                    (f["bytes"], f["qps"]), (dev, dev))
+            else:
+                add(dev, "the guest runs again in its new QEMU process: the device goes on "
+                    "from its saved state (%s QPs, %s retransmission timers running)%s; "
+                    "what was on the wire meanwhile is lost and sent again" %
+                    (f["qps"], f["timers"], ", a QP waiting to send" if f.get("waiting") == "1"
+                     else ""), (dev, dev))
         elif k == "mr":
             add(dev, "registered a region: key %s, %s B at va %s, PD %s, access %s" %
                 (f["key"], f["len"], f["va"], f["pd"], access_names(f["access"])), (app, dev))

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# VM test of live migration with open QPs (qhca migrate, docs/migration.md): while RC traffic
+# runs both ways (two qhca-rcstress pairs: WRITE, READ, SEND, atomics, every byte and answer
+# checked; ib_read_bw on 4 QPs with READs outstanding), guest 1, then guest 2, then guest 1
+# again move to new QEMU processes; every transfer ends without error, the guests answer
+# at once, UD (ibv_ud_pingpong) and the Ethernet function (ping) work after the moves, the
+# device's view shows the QPs where they were. Then the kernel's consumers ride moves out:
+# NVMe over Fabrics with fio verifying every block and NFS over RDMA copying and checking
+# files while both guests move (test-storage with QHCA_STORAGE_DISRUPT=migrate). Refusals:
+# a guest that cannot move says why and keeps running.
+#   QHCA_MIGRATE_STORAGE=0   leave the storage part out
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# bg I NAME CMD: CMD in guest I, detached (an ssh session does not survive its guest's move:
+# the program must); its output in /tmp/NAME.log, its status in /tmp/NAME.rc.
+bg() {
+    "$qhca" exec "$1" -- "rm -f /tmp/$2.log /tmp/$2.rc; setsid sh -c '$3 > /tmp/$2.log 2>&1; echo \$? > /tmp/$2.rc' < /dev/null > /dev/null 2>&1 &"
+}
+
+# bg_ok I NAME TIMEOUT: NAME in guest I ended within TIMEOUT s with status 0 (its log's tail)
+bg_ok() {
+    eventually "$3" "$qhca" exec "$1" -- "test -s /tmp/$2.rc" ||
+        { echo "vm$1: $2 still running after $3 s:"; "$qhca" exec "$1" -- "tail -n 5 /tmp/$2.log"; return 1; }
+    "$qhca" exec "$1" -- "tail -n 4 /tmp/$2.log"
+    [ "$("$qhca" exec "$1" -- "cat /tmp/$2.rc")" = 0 ]
+}
+
+running() {	# running I NAME: NAME has not ended in guest I (it spans what follows)
+    "$qhca" exec "$1" -- "test ! -e /tmp/$2.rc" || { echo "vm$1: $2 ended already"; return 1; }
+}
+
+listening() {	# listening I PORT: a TCP listener on PORT in guest I
+    eventually 20 "$qhca" exec "$1" -- "ss -ltn 2>/dev/null | grep -q ':$2 '"
+}
+
+moved() {	# moved I: qhca migrate I; the guest runs in a new QEMU and answers
+    local before after out
+    before=$(python3 -c 'import json,sys; print([v["pid"] for v in json.load(open(sys.argv[1]))["vms"] if v["index"] == int(sys.argv[2])][0])' "$QHCA_RUN/state.json" "$1") || return 1
+    out=$("$qhca" migrate "$1" 2>&1) || { echo "$out"; return 1; }
+    echo "$out" | grep "migrated to"
+    after=$(python3 -c 'import json,sys; print([v["pid"] for v in json.load(open(sys.argv[1]))["vms"] if v["index"] == int(sys.argv[2])][0])' "$QHCA_RUN/state.json" "$1") || return 1
+    [ "$before" != "$after" ] || { echo "vm$1 still in pid $before"; return 1; }
+    ! kill -0 "$before" 2> /dev/null || { echo "the source QEMU $before still runs"; return 1; }
+    kill -0 "$after" || return 1
+    "$qhca" exec "$1" -- true
+}
+
+qps_of() {	# qps_of I: the number of QPs guest I's device holds
+    "$qhca" device "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["qp"])'
+}
+
+vm_up 2
+boot1=$("$qhca" exec 1 -- cat /proc/sys/kernel/random/boot_id)
+boot2=$("$qhca" exec 2 -- cat /proc/sys/kernel/random/boot_id)
+check "traffic starts: qhca-rcstress both ways (1 GiB each), ib_read_bw on 4 QPs" eval '
+    bg 2 rs1 "qhca-rcstress -s -p 18830" && bg 1 rs2 "qhca-rcstress -s -p 18831" &&
+    bg 2 rb "ib_read_bw -d qhca_0 -x 1 -q 4 -D 45 -p 18515" &&
+    listening 2 18830 && listening 1 18831 && listening 2 18515 &&
+    bg 1 rc1 "qhca-rcstress -p 18830 -t 16 -b 1G 192.168.77.2" &&
+    bg 2 rc2 "qhca-rcstress -p 18831 -t 16 -b 1G -S 7 192.168.77.1" &&
+    bg 1 rbc "ib_read_bw -d qhca_0 -x 1 -q 4 -D 45 -p 18515 192.168.77.2" && sleep 6 &&
+    running 1 rc1 && running 2 rc2 && running 1 rbc'
+qps_before=$(( $(qps_of 1) + $(qps_of 2) ))
+check "vm1 moves during the traffic" moved 1
+check "vm2 moves during the traffic" moved 2
+check "vm1 moves again during the traffic" eval 'moved 1 && running 1 rc1 && running 2 rc2'
+check "the QPs are where they were ($qps_before in both devices)" \
+    test "$(( $(qps_of 1) + $(qps_of 2) ))" = "$qps_before"
+check "qhca-rcstress vm1 -> vm2 passed: every byte and answer checked" eval 'bg_ok 1 rc1 300 && bg_ok 2 rs1 30'
+check "qhca-rcstress vm2 -> vm1 passed: every byte and answer checked" eval 'bg_ok 2 rc2 300 && bg_ok 1 rs2 30'
+check "ib_read_bw (4 QPs) ended without error on both sides" eval 'bg_ok 1 rbc 120 && bg_ok 2 rb 30'
+check "the Ethernet function after the moves: ping 192.168.77.2" \
+    "$qhca" exec 1 -- ping -c 3 -W 2 192.168.77.2
+check "UD after the moves: ibv_ud_pingpong" pingpong ibv_ud_pingpong -n 50 -s 1024
+check "RC after the moves: ibv_rc_pingpong" pingpong ibv_rc_pingpong -n 100 -s 8192
+check "the guests did not reboot: the same boot IDs" eval '
+    [ "$("$qhca" exec 1 -- cat /proc/sys/kernel/random/boot_id)" = "$boot1" ] &&
+    [ "$("$qhca" exec 2 -- cat /proc/sys/kernel/random/boot_id)" = "$boot2" ]'
+check "no kernel oops or warning in either guest" eval 'kernel_log_clean 1 && kernel_log_clean 2'
+
+# What cannot move says so, and the guest runs on.
+refused_move() {
+    local out
+    out=$("$qhca" migrate 9 2>&1) && { echo "migrate 9 succeeded: $out"; return 1; }
+    grep -q "no guest 9" <<<"$out" || { echo "$out"; return 1; }
+    "$qhca" exec 1 -- true
+}
+check "migrate of a guest that does not exist is refused" refused_move
+
+if [ "${QHCA_MIGRATE_STORAGE:-1}" != 0 ]; then
+    storage() {
+        QHCA_STORAGE_ONLY="nvme nfs" QHCA_STORAGE_DISRUPT=migrate \
+            bash "$(dirname "$0")/test-storage.sh" > /tmp/qhca-migrate-storage.$$ 2>&1
+        local rc=$?
+        grep -E "^(ok|not ok|#) " /tmp/qhca-migrate-storage.$$ | grep -v "^# up took"
+        rm -f /tmp/qhca-migrate-storage.$$
+        return "$rc"
+    }
+    check "NVMe-oF (fio verify) and NFS over RDMA (sha256) while both guests move" storage
+fi
+vm_down
+finish
