@@ -456,10 +456,18 @@ static ssize_t qhca_receive(NetClientState *nc, const uint8_t *buf, size_t size)
     return size;
 }
 
-/* The link is up when the netdev has a peer and is not set down (set_link). */
+/*
+ * The link is up when the netdev has a peer and is not set down (set_link). A
+ * source whose guest has moved away (postmigrate) leaves its engine alone: its
+ * netdev going away as it exits is not the guest's port going down.
+ */
 static void qhca_update_link(QhcaState *s)
 {
     NetClientState *nc = qemu_get_queue(s->nic);
+
+    if (runstate_check(RUN_STATE_POSTMIGRATE)) {
+        return;
+    }
 
     qhca_engine_set_link(s->engine, nc->peer && !nc->link_down);
 }
@@ -662,8 +670,12 @@ static const VMStateInfo qhca_state_info = {
     .put = qhca_state_put,
 };
 
-/* A loaded engine starts when the VM runs: its timers, the frames it has to
- * send, and the link as this side's netdev has it. */
+/*
+ * A loaded engine starts when the VM runs: its timers and the frames it has to
+ * send. Its port keeps the link the source had: the stream netdev of a moved
+ * guest reconnects behind the scenes, and a port event for that would make the
+ * guest's RDMA consumers tear down what the move is meant to keep.
+ */
 static void qhca_vm_state_change(void *opaque, bool running, RunState state)
 {
     QhcaState *s = opaque;
@@ -675,7 +687,6 @@ static void qhca_vm_state_change(void *opaque, bool running, RunState state)
     qhca_cork(s, true);
     qhca_trace_sync(s);
     qhca_engine_resume(s->engine);
-    qhca_update_link(s);
     qhca_cork(s, false);
 }
 

@@ -6,8 +6,11 @@
  * addresses; then the client posts exactly one work request, arms its CQ, sleeps until
  * the completion event and polls. The server checks what arrived.
  *
- *   qhca-lesson OP [-s SIZE] [-p PORT]              the server (guest 2)
- *   qhca-lesson OP [-s SIZE] [-p PORT] SERVER_IP    the client (guest 1)
+ *   qhca-lesson OP [-s SIZE] [-p PORT] [-t T]                the server (guest 2)
+ *   qhca-lesson OP [-s SIZE] [-p PORT] [-t T] [-W FILE] SERVER_IP    the client (guest 1)
+ *
+ * -t T: the QPs' local ACK timeout, 4.096 us * 2^T (default 14: 67 ms), 7 retries; -W FILE:
+ * the client posts only once FILE exists (docs/migration.md: a WRITE that spans a move).
  *
  * OP is write, send, read, atomic (fetch and add), cas (compare and swap), bad-rkey (a
  * WRITE with a forged rkey: the responder refuses it, the client's completion says
@@ -37,7 +40,7 @@ static const char *const op_names[] = { "write", "send", "read", "atomic", "cas"
 static int usage(void)
 {
 	fprintf(stderr, "usage: %s write|send|read|atomic|cas|bad-rkey|rnr [-s SIZE] [-p PORT] "
-		"[SERVER_IP]\n", PROG);
+		"[-t TIMEOUT] [-W FILE] [SERVER_IP]\n", PROG);
 	return 2;
 }
 
@@ -84,7 +87,8 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 	enum op op;
 	char done = 'd';
-	int server, sock, c, i, ok = 1;
+	const char *wait_file = NULL;
+	int server, sock, c, i, ok = 1, timeout = 14;
 	int gid_index = 1;
 
 	if (argc < 2)
@@ -96,15 +100,19 @@ int main(int argc, char **argv)
 		return usage();
 	op = (enum op)i;
 	optind = 2;
-	while ((c = getopt(argc, argv, "s:p:")) != -1) {
+	while ((c = getopt(argc, argv, "s:p:t:W:")) != -1) {
 		if (c == 's')
 			size = strtoul(optarg, NULL, 0);
 		else if (c == 'p')
 			port = (uint16_t)atoi(optarg);
+		else if (c == 't')
+			timeout = atoi(optarg);
+		else if (c == 'W')
+			wait_file = optarg;
 		else
 			return usage();
 	}
-	if (optind < argc - 1 || size < 1 || size > (1u << 30))
+	if (optind < argc - 1 || size < 1 || size > (1u << 30) || timeout < 1 || timeout > 31)
 		return usage();
 	server = optind == argc;
 	if (op == OP_ATOMIC || op == OP_CAS)
@@ -151,6 +159,7 @@ int main(int argc, char **argv)
 	vm_conn_defaults(&conn);
 	conn.path_mtu = pa.active_mtu;
 	conn.min_rnr_timer = 22;	/* RNR NAK: try again after 20.48 ms */
+	conn.timeout = (uint8_t)timeout;
 	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
 		conn.dlid = peer.lid;
 	/* Both directions start at the client's PSN. */
@@ -200,6 +209,12 @@ int main(int argc, char **argv)
 	}
 
 	vm_xfer(sock, &done, 1, 0);	/* the server is ready */
+	if (wait_file) {
+		printf("%s: waiting for %s before posting\n", PROG, wait_file);
+		fflush(stdout);
+		while (access(wait_file, F_OK))
+			poll(NULL, 0, 50);
+	}
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 0x1e55;
 	wr.sg_list = &sge;

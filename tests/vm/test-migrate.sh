@@ -80,6 +80,45 @@ check "the guests did not reboot: the same boot IDs" eval '
     [ "$("$qhca" exec 2 -- cat /proc/sys/kernel/random/boot_id)" = "$boot2" ]'
 check "no kernel oops or warning in either guest" eval 'kernel_log_clean 1 && kernel_log_clean 2'
 
+# qhca explain across a move: a WRITE posted while guest 2's cable is pulled (its packets
+# lost), guest 2 moved meanwhile, the cable back: the story tells the save, the resume, the
+# retransmission and the WRITE completing, in that order, and the server checked the bytes.
+explain_move() {
+    local out=$QHCA_RUN/explain-move py
+    rm -rf "$out"
+    "$qhca" exec 1 -- rm -f /tmp/go || return 1
+    "$qhca" explain --out "$out" -- qhca-lesson write -s 65536 -t 20 -W /tmp/go \
+        > "$out.log" 2>&1 &
+    local pid=$!
+    eventually 30 "$qhca" exec 1 -- 'pgrep -f "qhca-lesson write" > /dev/null' || return 1
+    sleep 2		# the client waits for /tmp/go, connected
+    "$qhca" fabric link 2 down > /dev/null && "$qhca" exec 1 -- touch /tmp/go &&
+        sleep 1 && "$qhca" migrate 2 > /dev/null 2>&1
+    local mig=$?
+    "$qhca" fabric link 2 up > /dev/null
+    wait "$pid" || { echo "explain failed:"; tail -n 8 "$out.log"; return 1; }
+    [ "$mig" = 0 ] || { echo "the move failed"; return 1; }
+    grep -q "as the lesson expects" "$out.log" || { tail -n 5 "$out.log"; return 1; }
+    python3 - "$out/story.jsonl" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+def first(pred, after=-1, what=""):
+    for i, e in enumerate(ev):
+        if i > after and pred(e):
+            return i
+    sys.exit("no %s after step %d" % (what, after + 1))
+post = first(lambda e: e["kind"] == "post" and "RDMA_WRITE" in e["text"], what="post of the WRITE")
+saved = first(lambda e: e["kind"] == "migrate" and e["fields"]["what"] == "saved" and e["vm"] == "vm2", post, "save")
+resumed = first(lambda e: e["kind"] == "migrate" and e["fields"]["what"] == "resumed" and e["vm"] == "vm2", saved, "resume")
+retx = first(lambda e: e["kind"] == "retx" and e["vm"] == "vm1", post, "retransmission")
+rx = first(lambda e: e["kind"] == "rx" and e["vm"] == "vm2" and "RDMA_WRITE_LAST" in e["text"], resumed, "WRITE at the moved guest")
+cqe = first(lambda e: e["kind"] == "cqe" and e["vm"] == "vm1" and "SUCCESS RDMA_WRITE" in e["text"], rx, "completion")
+print("steps: post %d, save %d, resume %d, first resend %d, last packet at the new vm2 %d, CQE %d"
+      % (post + 1, saved + 1, resumed + 1, retx + 1, rx + 1, cqe + 1))
+PY
+}
+check "explain tells a WRITE that spans a move (save, resume, resend, completion)" explain_move
+
 # What cannot move says so, and the guest runs on.
 refused_move() {
     local out

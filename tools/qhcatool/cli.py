@@ -105,6 +105,7 @@ from .fabric import cmd_fabric
 from .files import cmd_cp
 from .guest import cmd_console, cmd_exec, cmd_ssh
 from .migrate import cmd_migrate
+from .snapshot import cmd_snapshot
 from .qmp import cmd_device, cmd_link
 from .run import cmd_run
 from .vms import boot_timeout, cmd_down, cmd_kill, cmd_reset, cmd_start, cmd_status, cmd_up
@@ -145,6 +146,10 @@ def add_up_options(p):
                         "180 plus 30 for each guest beyond 2)")
     p.add_argument("--trace", help="QEMU trace pattern, e.g. 'qhca_*' (goes to vmI.qemu.log)")
     p.add_argument("--keep", action="store_true", help="keep VMs running if boot fails")
+    p.add_argument("--snapshot", action="store_true",
+                   help="restore the guests from their state saved after an earlier boot with "
+                        "--snapshot (saved now if there is none, or the image, QEMU or the "
+                        "command line changed): ready in seconds (docs/migration.md)")
     p.add_argument("--rxe", action="store_true",
                    help="also give each VM a virtio-net NIC on the fabric (192.168.78.I) for rxe")
     p.add_argument("--ib", action="store_true",
@@ -223,6 +228,12 @@ def main():
     p.add_argument("--no-wait", action="store_true",
                    help="return when the guest runs there, without waiting for ssh")
     p.set_defaults(fn=cmd_migrate)
+    p = sub.add_parser("snapshot", help="save or load a snapshot of every guest at once "
+                       "(QEMU's savevm, loadvm), QPs open: 'snapshot save NAME', 'snapshot "
+                       "load NAME'")
+    p.add_argument("verb", choices=["save", "load"])
+    p.add_argument("name")
+    p.set_defaults(fn=cmd_snapshot)
     p = sub.add_parser("kill", help="SIGKILL guest I's QEMU, as a crash would")
     p.add_argument("index", type=int)
     p.set_defaults(fn=cmd_kill)

@@ -25,6 +25,7 @@ from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, loc
 from .netns import (BRIDGE, bridge_mtu, bridge_taps_setup, bridge_taps_teardown, need_root,
                     netns_path, open_tap, run_netns, tap_name, tap_setup, tap_teardown)
 from .qmp import Qmp
+from .snapshot import restore, restore_args, save_after_boot, set_clocks, snapshot_path, vmstate_args
 
 
 def probe_accel(kernel):
@@ -138,6 +139,8 @@ def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DE
            "-netdev", "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22" % ssh_port,
            "-device", "virtio-net-pci,netdev=mgmt,romfile=,mac=%s" % mgmt_mac(i),
            "-qmp", "unix:%s/vm%d.qmp,server=on,wait=off" % (run, i)]
+    if not disk:	# where savevm keeps snapshots ('qhca snapshot'; no guest device)
+        cmd += vmstate_args(i)
     if rxe_port:
         # A virtio-net NIC on the same fabric (ports n+1..2n) to compare with Linux rxe.
         cmd += ["-netdev", fabric_netdev(rxe_port).replace("id=fabric", "id=rxenet", 1),
@@ -642,6 +645,12 @@ def cmd_up(args):
     extra = shlex.split(os.environ.get("QHCA_QEMU_ARGS", ""))
     if args.trace:
         extra += ["-trace", args.trace]
+    if args.snapshot:
+        why = ("--disk" if disk else "--libvirt" if args.libvirt else "--share" if shares else
+               "--netdev tap" if netdev == "tap" else None)
+        if why:
+            die("--snapshot restores guests the launcher boots from its image: not with %s" % why)
+    restoring, to_save = {}, {}	# up --snapshot: guests restored, and snapshots to make
     for k, i in enumerate(indexes):
         ssh_port = free_port()
         dump = []
@@ -683,8 +692,20 @@ def cmd_up(args):
             vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
                                       rxe_port=n + k + 1 if args.rxe else None, mem=mem,
                                       link="ib" if args.ib else None, shares=shares, disk=disk)
+        snap = snapshot_path(vm["argv"], i) if args.snapshot else None
         try:
-            launch(vm)
+            if snap and restore_args(snap):	# the guest's state after boot, saved before
+                boot_argv = vm["argv"]
+                vm["argv"] = boot_argv + restore_args(snap)
+                try:
+                    launch(vm)
+                finally:
+                    vm["argv"] = boot_argv
+                restoring[i] = snap
+            else:
+                launch(vm)
+                if snap:
+                    to_save[i] = snap
         except RuntimeError as e:
             if vm.get("libvirt"):	# started, perhaps, but not in the state: down misses it
                 libvirt_remove(vm)
@@ -692,18 +713,53 @@ def cmd_up(args):
             die(str(e))
         state["vms"].append(vm)
         save_state(state)
-    info("booting %d VMs (%s, %d MiB each, timeout %d s); logs in %s"
-         % (n, accel, mem, timeout, RUN))
+    if restoring:
+        info("restoring %s from the snapshot taken after boot"
+             % ", ".join("vm%d" % i for i in sorted(restoring)))
+        try:
+            for vm in state["vms"]:
+                if vm["index"] in restoring:
+                    wait_socket(os.path.join(RUN, "vm%d.qmp" % vm["index"]))
+                    restore(state, vm, restoring[vm["index"]])
+        except (OSError, RuntimeError) as e:
+            cmd_down(args)
+            die("restoring from the snapshot failed: %s; 'rm -r %s' makes the next --snapshot "
+                "boot and save again" % (e, os.path.dirname(next(iter(restoring.values())))))
+    if len(restoring) < n:
+        info("booting %d VMs (%s, %d MiB each, timeout %d s); logs in %s"
+             % (n - len(restoring), accel, mem, timeout, RUN))
     try:
-        wait_ready(state, timeout)
+        # a restored guest prints no boot marks: ssh answering is its readiness
+        wait_ready(state, timeout, marks={i: -1 for i in restoring})
     except RuntimeError as e:
         sys.stderr.write("qhca: error: %s\n" % e)
         log_tails([vm["index"] for vm in state["vms"]])
         if not args.keep:
             cmd_down(args)
         return 1
-    info("up: %d VMs in %.1f s" % (n, time.time() - state["started"]))
+    if restoring:
+        set_clocks(state, sorted(restoring))
+    for vm in state["vms"]:
+        if vm["index"] in to_save:
+            t0 = time.time()
+            try:
+                save_after_boot(state, vm, to_save[vm["index"]])
+            except (OSError, RuntimeError) as e:
+                info("vm%d: its snapshot could not be saved: %s" % (vm["index"], e))
+                continue
+            info("vm%d: its state after boot saved for 'up --snapshot' (%.1f s, %d MiB)"
+                 % (vm["index"], time.time() - t0, os.path.getsize(to_save[vm["index"]]) >> 20))
+    info("up: %d VMs in %.1f s%s" % (n, time.time() - state["started"],
+                                      " (%d restored)" % len(restoring) if restoring else ""))
     return 0
+
+
+def wait_socket(path, timeout=30.0):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise RuntimeError("no socket %s after %d s" % (path, timeout))
+        time.sleep(0.02)
 
 
 def cmd_kill(args):
