@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk driver-loop demo bench bench-net bench-qp soak down clean \
+.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk driver-loop demo bench bench-net bench-qp bench-migrate soak down clean \
 	cache-rule print-cache
 
 help:
@@ -33,6 +33,8 @@ help:
 	@echo "               create, modify, message and destroy, memory per QP in guest and host"
 	@echo "make bench-net ib_write_bw/lat on the fabric, a bridge, VXLAN between two namespaces"
 	@echo "               and libvirt (on the fabric, on a bridge): figures side by side (root)"
+	@echo "make bench-migrate  live migration and snapshots: device state per QP, downtime"
+	@echo "               and the device's share of it, ready after up --snapshot vs a boot"
 	@echo "make driver-loop  edit, rebuild the driver, two guests ready, a test passes: timed"
 	@echo "make soak      RC through a lossy fabric, 1 GiB with every byte checked (figures)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
@@ -146,6 +148,12 @@ bench-qp: all
 # between two namespaces, libvirt on the fabric and on a bridge (root; docs/fabric.md).
 bench-net: all
 	@bash bench/networks.sh
+
+# Live migration and snapshots: the device's state by the engine alone, moves idle and
+# under load (QEMU's downtime, the device's share), two guests ready after a boot and after
+# up --snapshot (docs/migration.md). make bench runs it too.
+bench-migrate: all
+	@bash bench/migration.sh
 
 # The driver developer's loop, timed: edit, rebuild, two guests ready, a test passes.
 driver-loop: host qemu provider

@@ -3,7 +3,8 @@
 # make bench: qhca against Linux rxe between the same two VMs in one run (verbs, UCX,
 # libfabric and MPI, NVMe-oF and NFS over RDMA), the device alone
 # (bench-engine) and the fabric switch alone (bench-fabric), the host's memcpy as the
-# throughput baseline, and 16384 QPs on one device in a VM of its own (bench/qp-scale.sh).
+# throughput baseline, 16384 QPs on one device in a VM of its own (bench/qp-scale.sh), and
+# live migration and snapshots (bench/migration.sh).
 # Prints a table and writes results.txt (JSON lines) in the run directory. A benchmark,
 # not a test: it reports, it does not judge.
 #   make bench PROFILE=1   also a profile of each guest's QEMU (linux-perf) during a 1 MiB
@@ -118,7 +119,13 @@ awk '$2 == "B" { printf "{\"test\":\"fabric\",\"frame\":%s,\"frames/s\":%s,\"MB/
 step "bench: 16384 QPs on one device (bench/qp-scale.sh)"
 qps_out=$(QHCA_RUN="$QHCA_CACHE/run-qps" QHCA_BENCH_OUT="$out" bash "$QHCA_ROOT/bench/qp-scale.sh" 2>&1) ||
     qps_out="QPs: failed (make bench-qp shows why)"
+# Live migration and snapshots (bench/migration.sh), in guests of their own.
+"$qhca" down > /dev/null 2>&1
+step "bench: live migration and snapshots (bench/migration.sh)"
+mig_out=$(QHCA_RUN="$QHCA_CACHE/run-bench-migrate" QHCA_BENCH_OUT="$out" bash "$QHCA_ROOT/bench/migration.sh" 2>&1) ||
+    mig_out="migration: failed (make bench-migrate shows why)"
 echo "$engine_out" | sed -n '1,2p;/^WRITE/p' | head -n 6
 echo "$fabric_out"
 grep -E '^(created|create:|modify|first message|destroy:|guest memory|host memory|QPs: failed)' <<<"$qps_out"
+sed -n '/^qhca migrate 1/,/^two guests ready after up --snapshot/p;/B\/QP/p;/^migration: failed/p' <<<"$mig_out"
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"

@@ -592,6 +592,7 @@ static int qhca_state_put(QEMUFile *f, void *pv, size_t size,
                           const VMStateField *field, JSONWriter *vmdesc)
 {
     QhcaState *s = container_of(pv, QhcaState, engine);
+    int64_t t0 = get_clock();
     uint8_t *buf;
     size_t len;
 
@@ -600,7 +601,7 @@ static int qhca_state_put(QEMUFile *f, void *pv, size_t size,
         error_report("qhca: out of memory saving the device state");
         return -ENOMEM;
     }
-    trace_qhca_migrate_save(len);
+    trace_qhca_migrate_save(len, get_clock() - t0);
     qemu_put_be64(f, len);
     qemu_put_buffer(f, buf, len);
     free(buf);
@@ -611,6 +612,7 @@ static int qhca_state_get(QEMUFile *f, void *pv, size_t size,
                           const VMStateField *field)
 {
     QhcaState *s = container_of(pv, QhcaState, engine);
+    int64_t t0 = get_clock();
     uint64_t len = qemu_get_be64(f), got = 0;
     size_t cap = 0, max = qhca_engine_state_max(&s->cfg);
     struct qhca_engine *e;
@@ -654,7 +656,7 @@ static int qhca_state_get(QEMUFile *f, void *pv, size_t size,
         trace_qhca_migrate_refused(why);
         return -EINVAL;
     }
-    trace_qhca_migrate_load(len);
+    trace_qhca_migrate_load(len, get_clock() - t0);
     timer_del(s->timer);
     qemu_bh_cancel(s->timer_bh);
     qhca_tx_backlog_clear(s);

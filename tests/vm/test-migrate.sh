@@ -8,7 +8,9 @@
 # device's view shows the QPs where they were. Then the kernel's consumers ride moves out:
 # NVMe over Fabrics with fio verifying every block and NFS over RDMA copying and checking
 # files while both guests move (test-storage with QHCA_STORAGE_DISRUPT=migrate). Refusals:
-# a guest that cannot move says why and keeps running.
+# a guest that cannot move says why and keeps running. Snapshots: both guests saved in the
+# middle of a transfer and loaded after it ended, which then ends again; 'up --snapshot'
+# restoring both guests from their state after boot.
 #   QHCA_MIGRATE_STORAGE=0   leave the storage part out
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -127,6 +129,39 @@ refused_move() {
     "$qhca" exec 1 -- true
 }
 check "migrate of a guest that does not exist is refused" refused_move
+
+# Snapshots: both guests saved together in the middle of a transfer; the transfer ends;
+# both loaded: they are back in its middle (its result gone) and it ends again, every byte
+# and answer checked both times.
+snap_mid() {
+    bg 2 rs3 "qhca-rcstress -s -p 18832" && listening 2 18832 &&
+        bg 1 rc3 "qhca-rcstress -p 18832 -t 16 -b 512M -S 3 192.168.77.2" && sleep 3 &&
+        running 1 rc3 || return 1
+    "$qhca" snapshot save mid || return 1
+    bg_ok 1 rc3 120 && bg_ok 2 rs3 30 || { echo "the transfer after the save failed"; return 1; }
+    "$qhca" snapshot load mid || return 1
+    "$qhca" exec 1 -- 'test ! -e /tmp/rc3.rc' ||
+        { echo "after loadvm the transfer's result is still there: nothing was loaded"; return 1; }
+    bg_ok 1 rc3 120 && bg_ok 2 rs3 30 || { echo "the transfer after the load failed"; return 1; }
+}
+check "snapshot save mid-transfer; the transfer ends; load: it ends again, every byte checked" snap_mid
+check "after the snapshots the guests' clocks are the host's (within 5 s)" eval '
+    d=$(( $("$qhca" exec 1 -- date +%s) - $(date +%s) )); [ "${d#-}" -le 5 ]'
+
+# up --snapshot: the guests' state after boot saved once (here, or by an earlier run), then
+# restored instead of booted.
+up_snapshot() {	# up_snapshot: up --snapshot; prints its last line
+    "$qhca" down > /dev/null 2>&1
+    local t0=$(date +%s.%N) out
+    out=$("$qhca" up -n 2 --snapshot 2>&1) || { echo "$out"; return 1; }
+    echo "$out" | grep -E "saved for|restoring|up:"
+    echo "# up --snapshot took $(echo "$(date +%s.%N) - $t0" | bc) s"
+}
+check "up --snapshot (saves the state after boot, or restores one saved before)" up_snapshot
+check "up --snapshot again: both guests restored from it" eval '
+    out=$(up_snapshot) && echo "$out" && grep -qF "(2 restored)" <<<"$out"'
+check "restored guests do RDMA: ibv_rc_pingpong" pingpong ibv_rc_pingpong -n 100 -s 4096
+check "a restored guest moves: qhca migrate 1" moved 1
 
 if [ "${QHCA_MIGRATE_STORAGE:-1}" != 0 ]; then
     storage() {

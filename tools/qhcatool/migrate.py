@@ -181,7 +181,7 @@ def cmd_migrate(args):
     if args.no_wait:
         return 0
     try:
-        wait_ready(state, 60, indexes=[i], since=t0, marks={i: 0})
+        wait_ready(state, 60, indexes=[i], since=t0, marks={i: -1})	# ssh answering
     except RuntimeError as e:
         die(str(e))
     return 0

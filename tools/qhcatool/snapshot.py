@@ -100,7 +100,7 @@ def set_clocks(state, indexes):
     """A restored guest's clock is the snapshot's: set it to the host's."""
     from .guest import guest_run
     for i in indexes:
-        rc, out = guest_run(state, i, "date -s @%.3f > /dev/null" % time.time())
+        rc, out = guest_run(state, i, "date -s @%d > /dev/null" % round(time.time()))
         if rc:
             info("vm%d: its clock could not be set: %s" % (i, out.strip()))
 
@@ -171,4 +171,12 @@ def save_after_boot(state, vm, path, timeout=120):
     finally:
         q.close()
     os.replace(tmp, path)
+    # One snapshot per guest index: what an older image, QEMU or command line left goes.
+    top = os.path.join(CACHE, "snapshots")
+    for d in os.listdir(top):
+        old = os.path.join(top, d, os.path.basename(path))
+        if old != path and os.path.exists(old):
+            os.unlink(old)
+            if not os.listdir(os.path.join(top, d)):
+                os.rmdir(os.path.join(top, d))
     return st
