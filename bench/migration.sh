@@ -79,6 +79,6 @@ for k in 0 1 2; do
     printf '%-34s %10s %12s %14s\n' "rcstress both ways, move $((k + 1))" "$1" "$2" "$3"
     printf '{"test":"migrate busy","total ms":"%s","downtime ms":"%s","device ms":"%s"}\n' "$1" "$2" "$3" >> "$out"
 done
-printf '%-34s %10s s\n%-34s %10s s\n' "two guests ready after up" "$boot_s" \
+printf '%-34s %10.1f s\n%-34s %10.1f s\n' "two guests ready after up" "$boot_s" \
     "two guests ready after up --snapshot" "$snap_s"
 echo "results in $out"

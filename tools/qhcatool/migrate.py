@@ -32,6 +32,8 @@ def incoming_argv(argv, i, gen):
             a = a.replace("%s/vm%d.%s," % (RUN, i, name), "%s/vm%d.%s.g%d," % (RUN, i, name, gen))
         a = a.replace("logfile=%s/vm%d.log" % (RUN, i),
                       "logfile=%s/vm%d.log,logappend=on" % (RUN, i))
+        # --pcap: the new process's frames in a file of its own (vmI.gGEN.pcap)
+        a = a.replace("file=%s/vm%d.pcap" % (RUN, i), "file=%s/vm%d.g%d.pcap" % (RUN, i, gen))
         if a.startswith("user,id=mgmt,"):
             a = HOSTFWD_RE.sub("", a)
         out.append(a)
