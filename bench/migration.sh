@@ -35,9 +35,12 @@ ready() {	# ready ARGS...: seconds until 'up -n 2 ARGS' returns
     echo "$(date +%s.%N) - $t0" | bc
 }
 step "bench: two guests ready: boot, then up --snapshot"
+export QHCA_SNAPSHOT_DIR=$QHCA_RUN/snapshots	# the bench's own: the first saves
+rm -rf "$QHCA_SNAPSHOT_DIR"
 boot_s=$(ready)
 ready --snapshot > /dev/null
 snap_s=$(ready --snapshot)
+ls "$QHCA_SNAPSHOT_DIR"/*/vm1.state > /dev/null 2>&1 || snap_s="?"
 printf '{"test":"ready","boot s":%.1f,"snapshot s":%.1f}\n' "$boot_s" "$snap_s" >> "$out"
 
 # Moves, with the device's trace events for its share.
@@ -47,11 +50,12 @@ device_ms() {	# device_ms GEN: the device's save (old QEMU) + load (new QEMU) of
     local save load
     save=$(sed -n 's/.*qhca_migrate_save .* in \([0-9]*\) ns.*/\1/p' "$QHCA_RUN/vm1.qemu.log.m$1" | tail -n 1)
     load=$(sed -n 's/.*qhca_migrate_load .* in \([0-9]*\) ns.*/\1/p' "$QHCA_RUN/vm1.qemu.log" | tail -n 1)
-    echo "scale=1; (${save:-0} + ${load:-0}) / 1000000" | bc
+    [ -n "$save" ] && [ -n "$load" ] || { echo "?"; return; }
+    echo "scale=1; ($save + $load) / 1000000" | bc
 }
 move() {	# move LABEL: qhca migrate 1; prints "total_ms downtime_ms device_ms"
     local o gen
-    o=$("$qhca" migrate 1 2>&1) || { echo "failed: $o" >&2; echo "- - -"; return; }
+    o=$("$qhca" migrate 1 2>&1) || { echo "failed: $o" >&2; echo "? ? ?"; return; }
     gen=$(python3 -c 'import json,sys; print([v.get("migrations",0) for v in json.load(open(sys.argv[1]))["vms"] if v["index"] == 1][0])' "$QHCA_RUN/state.json")
     echo "$(sed -n 's/.*, \([0-9]*\) ms in all, the guest stopped \([0-9]*\) ms.*/\1 \2/p' <<<"$o") $(device_ms "$gen")"
 }
@@ -68,7 +72,10 @@ sleep 5
 busy=()
 for k in 1 2 3; do busy+=("$(move)"); sleep 2; done
 
-printf '\n%-34s %10s %12s %14s\n' "qhca migrate 1 (TCG, 1 GiB guest)" "total ms" "downtime ms" "device ms"
+accel=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("accel", "?"))' "$QHCA_RUN/state.json" 2>/dev/null)
+# downtime: QEMU's, at the source; device: the device's save at the source and its load at
+# the destination (from the stream's first byte: that includes waiting for it)
+printf '\n%-34s %10s %12s %14s\n' "qhca migrate 1 (${accel:-?}, 1 GiB guest)" "total ms" "downtime ms" "device ms"
 for k in 0 1 2; do
     set -- ${idle[k]}
     printf '%-34s %10s %12s %14s\n' "idle, move $((k + 1))" "$1" "$2" "$3"

@@ -279,6 +279,49 @@ def t_libvirt_domain_xml_quotes_every_value():
         eq(libvirt.local_uri(uri), local)
 
 
+def t_migrate_refuses_what_cannot_move_and_rewrites_the_rest():
+    """qhca migrate: the guests that cannot move are named with why; a guest's command line
+    for its destination has sockets of its own, no ssh forward, the console log appended."""
+    from qhcatool import migrate
+    ok_vm = {"index": 1, "port": 1, "argv": []}
+    eq(migrate.migratable({"netdev": "fabric"}, ok_vm), None)
+    for state, vm, word in (({"netdev": "fabric"}, dict(ok_vm, libvirt={"uri": "x"}), "virsh"),
+                            ({"netdev": "tap"}, dict(ok_vm, port=None), "fabric"),
+                            ({"netdev": "fabric"}, dict(ok_vm, disk="/x.img"), "snapshot file"),
+                            ({"netdev": "fabric", "shares": ["/x"]}, ok_vm, "9p"),
+                            ({"netdev": "fabric", "rxe": True}, ok_vm, "virtio-net")):
+        why = migrate.migratable(state, vm)
+        assert why and word in why, (state, vm, why)
+    run = migrate.RUN
+    argv = ["qemu", "-chardev", "socket,id=console,path=%s/vm1.console,server=on,wait=off,"
+            "logfile=%s/vm1.log" % (run, run), "-netdev",
+            "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:2222-:22", "-qmp",
+            "unix:%s/vm1.qmp,server=on,wait=off" % run]
+    out = migrate.incoming_argv(argv, 1, 3)
+    eq(out[-2:], ["-incoming", "defer"])
+    assert "path=%s/vm1.console.g3," % run in out[2] and "logappend=on" in out[2], out
+    eq(out[4], "user,id=mgmt,restrict=on")
+    eq(out[6], "unix:%s/vm1.qmp.g3,server=on,wait=off" % run)
+
+
+def t_snapshot_qcow2_is_qemus_layout():
+    """The vmstate image: a qcow2 v3 header QEMU takes (magic, version, 64 KiB clusters, the
+    size, L1 at cluster 3, refcount table at cluster 1 naming block 2 with 4 clusters in use)."""
+    import struct
+    from qhcatool import snapshot
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "v.qcow2")
+        snapshot.create_qcow2(p, 16 << 30)
+        b = open(p, "rb").read()
+    h = struct.unpack(">4sIQIIQIIQQIIQQQQII", b[:104])
+    eq(h[0], b"QFI\xfb")
+    eq((h[1], h[4], h[5], h[7], h[8], h[9], h[10], h[16], h[17]),
+       (3, 16, 16 << 30, 32, 3 << 16, 1 << 16, 1, 4, 104))
+    eq(struct.unpack(">Q", b[1 << 16:(1 << 16) + 8])[0], 2 << 16)
+    eq(struct.unpack(">5H", b[2 << 16:(2 << 16) + 10]), (1, 1, 1, 1, 0))
+    eq(len(b), 4 << 16)
+
+
 for name, fn in sorted((k, v) for k, v in globals().items() if k.startswith("t_")):
     check(fn.__name__[2:].replace("_", " "), fn)
 sys.exit(1 if bad else 0)

@@ -657,9 +657,21 @@ static int qhca_state_get(QEMUFile *f, void *pv, size_t size,
         return -EINVAL;
     }
     trace_qhca_migrate_load(len, get_clock() - t0);
+    /*
+     * Nothing of the old engine's time reaches the new one (savevm/loadvm loads into a
+     * device that ran): its timers, its backlog, and frames either way still queued in
+     * QEMU's network layer (frames of an abandoned timeline would meet QPs restored to
+     * the PSNs they had; a purge calls our sent callback for ours, which keeps
+     * tx_inflight right). The new engine sends when the VM runs.
+     */
     timer_del(s->timer);
     qemu_bh_cancel(s->timer_bh);
     qhca_tx_backlog_clear(s);
+    qemu_purge_queued_packets(qemu_get_queue(s->nic));
+    if (qemu_get_queue(s->nic)->peer) {
+        qemu_purge_queued_packets(qemu_get_queue(s->nic)->peer);
+    }
+    qemu_bh_cancel(s->tx_bh);
     qhca_engine_free(s->engine);
     s->engine = e;
     s->resume_pending = true;

@@ -1513,9 +1513,10 @@ static void test_migrate_in_flight(void)
 }
 
 /*
- * A hostile incoming stream: the device's state, saved to a file, with its
- * length claimed past what the device can hold, or its format version changed,
- * is refused; the destination QEMU fails the migration and lives on.
+ * A hostile incoming stream: the device's state, saved to a file, loads as it
+ * is; with its length claimed past what the device can hold, or its format
+ * version changed, it is refused: the destination QEMU fails the migration
+ * and lives on.
  */
 static void test_migrate_hostile_stream(void)
 {
@@ -1531,6 +1532,17 @@ static void test_migrate_hostile_stream(void)
                              " 'arguments': {'uri': %s}}", uri);
     mig_wait(h->qts, "completed");
     qhca_stop(h);
+    /* the stream as it was loads: the device runs there, enabled as it was left */
+    {
+        Qhca *d = qhca_start_args("-incoming defer", NULL);
+
+        qtest_qmp_assert_success(d->qts, "{'execute': 'migrate-incoming',"
+                                 " 'arguments': {'uri': %s,"
+                                 " 'exit-on-error': false}}", uri);
+        mig_wait(d->qts, "completed");
+        g_assert_cmphex(rd(d, QHCA_REG_STATUS), ==, QHCA_STATUS_READY);
+        qhca_stop(d);
+    }
     for (variant = 0; variant < 2; variant++) {
         g_autofree char *bad = g_strdup_printf("%s.bad", path);
         g_autofree char *bad_uri = g_strdup_printf("file:%s", bad);

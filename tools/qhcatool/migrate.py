@@ -83,6 +83,31 @@ def wait_qmp(path, timeout=30.0):
         time.sleep(0.05)
 
 
+def settle(q, timeout=30.0):
+    """After migrate_cancel: the migration's final status."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = q.call("query-migrate") or {}
+        if st.get("status") in ("completed", "failed", "cancelled", "none"):
+            return st
+        time.sleep(0.05)
+    return {}
+
+
+def dest_running(dq, deadline):
+    """Wait until the destination runs the guest; its refusal, or no answer, raises."""
+    while True:
+        st = dq.call("query-migrate") or {}
+        if st.get("status") == "failed":
+            raise RuntimeError("the destination refused the guest's state: %s"
+                               % st.get("error-desc", "see its vmI.qemu.log.in"))
+        if (dq.call("query-status") or {}).get("running"):
+            return
+        if time.time() > deadline:
+            raise RuntimeError("the destination did not run the guest in time")
+        time.sleep(0.005)
+
+
 def migrate_one(state, vm, timeout):
     """Move guest VM; returns the figures of the move."""
     i = vm["index"]
@@ -105,7 +130,8 @@ def migrate_one(state, vm, timeout):
         dq = Qmp(state, i, qmp_in)
         if tracing:
             dq.call("trace-event-set-state", {"name": "qhca_step", "enable": True})
-        dq.call("migrate-incoming", {"uri": "unix:" + mig_sock})
+        # A refused state fails the migration, not the process: the source goes on then.
+        dq.call("migrate-incoming", {"uri": "unix:" + mig_sock, "exit-on-error": False})
         # Unthrottled on one host (QEMU's default is 128 MiB/s): the less time the guest
         # dirties RAM meanwhile, the shorter the stop at the end.
         sq.call("migrate-set-parameters", {"max-bandwidth": 8 << 30})
@@ -113,7 +139,7 @@ def migrate_one(state, vm, timeout):
         deadline = time.time() + timeout
         last = time.time()
         while True:
-            st = sq.call("query-migrate")
+            st = sq.call("query-migrate") or {}
             status = st.get("status")
             if status == "completed":
                 break
@@ -121,6 +147,9 @@ def migrate_one(state, vm, timeout):
                 raise RuntimeError("migration %s: %s" % (status, st.get("error-desc", "")))
             if time.time() > deadline:
                 sq.call("migrate_cancel")
+                st = settle(sq)
+                if st.get("status") == "completed":	# it finished meanwhile
+                    break
                 raise RuntimeError("migration not done after %d s (status %s)"
                                    % (timeout, status))
             ram = st.get("ram") or {}
@@ -131,19 +160,30 @@ def migrate_one(state, vm, timeout):
             time.sleep(0.02)
         figures = {"total_ms": st.get("total-time"), "downtime_ms": st.get("downtime"),
                    "ram_mib": (st.get("ram") or {}).get("transferred", 0) >> 20}
-    except (OSError, RuntimeError, ValueError) as e:
+        # The source has sent everything; the guest is the destination's only once it has
+        # taken it all (the device's state is checked there, and may be refused).
+        dest_running(dq, deadline)
+    except BaseException as e:
+        # The guest stays where it was: the source runs again if it had stopped.
         for q in (dq, sq):
             if q:
+                try:
+                    if q is sq:
+                        q.call("cont")
+                except (OSError, RuntimeError, ValueError):
+                    pass
                 q.close()
         stop_pid(dest_pid, "vm%d's destination QEMU" % i)
+        if not isinstance(e, Exception):
+            raise
         raise RuntimeError("vm%d: %s; the guest runs on in its old QEMU" % (i, e))
     sq.close()
     # From here the guest lives in the destination: the source quits at once (the peers'
     # QPs retry for a limited time), and its sockets, log and ssh port go to the new one.
-    stop_pid(src_pid, "vm%d's source QEMU" % i, timeout=5)
-    vm["pid"] = dest_pid
+    vm["pid"] = dest_pid	# first: whatever happens next, 'down' stops the right QEMU
     vm["state"] = "running"
     vm["migrations"] = gen
+    stop_pid(src_pid, "vm%d's source QEMU" % i, timeout=5)
     figures["switch_ms"] = int((time.time() - t0) * 1000)
     for name in ("console", "qmp"):
         point(os.path.join(RUN, "vm%d.%s" % (i, name)),

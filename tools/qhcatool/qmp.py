@@ -37,13 +37,13 @@ class Qmp:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
-    def call(self, cmd, args=None):
+    def call(self, cmd, args=None, timeout=10.0):
         msg = {"execute": cmd}
         if args:
             msg["arguments"] = args
         self.sock.sendall(json.dumps(msg).encode() + b"\n")
         while True:
-            reply = self.read()
+            reply = self.read(timeout)
             if "event" in reply:
                 self.events.append(reply)
                 continue

@@ -3,8 +3,10 @@
 savevm and loadvm on every guest at once, so that the guests' connections stay consistent
 with each other), and 'up --snapshot' (guests restored from a state saved once after boot
 instead of booted; docs/migration.md, "Snapshots")."""
+import fcntl
 import hashlib
 import os
+import re
 import struct
 import time
 
@@ -35,10 +37,10 @@ def create_qcow2(path, size=VMSTATE_SIZE):
 
 
 def vmstate_args(i):
-    """The QEMU options of guest I's vmstate image (created if missing)."""
+    """The QEMU options of guest I's vmstate image, made empty for a new run ('up'): a
+    snapshot of an earlier run is never this one's."""
     path = os.path.join(RUN, "vm%d.vmstate.qcow2" % i)
-    if not os.path.exists(path):
-        create_qcow2(path)
+    create_qcow2(path)
     return ["-drive", "if=none,id=vmstate,format=qcow2,file=%s" % path]
 
 
@@ -48,16 +50,23 @@ def guests(state):
     if not vms:
         die("no guest is running")
     for vm in vms:
-        if vm.get("libvirt") or vm.get("disk"):
+        if vm.get("libvirt") or vm.get("disk") or state.get("shares"):
             die("vm%d: 'qhca snapshot' takes guests the launcher booted from its image "
-                "(not --disk or --libvirt guests)" % vm["index"])
+                "(not --disk, --libvirt or --share guests)" % vm["index"])
     return vms
 
 
-def hmp(q, line):
-    out = q.call("human-monitor-command", {"command-line": line}) or ""
-    if out.strip():		# savevm and loadvm answer nothing when they succeed
+def hmp(q, line, timeout=600.0):
+    """An HMP command; savevm and loadvm answer nothing when they succeed (they may take
+    long: a guest's RAM is written or read)."""
+    out = q.call("human-monitor-command", {"command-line": line}, timeout=timeout) or ""
+    if out.strip():
         raise RuntimeError("%s: %s" % (line, out.strip()))
+
+
+def has_snapshot(q, name):
+    out = q.call("human-monitor-command", {"command-line": "info snapshots"}) or ""
+    return any(len(f) > 1 and f[1] == name for f in (l.split() for l in out.splitlines()))
 
 
 def cmd_snapshot(args):
@@ -70,24 +79,45 @@ def cmd_snapshot(args):
         die("a snapshot name: letters, digits, '-', '_' or '.'")
     qs = {vm["index"]: Qmp(state, vm["index"]) for vm in vms}
     t0 = time.time()
+    done, failed = [], None
     try:
+        if args.verb == "load":
+            missing = [i for i, q in qs.items() if not has_snapshot(q, name)]
+            if missing:
+                raise RuntimeError("no snapshot %s of %s (a snapshot is of all the guests "
+                                   "that ran when it was saved)"
+                                   % (name, ", ".join("vm%d" % i for i in missing)))
         # All guests stop before any is saved or loaded, and run again together: the
         # snapshot of each holds the same moment of their connections.
         for q in qs.values():
             q.call("stop")
         for i, q in qs.items():
             hmp(q, ("savevm " if args.verb == "save" else "loadvm ") + name)
-    except (OSError, RuntimeError) as e:
-        for q in qs.values():
-            q.call("cont")
-        die("snapshot %s %s: %s" % (args.verb, name, e))
-    finally:
+            done.append(i)
+    except (OSError, RuntimeError, ValueError) as e:
+        failed = str(e)
+        if args.verb == "save":		# all or none: the guests saved lose it again
+            for i in done:
+                try:
+                    hmp(qs[i], "delvm " + name)
+                except (OSError, RuntimeError, ValueError):
+                    pass
+    # A load that failed after some guests were loaded leaves them all stopped: some are
+    # at the snapshot, some not, and running them so would tear their connections.
+    if not (failed and args.verb == "load" and done):
         for q in qs.values():
             try:
                 q.call("cont")
-            except (OSError, RuntimeError):
+            except (OSError, RuntimeError, ValueError):
                 pass
-            q.close()
+    for q in qs.values():
+        q.close()
+    if failed:
+        if args.verb == "load" and done:
+            die("snapshot load %s: %s; %s loaded, the others not: all guests are left "
+                "stopped ('qhca snapshot load %s' again, or 'qhca down')"
+                % (name, failed, ", ".join("vm%d" % i for i in done), name))
+        die("snapshot %s %s: %s; the guests run on as they were" % (args.verb, name, failed))
     info("%s %s: %s in %.2f s" % ("saved" if args.verb == "save" else "loaded", name,
                                   ", ".join("vm%d" % vm["index"] for vm in vms),
                                   time.time() - t0))
@@ -124,8 +154,13 @@ def snapshot_key(argv):
     return h.hexdigest()[:20]
 
 
+def snapshot_dir():
+    """Where 'up --snapshot' keeps saved states ($QHCA_SNAPSHOT_DIR, or the cache's)."""
+    return os.environ.get("QHCA_SNAPSHOT_DIR") or os.path.join(CACHE, "snapshots")
+
+
 def snapshot_path(argv, i):
-    return os.path.join(CACHE, "snapshots", snapshot_key(argv), "vm%d.state" % i)
+    return os.path.join(snapshot_dir(), snapshot_key(argv), "vm%d.state" % i)
 
 
 def restore_args(path):
@@ -136,8 +171,12 @@ def wait_migration(q, timeout, want_running=False):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if want_running:
-            if (q.call("query-status") or {}).get("running"):
+            # the main loop may be busy reading the file: a long answer time
+            if (q.call("query-status", timeout=timeout) or {}).get("running"):
                 return
+            st = q.call("query-migrate") or {}
+            if st.get("status") == "failed":
+                raise RuntimeError("restore failed: %s" % st.get("error-desc"))
         else:
             st = q.call("query-migrate") or {}
             if st.get("status") == "completed":
@@ -148,8 +187,10 @@ def wait_migration(q, timeout, want_running=False):
     raise RuntimeError("not done after %d s" % timeout)
 
 
-def restore(state, vm, path, timeout=60):
-    """Guest VM's QEMU, started with -incoming defer, takes its state from PATH."""
+def restore(state, vm, path, timeout=120):
+    """Guest VM's QEMU, started with -incoming defer, takes its state from PATH (whose
+    directory's time marks it used: prune keeps it)."""
+    os.utime(os.path.dirname(path))
     q = Qmp(state, vm["index"])
     try:
         q.call("migrate-incoming", {"uri": "file:" + path})
@@ -158,25 +199,69 @@ def restore(state, vm, path, timeout=60):
         q.close()
 
 
+KEEP_SNAPSHOTS = 4	# configurations whose snapshots stay (the most recently used)
+
+
 def save_after_boot(state, vm, path, timeout=120):
-    """Save booted guest VM's state to PATH (it runs on afterwards)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
+    """Save booted guest VM's state to PATH (it runs on afterwards). A file of this process's
+    own until it is whole, then renamed: runs that save the same snapshot at once do not mix
+    their bytes, and a restore never meets half a file."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
     q = Qmp(state, vm["index"])
     try:
         q.call("migrate-set-parameters", {"max-bandwidth": 8 << 30})
         q.call("migrate", {"uri": "file:" + tmp})
-        st = wait_migration(q, timeout)
-        q.call("cont")
+        try:
+            st = wait_migration(q, timeout)
+        except RuntimeError:
+            q.call("migrate_cancel")
+            wait_cancelled(q)
+            raise
+        finally:
+            q.call("cont")		# the guest runs on whatever became of the save
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
     finally:
         q.close()
-    os.replace(tmp, path)
-    # One snapshot per guest index: what an older image, QEMU or command line left goes.
-    top = os.path.join(CACHE, "snapshots")
-    for d in os.listdir(top):
-        old = os.path.join(top, d, os.path.basename(path))
-        if old != path and os.path.exists(old):
-            os.unlink(old)
-            if not os.listdir(os.path.join(top, d)):
-                os.rmdir(os.path.join(top, d))
+    with open(os.path.join(d, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        os.replace(tmp, path)
+    prune(snapshot_dir())
     return st
+
+
+def wait_cancelled(q, timeout=30.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (q.call("query-migrate") or {}).get("status") in ("cancelled", "failed",
+                                                             "completed", "none"):
+            return
+        time.sleep(0.05)
+
+
+def prune(top):
+    """Keep the snapshots of the KEEP_SNAPSHOTS configurations used last (a restore touches
+    its directory); the others go, each under its lock."""
+    dirs = []
+    for name in os.listdir(top):
+        p = os.path.join(top, name)
+        if os.path.isdir(p) and re.match(r"^[0-9a-f]{20}$", name):
+            dirs.append((os.stat(p).st_mtime, p))
+    for _, p in sorted(dirs, reverse=True)[KEEP_SNAPSHOTS:]:
+        with open(os.path.join(p, ".lock"), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue	# in use
+            for f in os.listdir(p):
+                if f.endswith(".state") or ".state.tmp." in f:
+                    os.unlink(os.path.join(p, f))
+        try:
+            os.unlink(os.path.join(p, ".lock"))
+            os.rmdir(p)
+        except OSError:
+            pass

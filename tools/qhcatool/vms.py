@@ -190,6 +190,15 @@ def cmd_down(args):
                 os.unlink(os.path.join(RUN, "vm%d%s" % (vm["index"], suffix)))
             except FileNotFoundError:
                 pass
+        # what moves left (qhca migrate: sockets and logs by generation) and the snapshots
+        # of this run (qhca snapshot: the vmstate image)
+        for name in os.listdir(RUN):
+            if re.match(r"vm%d\.(console\.g\d+|qmp\.g\d+|mig\.sock|qemu\.log\.in|"
+                        r"vmstate\.qcow2)$" % vm["index"], name):
+                try:
+                    os.unlink(os.path.join(RUN, name))
+                except OSError:
+                    pass
     left = None
     if state.get("tap_bridge"):	# the taps only: the bridge and its namespace are not ours
         bridge_taps_teardown(state["tap_bridge"]["netns"], state.get("taps") or [])
@@ -414,6 +423,13 @@ def cmd_up(args):
                                     ("--fabric-netns", args.fabric_netns)) if v]
         if given:
             die("--netdev %s runs no fabric, so no %s" % (netdev, ", ".join(given)))
+    if args.snapshot:
+        why = ("--disk" if args.disk else "--libvirt" if args.libvirt else
+               "--share" if args.share or args.share_rw else
+               "--netdev %s" % netdev if netdev != "fabric" else None)
+        if why:
+            die("--snapshot restores guests the launcher boots from its image onto the fabric: "
+                "not with %s" % why)
     if args.ib and (not on_fabric or args.rxe or trunks or args.fabric_tcp or args.spare_ports):
         die("--ib makes an InfiniBand subnet of one switch, the fabric: it goes with none of "
             "--netdev dgram|tap, --rxe, --trunk, --fabric-tcp, --spare-ports")
@@ -645,11 +661,6 @@ def cmd_up(args):
     extra = shlex.split(os.environ.get("QHCA_QEMU_ARGS", ""))
     if args.trace:
         extra += ["-trace", args.trace]
-    if args.snapshot:
-        why = ("--disk" if disk else "--libvirt" if args.libvirt else "--share" if shares else
-               "--netdev tap" if netdev == "tap" else None)
-        if why:
-            die("--snapshot restores guests the launcher boots from its image: not with %s" % why)
     restoring, to_save = {}, {}	# up --snapshot: guests restored, and snapshots to make
     for k, i in enumerate(indexes):
         ssh_port = free_port()
