@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk driver-loop demo bench bench-net bench-qp bench-migrate soak down clean \
+.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-net bench-qp bench-migrate soak down clean \
 	cache-rule print-cache
 
 help:
@@ -26,6 +26,8 @@ help:
 	@echo "               the guest, pingpong, perftest, NVMe-oF between two (docs/install-guest.md)"
 	@echo "make check-qemu  the device on the newest QEMU Debian's archive has the source of"
 	@echo "               (QEMU=10.2 for a series): build, qtests, checkpatch.pl, VM tiers"
+	@echo "make check-migrate  test-migrate with NVMe-oF and NFS over RDMA while both guests"
+	@echo "               move (docs/migration.md)"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs, the device and the"
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
@@ -148,6 +150,11 @@ bench-qp: all
 # between two namespaces, libvirt on the fabric and on a bridge (root; docs/fabric.md).
 bench-net: all
 	@bash bench/networks.sh
+
+# Live migration with the kernel's consumers too: test-migrate with NVMe-oF (fio verify) and
+# NFS over RDMA while both guests move (make check runs test-migrate without them).
+check-migrate: all
+	@QHCA_MIGRATE_STORAGE=1 bash tests/check.sh vm-migrate
 
 # Live migration and snapshots: the device's state by the engine alone, moves idle and
 # under load (QEMU's downtime, the device's share), two guests ready after a boot and after

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run the test tiers, lowest first, and print one summary line, the last, alone:
 #   N passed, N failed, N skipped
-#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm|flavours|kernels|qemu|disk ...]
-#   (default: all but kernels, qemu and disk, the long runs of make check-kernels, check-qemu
-#   and check-disk)
+#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm|vm-migrate|flavours|kernels|qemu|disk ...]
+#   (default: all but vm-migrate, kernels, qemu and disk, the long runs of make
+#   check-migrate, check-kernels, check-qemu and check-disk)
 # Expects the builds of 'make all' in $QHCA_CACHE (selftest needs none). Sourced (as
 # tests/selftest.sh does), it only defines the functions.
 set -uo pipefail
@@ -198,8 +198,8 @@ for tier in "${tiers[@]}"; do
     selftest) run_tier "selftest (the harness: check, skip, tally)" bash "$QHCA_ROOT/tests/selftest.sh" ;;
     unit) run_tier "unit (engine, fabric)" unit_tests plain ;;
     sanitize) run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
-    fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-20} s each)" \
-              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-20}" ;;
+    fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-15} s each)" \
+              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-15}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
     qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
     vm) need_pkgs $VM_HOST_PKGS
@@ -211,6 +211,9 @@ for tier in "${tiers[@]}"; do
         for f in $FLAVOURS; do
             [ "$f" = "$QHCA_FLAVOUR" ] || flavour_tier "$f" short
         done ;;
+    vm-migrate) need_pkgs $VM_HOST_PKGS	# make check-migrate (QHCA_MIGRATE_STORAGE=1)
+        run_tier "vm: test-migrate with the kernel's storage consumers" \
+            bash "$QHCA_ROOT/tests/vm/test-migrate.sh" ;;
     qemu) need_pkgs $VM_HOST_PKGS
         qemu_tier ;;
     disk) need_pkgs $VM_HOST_PKGS
@@ -220,7 +223,7 @@ for tier in "${tiers[@]}"; do
         # Your kernel tree, built here from Debian's source (make check boots an unpacked one).
         run_tier "vm: test-kernel, a kernel built from Debian's linux source" \
             env QHCA_KERNEL_FROM=source bash "$QHCA_ROOT/tests/vm/test-kernel.sh" ;;
-    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, flavours, kernels, qemu, disk)" ;;
+    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, vm-migrate, flavours, kernels, qemu, disk)" ;;
     esac
 done
 
