@@ -198,8 +198,8 @@ for tier in "${tiers[@]}"; do
     selftest) run_tier "selftest (the harness: check, skip, tally)" bash "$QHCA_ROOT/tests/selftest.sh" ;;
     unit) run_tier "unit (engine, fabric)" unit_tests plain ;;
     sanitize) run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
-    fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-15} s each)" \
-              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-15}" ;;
+    fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-10} s each)" \
+              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-10}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
     qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
     vm) need_pkgs $VM_HOST_PKGS

@@ -658,11 +658,12 @@ static int qhca_state_get(QEMUFile *f, void *pv, size_t size,
     }
     trace_qhca_migrate_load(len, get_clock() - t0);
     /*
-     * Nothing of the old engine's time reaches the new one (savevm/loadvm loads into a
-     * device that ran): its timers, its backlog, and frames either way still queued in
-     * QEMU's network layer (frames of an abandoned timeline would meet QPs restored to
-     * the PSNs they had; a purge calls our sent callback for ours, which keeps
-     * tx_inflight right). The new engine sends when the VM runs.
+     * Nothing of the old engine's time reaches the new one (loadvm loads
+     * into a device that ran): its timers, its backlog, and frames either
+     * way still queued in QEMU's network layer (frames of an abandoned
+     * timeline would meet QPs restored to the PSNs they had; a purge calls
+     * our sent callback for ours, which keeps tx_inflight right). The new
+     * engine sends when the VM runs.
      */
     timer_del(s->timer);
     qemu_bh_cancel(s->timer_bh);

@@ -1532,7 +1532,7 @@ static void test_migrate_hostile_stream(void)
                              " 'arguments': {'uri': %s}}", uri);
     mig_wait(h->qts, "completed");
     qhca_stop(h);
-    /* the stream as it was loads: the device runs there, enabled as it was left */
+    /* the stream as it was loads: the device runs there, enabled as it was */
     {
         Qhca *d = qhca_start_args("-incoming defer", NULL);
 

@@ -15,7 +15,7 @@ import time
 
 from .common import RUN, die, info, load_state, running_vm, save_state, vm_alive
 from .qmp import Qmp
-from .vms import stop_pid, wait_ready
+from .vms import stop_pid, wait_ready, wait_socket
 
 # The parts of a guest's argv that name host resources only one QEMU can hold at a time.
 HOSTFWD_RE = re.compile(r",hostfwd=[^,]*")
@@ -75,14 +75,6 @@ def spawn(argv, i):
     return p.pid
 
 
-def wait_qmp(path, timeout=30.0):
-    deadline = time.time() + timeout
-    while not os.path.exists(path):
-        if time.time() > deadline:
-            raise RuntimeError("no QMP socket %s after %d s" % (path, timeout))
-        time.sleep(0.05)
-
-
 def settle(q, timeout=30.0):
     """After migrate_cancel: the migration's final status."""
     deadline = time.time() + timeout
@@ -126,7 +118,7 @@ def migrate_one(state, vm, timeout):
     dest_pid = spawn(incoming_argv(vm["argv"], i, gen), i)
     dq = None
     try:
-        wait_qmp(qmp_in)
+        wait_socket(qmp_in)
         dq = Qmp(state, i, qmp_in)
         if tracing:
             dq.call("trace-event-set-state", {"name": "qhca_step", "enable": True})
