@@ -104,7 +104,7 @@ cache-rule:
 sanitize:
 	@bash tests/check.sh sanitize
 
-# make fuzz FUZZ_SECONDS=1800 for a long run; make check runs 20 s of each target.
+# make fuzz FUZZ_SECONDS=1800 for a long run; make check runs 10 s of each target.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
