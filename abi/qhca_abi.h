@@ -84,7 +84,8 @@ QHCA_ABI_ASSERT_SPLIT(QHCA_VERSION_MINOR_MASK, QHCA_VERSION_MAJOR_MASK, 0xffffff
 #define QHCA_REG_INTR_MASK		0x038	/* RW: bit n masks MSI-X vector n (n < 32) */
 
 #define QHCA_CAP_ADMIN_PHASE		(1u << 0)	/* admin CQ uses a phase bit */
-#define QHCA_CAP_ROCE_V2		(1u << 1)
+#define QHCA_CAP_ROCE_V2		(1u << 1)	/* an Ethernet port speaks RoCE v2 */
+#define QHCA_CAP_ROCE_V1		(1u << 2)	/* ... and RoCE v1 (QHCA_AV_ROCE_V1) */
 
 #define QHCA_CTRL_ENABLE		(1u << 0)	/* 1: start the admin queue */
 #define QHCA_CTRL_RESET			(1u << 1)	/* write 1: full reset; reads 0 */
@@ -469,17 +470,21 @@ enum qhca_wc_opcode {
 							 * QP field holds its XRC SRQ number */
 #define QHCA_CQE_FLAG_IB		(1u << 5)	/* UD on an InfiniBand port: ib holds
 							 * what the LRH said, not smac */
+#define QHCA_CQE_FLAG_ROCE_V1		(1u << 6)	/* UD: the packet was RoCE v1, the GRH
+							 * area holds its GRH */
 
 /*
  * The service level a UD receive over RoCE reports, as ConnectX does (its PRM; RoCE annex
  * A17.4.5.1 wants the CQE to say whether the frame was IPv4, IPv6 or RoCE v1): bit 3 the
- * frame had a UDP header (RoCE v2), bits 0-2 the network header, 1 IPv6, 2 IPv4. UCX 1.11 to
- * 1.17 read the GRH area of a UD receive by it (docs/compatibility.md).
+ * frame had a UDP header (RoCE v2), bits 0-2 the network header, 1 IPv6, 2 IPv4 (0 and no
+ * bit 3: RoCE v1, a GRH). UCX 1.11 to 1.17 read the GRH area of a UD receive by it
+ * (docs/compatibility.md).
  */
 #define QHCA_WC_SL_ROCE_V2		0x8
 #define QHCA_WC_SL_IPV6			0x1
 #define QHCA_WC_SL_IPV4			0x2
-#define QHCA_WC_SL_OF_FLAGS(f)		((f) & QHCA_CQE_FLAG_GRH ? QHCA_WC_SL_ROCE_V2 |		\
+#define QHCA_WC_SL_OF_FLAGS(f)		((f) & QHCA_CQE_FLAG_ROCE_V1 ? 0 :			\
+					 (f) & QHCA_CQE_FLAG_GRH ? QHCA_WC_SL_ROCE_V2 |		\
 					 ((f) & QHCA_CQE_FLAG_IPV4 ? QHCA_WC_SL_IPV4 :		\
 					  QHCA_WC_SL_IPV6) : 0)
 #define QHCA_CQE_OWNER_PHASE		(1u << 0)
@@ -619,11 +624,15 @@ struct qhca_qp_create {
 QHCA_ABI_ASSERT_SIZE(struct qhca_qp_create, 64);
 
 /*
- * Address vector: where a QP's (or a UD WQE's) packets go. RoCE uses the GIDs, dmac and
- * the IP fields; an InfiniBand port uses dlid, sl and the path bits of ib_flags, and the
- * GIDs and IP fields (as GRH fields) only with QHCA_AV_GRH.
+ * Address vector: where a QP's (or a UD WQE's) packets go. RoCE uses the GIDs, dmac, the
+ * IP (v2) or GRH (v1) fields and ib_flags' QHCA_AV_ROCE_V1; an InfiniBand port uses dlid, sl
+ * and the path bits of ib_flags, and the GIDs and IP fields (as GRH fields) only with
+ * QHCA_AV_GRH.
  */
 #define QHCA_AV_GRH			0x80u	/* ib_flags: the packets carry a GRH */
+/* ib_flags on an Ethernet port: RoCE v1, the GRH right after the Ethernet header
+ * (Ethertype 0x8915), for a source GID of type RoCE v1; without it RoCEv2 (UDP/IP). */
+#define QHCA_AV_ROCE_V1			QHCA_AV_GRH
 #define QHCA_AV_PATH_BITS_MASK		0x7fu	/* ib_flags: source path bits (LMC) */
 struct qhca_av {
 	uint8_t dgid[16];

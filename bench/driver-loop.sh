@@ -35,11 +35,11 @@ t3=$(now)
 stamp=$(sed -n 's/^MODULE_INFO(driver_loop, "\(.*\)");$/\1/p' "$src")
 [ "$("$qhca" exec 1 -- modinfo -F driver_loop qhca)" = "$stamp" ] ||
     die "the guests do not run the edited driver"
-"$qhca" exec 2 -- "setsid sh -c 'ibv_rc_pingpong -d qhca_0 -g 1 -c -n 100 > /tmp/srv.log 2>&1' < /dev/null > /dev/null 2>&1 &"
+"$qhca" exec 2 -- "setsid sh -c 'ibv_rc_pingpong -d qhca_0 -g 3 -c -n 100 > /tmp/srv.log 2>&1' < /dev/null > /dev/null 2>&1 &"
 sleep 1
 ok=0
 for _ in 1 2 3 4 5; do
-    "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -c -n 100 192.168.77.2 > /dev/null 2>&1 && { ok=1; break; }
+    "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -c -n 100 192.168.77.2 > /dev/null 2>&1 && { ok=1; break; }
     sleep 0.5
 done
 t4=$(now)

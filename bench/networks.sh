@@ -28,9 +28,9 @@ trap cleanup EXIT
 # prints MB/s (bandwidth) or typical us (latency).
 one() {
     local srun=$1 prog=$2 size=$3 res
-    QHCA_RUN=$srun "$qhca" exec 2 -- "pkill -f ^ib_; setsid $prog -d qhca_0 -x 1 -s $size -n $iters -F > /tmp/b.log 2>&1 < /dev/null &"
+    QHCA_RUN=$srun "$qhca" exec 2 -- "pkill -f ^ib_; setsid $prog -d qhca_0 -x 3 -s $size -n $iters -F > /tmp/b.log 2>&1 < /dev/null &"
     sleep 2
-    res=$(timeout 300 "$qhca" exec 1 -- "$prog -d qhca_0 -x 1 -s $size -n $iters -F 192.168.77.2" 2>&1 |
+    res=$(timeout 300 "$qhca" exec 1 -- "$prog -d qhca_0 -x 3 -s $size -n $iters -F 192.168.77.2" 2>&1 |
           awk -v p="$prog" '/^ *[0-9]+ +[0-9]+ / { if (p ~ /lat/) print $5; else print $4 }' | tail -n1)
     sleep 1
     echo "${res:-failed}"

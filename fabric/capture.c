@@ -43,7 +43,8 @@ struct fabric_capture {
 #define ROCE_UDP_PORT	4791
 #define BTH_OP_ACK	0x11	/* an RC ACK repeats its PSN by design: never a resend */
 
-/* The key of a RoCEv2 frame (IPv4 or IPv6, UDP 4791) other than an ACK, or 0. */
+/* The key of a RoCE frame (v1: Ethertype 0x8915 and a GRH; v2: IPv4 or IPv6, UDP 4791)
+ * other than an ACK, or 0. */
 static uint64_t roce_key(int port, const uint8_t *f, size_t len, int ib)
 {
 	size_t udp;
@@ -58,6 +59,12 @@ static uint64_t roce_key(int port, const uint8_t *f, size_t len, int ib)
 	}
 	if (len < 14)
 		return 0;
+	if (f[12] == 0x89 && f[13] == 0x15) {	/* RoCE v1: the BTH after the GRH */
+		bth = f + 14 + 40;
+		if (len < 14 + 40 + 12 || bth[0] == BTH_OP_ACK)
+			return 0;
+		goto key;
+	}
 	if (f[12] == 0x08 && f[13] == 0x00 && len >= 34 && (f[14] >> 4) == 4 && f[23] == 17)
 		udp = 14 + (size_t)(f[14] & 0xf) * 4;
 	else if (f[12] == 0x86 && f[13] == 0xdd && len >= 54 && f[20] == 17)

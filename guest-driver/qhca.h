@@ -93,6 +93,7 @@ struct qhca_dev {
 	void __iomem *regs;
 	resource_size_t db_bar_start;
 	u32 db_pages;
+	u32 caps;			/* QHCA_REG_CAPS */
 	int nvecs;
 	void __iomem *db0;		/* the kernel's doorbell page */
 	struct qhca_admin aq;

@@ -453,7 +453,9 @@ int qhca_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		if (cflags & QHCA_CQE_FLAG_GRH) {
 			wc[n].wc_flags |= IB_WC_GRH | IB_WC_WITH_SMAC | IB_WC_WITH_NETWORK_HDR_TYPE;
 			memcpy(wc[n].smac, cqe->smac, ETH_ALEN);
-			wc[n].network_hdr_type = (cflags & QHCA_CQE_FLAG_IPV4) ?
+			wc[n].network_hdr_type = (cflags & QHCA_CQE_FLAG_ROCE_V1) ?
+						 RDMA_NETWORK_ROCE_V1 :
+						 (cflags & QHCA_CQE_FLAG_IPV4) ?
 						 RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
 		}
 		n++;

@@ -85,6 +85,7 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_unmap;
 	dev->db_bar_start = pci_resource_start(pdev, QHCA_BAR_DOORBELL);
 	dev->db_pages = readl(dev->regs + QHCA_REG_DB_PAGES);
+	dev->caps = readl(dev->regs + QHCA_REG_CAPS);
 	if (dev->db_pages < 2 ||
 	    (u64)dev->db_pages * QHCA_DB_PAGE_SIZE > pci_resource_len(pdev, QHCA_BAR_DOORBELL)) {
 		dev_err(&pdev->dev, "doorbell BAR too small for %u pages\n", dev->db_pages);

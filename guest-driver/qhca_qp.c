@@ -304,10 +304,12 @@ static int qhca_av_from_ah_attr(struct qhca_av *av, const struct rdma_ah_attr *a
 		return qhca_av_from_ib_ah_attr(av, ah);
 	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) || !sgid)
 		return -EINVAL;
-	/* RoCE v2 only: the source GID's type says how packets are encapsulated. */
-	if (sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+	/* The source GID's type says how packets are encapsulated: RoCE v1 or v2. */
+	if (sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP && sgid->gid_type != IB_GID_TYPE_ROCE)
 		return -EINVAL;
 	memset(av, 0, sizeof(*av));
+	if (sgid->gid_type == IB_GID_TYPE_ROCE)
+		av->ib_flags = QHCA_AV_ROCE_V1;
 	memcpy(av->dgid, grh->dgid.raw, 16);
 	memcpy(av->sgid, sgid->gid.raw, 16);
 	memcpy(av->dmac, ah->roce.dmac, ETH_ALEN);

@@ -119,8 +119,13 @@ static int qhca_get_port_immutable(struct ib_device *ibdev, u32 port,
 		return err;
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
-	immutable->core_cap_flags = qhca_link_ib(to_qdev(ibdev)) ? RDMA_CORE_PORT_IBA_IB :
-				    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	/* RoCE v1 and v2 side by side, as ConnectX: ib_core then puts a GID of each type in
+	 * the table for every address, and the GID chosen picks the frame format. */
+	if (qhca_link_ib(to_qdev(ibdev)))
+		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_IB;
+	else
+		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP |
+			(to_qdev(ibdev)->caps & QHCA_CAP_ROCE_V1 ? RDMA_CORE_PORT_IBA_ROCE : 0);
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }

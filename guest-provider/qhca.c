@@ -206,13 +206,16 @@ static struct ibv_ah *qhca_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr
 		errno = EINVAL;
 		return NULL;
 	}
-	if (sgid.gid_type != IBV_GID_TYPE_ROCE_V2) {
-		errno = EOPNOTSUPP;	/* RoCE v2 only */
+	/* The source GID's type picks the frame format: RoCE v1 or v2. */
+	if (sgid.gid_type != IBV_GID_TYPE_ROCE_V2 && sgid.gid_type != IBV_GID_TYPE_ROCE_V1) {
+		errno = EINVAL;
 		return NULL;
 	}
 	ah = qhca_ah_new(pd, attr, &resp);
 	if (!ah)
 		return NULL;
+	if (sgid.gid_type == IBV_GID_TYPE_ROCE_V1)
+		ah->av.ib_flags = QHCA_AV_ROCE_V1;
 	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
 	memcpy(ah->av.sgid, sgid.gid.raw, 16);
 	memcpy(ah->av.dmac, resp.dmac, 6);

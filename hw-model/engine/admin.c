@@ -141,7 +141,7 @@ static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd
 	a.active_width = 1;	/* 1X */
 	a.active_speed = 1;	/* SDR */
 	memcpy(a.mac, e->mac, sizeof(a.mac));
-	a.gid_tbl_len = 16;
+	a.gid_tbl_len = 32;	/* RoCE: a v1 and a v2 entry for each of 16 addresses */
 	a.max_msg_sz = 0x80000000u;
 	a.port_cap_flags = 0;
 	a.pkey_tbl_len = 1;

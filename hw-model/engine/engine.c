@@ -398,7 +398,8 @@ uint32_t qhca_engine_reg_read(struct qhca_engine *e, uint32_t offset)
 	case QHCA_REG_VERSION:
 		return QHCA_ABI_VERSION;
 	case QHCA_REG_CAPS:
-		return QHCA_CAP_ADMIN_PHASE | QHCA_CAP_ROCE_V2;
+		return QHCA_CAP_ADMIN_PHASE |
+		       (e->cfg.link == QHCA_LINK_IB ? 0 : QHCA_CAP_ROCE_V2 | QHCA_CAP_ROCE_V1);
 	case QHCA_REG_DB_PAGES:
 		return e->cfg.db_pages;
 	case QHCA_REG_MSIX_VECTORS:

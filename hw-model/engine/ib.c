@@ -140,13 +140,8 @@ size_t ib_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 	ib_put16(buf + 4, (uint16_t)((len - IB_VCRC_LEN) / 4));
 	ib_put16(buf + 6, p->slid);
 	if (p->grh) {
-		ib_put32(h, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
 		/* PayLen: from the BTH through the ICRC */
-		ib_put16(h + 4, (uint16_t)(len - IB_LRH_LEN - IB_GRH_LEN - IB_VCRC_LEN));
-		h[6] = IB_GRH_NXTHDR;
-		h[7] = p->hop_limit;
-		memcpy(h + 8, p->sgid, 16);
-		memcpy(h + 24, p->dgid, 16);
+		roce_grh_put(p, h, (uint16_t)(len - IB_LRH_LEN - IB_GRH_LEN - IB_VCRC_LEN));
 		h += IB_GRH_LEN;
 	}
 	icrc_at = roce_bth_build(p, h);
@@ -195,22 +190,11 @@ enum roce_parse_result ib_parse(const uint8_t *f, size_t len, struct roce_pkt *p
 	p->slid = l.slid;
 	end = f + l.len - IB_VCRC_LEN - ROCE_ICRC_LEN;
 	if (l.lnh == IB_LNH_GLOBAL) {
-		uint32_t w;
-
-		if (end - h < IB_GRH_LEN + ROCE_BTH_LEN)
+		if (end < h)
 			return ROCE_BAD_LENGTH;
-		w = ib_get32(h);
-		if (w >> 28 != 6 || h[6] != IB_GRH_NXTHDR)
-			return ROCE_BAD_IP;
-		if (ib_get16(h + 4) != (size_t)(end - h) - IB_GRH_LEN + ROCE_ICRC_LEN)
-			return ROCE_BAD_LENGTH;
-		p->grh = p->ipv6 = true;
-		p->tclass = (w >> 20) & 0xff;
-		p->flow_label = w & 0xfffff;
-		p->hop_limit = h[7];
-		memcpy(p->sgid, h + 8, 16);
-		memcpy(p->dgid, h + 24, 16);
-		p->l3 = h;
+		r = roce_grh_get(h, (size_t)(end - h) + ROCE_ICRC_LEN, p);
+		if (r != ROCE_OK)
+			return r;
 		h += IB_GRH_LEN;
 	}
 	r = roce_bth_check(h, end);

@@ -20,9 +20,8 @@
 #include "roce.h"
 
 #define IB_LRH_LEN		8
-#define IB_GRH_LEN		40
+#define IB_GRH_LEN		ROCE_GRH_LEN
 #define IB_VCRC_LEN		2
-#define IB_GRH_NXTHDR		0x1b	/* the GRH's NxtHdr for an IBA transport header */
 /* LNH: what follows the LRH (7.7.7) */
 #define IB_LNH_RAW		0
 #define IB_LNH_IP		1

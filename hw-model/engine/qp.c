@@ -180,7 +180,8 @@ void qhca_recv_complete(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_r
 		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK, p->deth_sqpn);
 	} else if (p && qhca_qp_datagram(qp)) {
 		memcpy(cqe.smac, p->smac, 6);
-		flags |= QHCA_CQE_FLAG_GRH | (p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
+		flags |= QHCA_CQE_FLAG_GRH | (p->grh ? QHCA_CQE_FLAG_ROCE_V1 :
+					      p->ipv6 ? 0 : QHCA_CQE_FLAG_IPV4);
 		cqe.src_qp_flags = QHCA_FIELD_PREP(QHCA_CQE_SRC_QP_MASK, p->deth_sqpn);
 	}
 	if (rc->srq && rc->srq->xrcd) {

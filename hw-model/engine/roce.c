@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * RoCEv2 packet building and parsing (IBA Vol 1 9.2-9.5 for the transport headers,
- * Annex A17.4 for the UDP/IP encapsulation and A17.3.3 for the ICRC).
+ * RoCE packet building and parsing (IBA Vol 1 9.2-9.5 for the transport headers, 8.3 for
+ * the GRH, Annex A16 for RoCE v1's Ethertype, Annex A17.4 for RoCEv2's UDP/IP encapsulation
+ * and A17.3.3 for the ICRC).
  */
 #include <string.h>
 
@@ -325,9 +326,42 @@ size_t roce_pad_len(uint32_t payload_len)
 size_t roce_frame_len(const struct roce_pkt *p)
 {
 	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	size_t net = p->grh ? ROCE_GRH_LEN :
+		     (p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN) + ROCE_UDP_HLEN;
 
-	return ROCE_ETH_HLEN + (p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN) + ROCE_UDP_HLEN +
-	       oi->hdr_len + p->payload_len + roce_pad_len(p->payload_len) + ROCE_ICRC_LEN;
+	return ROCE_ETH_HLEN + net + oi->hdr_len + p->payload_len + roce_pad_len(p->payload_len) +
+	       ROCE_ICRC_LEN;
+}
+
+void roce_grh_put(const struct roce_pkt *p, uint8_t *h, uint16_t paylen)
+{
+	put32(h, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
+	put16(h + 4, paylen);
+	h[6] = ROCE_GRH_NXTHDR;
+	h[7] = p->hop_limit;
+	memcpy(h + 8, p->sgid, 16);
+	memcpy(h + 24, p->dgid, 16);
+}
+
+enum roce_parse_result roce_grh_get(const uint8_t *h, size_t avail, struct roce_pkt *p)
+{
+	uint32_t w;
+
+	if (avail < ROCE_GRH_LEN + ROCE_BTH_LEN + ROCE_ICRC_LEN)
+		return ROCE_BAD_LENGTH;
+	w = get32(h);
+	if (w >> 28 != 6 || h[6] != ROCE_GRH_NXTHDR)
+		return ROCE_BAD_IP;
+	if (get16(h + 4) != avail - ROCE_GRH_LEN)
+		return ROCE_BAD_LENGTH;
+	p->grh = p->ipv6 = true;
+	p->tclass = (w >> 20) & 0xff;
+	p->flow_label = w & 0xfffff;
+	p->hop_limit = h[7];
+	memcpy(p->sgid, h + 8, 16);
+	memcpy(p->dgid, h + 24, 16);
+	p->l3 = h;
+	return ROCE_OK;
 }
 
 /*
@@ -404,12 +438,19 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 	uint8_t *l3 = buf + ROCE_ETH_HLEN, *udp = l3 + iplen, *h = udp + ROCE_UDP_HLEN;
 
 	if (!oi->flags || len > cap || len > 0xffff ||
-	    roce_gid_is_v4(p->sgid) == p->ipv6 || roce_gid_is_v4(p->dgid) == p->ipv6 ||
 	    (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD)))
 		return 0;
-
 	memcpy(buf, p->dmac, 6);
 	memcpy(buf + 6, p->smac, 6);
+	if (p->grh) {		/* RoCE v1: any GIDs, IPv4-mapped ones too */
+		put16(buf + 12, ROCE_ETHERTYPE_V1);
+		roce_grh_put(p, l3, (uint16_t)(len - ROCE_ETH_HLEN - ROCE_GRH_LEN));
+		h = roce_bth_build(p, l3 + ROCE_GRH_LEN);
+		roce_icrc_put(h, roce_icrc(l3, ROCE_NET_GRH, h));
+		return len;
+	}
+	if (roce_gid_is_v4(p->sgid) == p->ipv6 || roce_gid_is_v4(p->dgid) == p->ipv6)
+		return 0;
 	put16(buf + 12, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
 	if (p->ipv6) {
 		put32(l3, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
@@ -451,6 +492,15 @@ bool roce_icrc_update(uint8_t *f, size_t len)
 
 	if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN)
 		return false;
+	if (get16(f + 12) == ROCE_ETHERTYPE_V1) {
+		if (len < ROCE_ETH_HLEN + ROCE_GRH_LEN + ROCE_BTH_LEN + ROCE_ICRC_LEN ||
+		    get16(l3 + 4) < ROCE_BTH_LEN + ROCE_ICRC_LEN ||
+		    get16(l3 + 4) > len - ROCE_ETH_HLEN - ROCE_GRH_LEN)
+			return false;
+		end = l3 + ROCE_GRH_LEN + get16(l3 + 4) - ROCE_ICRC_LEN;
+		roce_icrc_put(end, roce_icrc(l3, ROCE_NET_GRH, end));
+		return true;
+	}
 	ipv6 = get16(f + 12) == ROCE_ETHERTYPE_IPV6;
 	iplen = ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
 	if (len < ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN)
@@ -543,6 +593,33 @@ enum roce_parse_result roce_bth_parse(const uint8_t *h, const uint8_t *end, stru
 	return ROCE_OK;
 }
 
+/* RoCE v1 (Annex A16): the GRH after the Ethernet header, as on an InfiniBand link. */
+static enum roce_parse_result parse_v1(const uint8_t *f, size_t len, struct roce_pkt *p)
+{
+	const uint8_t *l3 = f + ROCE_ETH_HLEN, *h = l3 + ROCE_GRH_LEN, *end;
+	enum roce_parse_result r;
+	size_t avail;
+
+	if (len < ROCE_ETH_HLEN + ROCE_GRH_LEN)
+		return ROCE_BAD_LENGTH;
+	/* Ethernet pads short frames: the GRH's PayLen says where the packet ends. */
+	avail = ROCE_GRH_LEN + (size_t)get16(l3 + 4);
+	if (avail > len - ROCE_ETH_HLEN)
+		return ROCE_BAD_LENGTH;
+	r = roce_grh_get(l3, avail, p);
+	if (r != ROCE_OK)
+		return r;
+	end = l3 + avail - ROCE_ICRC_LEN;
+	r = roce_bth_check(h, end);
+	if (r != ROCE_OK)
+		return r;
+	if (roce_icrc_get(end) != roce_icrc(l3, ROCE_NET_GRH, end))
+		return ROCE_BAD_ICRC;
+	memcpy(p->dmac, f, 6);
+	memcpy(p->smac, f + 6, 6);
+	return roce_bth_parse(h, end, p);
+}
+
 enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt *p)
 {
 	const uint8_t *l3 = f + ROCE_ETH_HLEN, *udp, *h, *end;
@@ -554,6 +631,8 @@ enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt 
 	if (len < ROCE_ETH_HLEN)
 		return ROCE_NOT_ROCE;
 	ethertype = get16(f + 12);
+	if (ethertype == ROCE_ETHERTYPE_V1)
+		return parse_v1(f, len, p);
 	if (ethertype == ROCE_ETHERTYPE_IPV4) {
 		if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN || (l3[0] >> 4) != 4 || l3[9] != 17)
 			return ROCE_NOT_ROCE;

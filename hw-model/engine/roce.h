@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * RoCEv2 wire format (IBA Vol 1 ch. 9 transport headers, Annex A17 RoCEv2): the opcode
- * table, a parsed-packet description, and a builder and a validating parser for
- * Ethernet + IPv4/IPv6 + UDP(4791) + BTH + extended headers + payload + pad + ICRC.
+ * RoCE wire format (IBA Vol 1 ch. 9 transport headers, Annex A16 RoCE v1, Annex A17
+ * RoCEv2): the opcode table, a parsed-packet description, and a builder and a validating
+ * parser for Ethernet + IPv4/IPv6 + UDP(4791) + BTH + extended headers + payload + pad +
+ * ICRC (RoCE v2), and Ethernet (Ethertype 0x8915) + GRH + BTH ... + ICRC (RoCE v1).
  * All byte swapping of header fields happens here and nowhere else.
  */
 #ifndef QHCA_ROCE_H
@@ -21,6 +22,9 @@
 #define ROCE_ICRC_LEN		4
 #define ROCE_ETHERTYPE_IPV4	0x0800
 #define ROCE_ETHERTYPE_IPV6	0x86dd
+#define ROCE_ETHERTYPE_V1	0x8915	/* RoCE v1: the GRH follows the Ethernet header */
+#define ROCE_GRH_LEN		40	/* the GRH (IBA 8.3), the layout of an IPv6 header */
+#define ROCE_GRH_NXTHDR		0x1b	/* the GRH's NxtHdr for an IBA transport header */
 #define ROCE_DEFAULT_PKEY	0xffff
 /* Largest header stack: Eth + IPv6 + UDP + BTH + XRCETH + RETH + ImmDt, or + AtomicETH. */
 #define ROCE_MAX_HDR		(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + 4 + \
@@ -113,7 +117,9 @@ const struct roce_opcode_info *roce_opcode_info(uint8_t opcode);
  * fill it in. */
 struct roce_pkt {
 	/* InfiniBand link layer (ib.h): LRH fields, and whether a GRH is present (it then
-	 * holds sgid, dgid, tclass, flow_label and hop_limit, and l3 points at it) */
+	 * holds sgid, dgid, tclass, flow_label and hop_limit, and l3 points at it). On
+	 * Ethernet (!ib) a GRH means RoCE v1: Ethertype 0x8915, the GRH, the BTH; ipv6 is
+	 * then true as well (the GRH has the IPv6 header's layout). */
 	bool ib, grh;
 	uint8_t vl, sl;
 	uint16_t dlid, slid;
@@ -161,10 +167,11 @@ size_t roce_frame_len(const struct roce_pkt *p);
 size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap);
 
 enum roce_parse_result {
-	ROCE_NOT_ROCE = 0,	/* not a RoCEv2 frame: an ordinary Ethernet frame */
+	ROCE_NOT_ROCE = 0,	/* not a RoCE frame: an ordinary Ethernet frame */
 	ROCE_OK,
 	ROCE_BAD_LENGTH,	/* truncated, or lengths in the headers disagree */
-	ROCE_BAD_IP,		/* bad IPv4 header checksum, options, fragments */
+	ROCE_BAD_IP,		/* bad IPv4 header checksum, options, fragments; a GRH
+				 * of another version or next header */
 	ROCE_BAD_OPCODE,	/* reserved or unsupported opcode, bad transport version */
 	ROCE_BAD_ICRC,
 	ROCE_BAD_VCRC,		/* InfiniBand: the link-level CRC (ib.h) */
@@ -180,7 +187,7 @@ enum roce_parse_result roce_parse(const uint8_t *frame, size_t len, struct roce_
 enum roce_net {
 	ROCE_NET_IPV4,		/* RoCEv2: IPv4 and UDP */
 	ROCE_NET_IPV6,		/* RoCEv2: IPv6 and UDP */
-	ROCE_NET_GRH,		/* InfiniBand with a GRH */
+	ROCE_NET_GRH,		/* InfiniBand with a GRH, and RoCE v1 */
 	ROCE_NET_LRH,		/* InfiniBand, local: the LRH, then the BTH */
 };
 uint32_t roce_icrc(const uint8_t *net, enum roce_net kind, const uint8_t *end);
@@ -194,6 +201,12 @@ uint8_t *roce_bth_build(const struct roce_pkt *p, uint8_t *h);
 enum roce_parse_result roce_bth_check(const uint8_t *h, const uint8_t *end);
 enum roce_parse_result roce_bth_parse(const uint8_t *h, const uint8_t *end, struct roce_pkt *p);
 size_t roce_pad_len(uint32_t payload_len);
+
+/* The GRH (IBA 8.3) of @p at @h, PayLen @paylen (the BTH through the ICRC); and read back
+ * from @h with @avail bytes from it to the ICRC's end: ROCE_OK, ROCE_BAD_IP (version or
+ * next header) or ROCE_BAD_LENGTH (PayLen disagrees). */
+void roce_grh_put(const struct roce_pkt *p, uint8_t *h, uint16_t paylen);
+enum roce_parse_result roce_grh_get(const uint8_t *h, size_t avail, struct roce_pkt *p);
 
 /* Recompute the ICRC of a frame in place (tests and fuzzers); false if it cannot be. */
 bool roce_icrc_update(uint8_t *frame, size_t len);

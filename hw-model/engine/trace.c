@@ -157,6 +157,8 @@ void qhca_step_pkt(struct qhca_engine *e, const char *kind, uint32_t qpn,
 		EXT(" qkey=0x%x sqp=0x%x", p->deth_qkey, p->deth_sqpn);
 	if (p->ib)
 		EXT(" dlid=0x%x slid=0x%x vl=%u", p->dlid, p->slid, p->vl);
+	else if (p->grh)
+		EXT(" wire=rocev1");
 	if (why)
 		EXT(" why=\"%s\"", why);
 #undef EXT

@@ -27,6 +27,8 @@ uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_
 {
 	if (e->cfg.link == QHCA_LINK_IB)
 		return e->pkt + ib_payload_offset(av->ib_flags & QHCA_AV_GRH, opcode);
+	if (av->ib_flags & QHCA_AV_ROCE_V1)
+		return e->pkt + ROCE_ETH_HLEN + ROCE_GRH_LEN + roce_opcode_info(opcode)->hdr_len;
 	return e->pkt + ROCE_ETH_HLEN + (roce_gid_is_v4(av->dgid) ? ROCE_IPV4_HLEN : ROCE_IPV6_HLEN) +
 	       ROCE_UDP_HLEN + roce_opcode_info(opcode)->hdr_len;
 }
@@ -103,7 +105,10 @@ void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p
 	memcpy(p->smac, own_mac(e), 6);
 	memcpy(p->sgid, av->sgid, 16);
 	memcpy(p->dgid, av->dgid, 16);
-	p->ipv6 = !roce_gid_is_v4(av->dgid);
+	/* RoCE v1 (the GRH after the Ethernet header) or v2 (IPv4 or IPv6, and UDP), as the
+	 * type of the GID the driver chose says. */
+	p->grh = av->ib_flags & QHCA_AV_ROCE_V1;
+	p->ipv6 = p->grh || !roce_gid_is_v4(av->dgid);
 	p->hop_limit = av->hop_limit ? av->hop_limit : 64;
 	p->tclass = av->tclass;
 	p->flow_label = av->flow_label;

@@ -220,7 +220,8 @@ static void test_identity_registers(void)
 {
 	start_default();
 	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_VERSION), QHCA_ABI_VERSION);
-	CHECK(qhca_engine_reg_read(&eng, QHCA_REG_CAPS) & QHCA_CAP_ADMIN_PHASE);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_CAPS),
+		 QHCA_CAP_ADMIN_PHASE | QHCA_CAP_ROCE_V2 | QHCA_CAP_ROCE_V1);
 	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_DB_PAGES), 8);
 	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_MSIX_VECTORS), 5);
 	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_ASQ_BASE_LO), (uint32_t)ASQ);

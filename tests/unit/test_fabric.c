@@ -982,7 +982,29 @@ static void send_roce(uint8_t opcode, uint32_t qpn, uint16_t psn)
 	fabric_read(&sw, 0);
 }
 
-/* drop=N loses the next N RDMA packets and nothing else: not ACKs, not other frames. */
+/* A RoCE v1 packet (Ethertype 0x8915, GRH, BTH with @opcode, QP @qpn, PSN @psn) from a to
+ * b, in by port 1. */
+static void send_roce_v1(uint8_t opcode, uint32_t qpn, uint16_t psn)
+{
+	uint8_t q[4 + 14 + 40 + 12 + 4];
+	size_t l = make_frame(q, mac_b, mac_a, sizeof(q) - 4);
+
+	memset(q + 4 + 12, 0, sizeof(q) - 16);
+	q[4 + 12] = 0x89;			/* RoCE v1 */
+	q[4 + 13] = 0x15;
+	q[4 + 14] = 0x60;			/* GRH: IPVer 6 */
+	q[4 + 14 + 5] = 16;			/* PayLen */
+	q[4 + 14 + 6] = 0x1b;			/* NxtHdr: the BTH */
+	q[4 + 54] = opcode;
+	q[4 + 54 + 7] = (uint8_t)qpn;
+	q[4 + 54 + 10] = psn >> 8;
+	q[4 + 54 + 11] = psn & 0xff;
+	CHECK_EQ(write(peer[0], q, l), l);
+	fabric_read(&sw, 0);
+}
+
+/* drop=N loses the next N RDMA packets and nothing else: not ACKs, not other frames; RoCE
+ * v1 packets count as v2 ones do. */
 static void test_drop_next_rdma(void)
 {
 	uint8_t r[4096];
@@ -990,21 +1012,24 @@ static void test_drop_next_rdma(void)
 	ssize_t n;
 
 	setup_learned(2);
-	ctl_ok("set 1 in drop=2");
+	ctl_ok("set 1 in drop=3");
 	free(ctl("set 1 in drop=x", false));
 	reply = ctl("show", true);
-	CHECK(strstr(reply, "\"drop\":2") != NULL);
+	CHECK(strstr(reply, "\"drop\":3") != NULL);
 	free(reply);
 	send_numbered(0, 3, 100);		/* not RDMA: all pass */
 	send_roce(0x11, 0x11, 1);		/* an ACK: passes */
+	send_roce_v1(0x11, 0x11, 1);		/* a RoCE v1 ACK: passes */
 	send_roce(0x04, 0x11, 2);		/* lost */
-	send_roce(0x04, 0x11, 3);		/* lost */
-	send_roce(0x04, 0x11, 4);		/* passes: drop is used up */
+	send_roce_v1(0x04, 0x11, 3);		/* lost */
+	send_roce(0x04, 0x11, 4);		/* lost */
+	send_roce(0x04, 0x11, 5);		/* passes: drop is used up */
 	n = drain(1, r, sizeof(r));
-	/* three numbered frames of 100 B, the ACK and PSN 4 (58 B), each after its length */
-	CHECK_EQ(n, 3 * 104 + 2 * 62);
-	CHECK_EQ(r[n - 62 + 4 + 42 + 11], 4);
-	CHECK_EQ(sw.port[0].st[FABRIC_IN].dropped, 2);
+	/* three numbered frames of 100 B, the ACK and PSN 5 (58 B) and the v1 ACK (70 B),
+	 * each after its length */
+	CHECK_EQ(n, 3 * 104 + 2 * 62 + 74);
+	CHECK_EQ(r[n - 62 + 4 + 42 + 11], 5);
+	CHECK_EQ(sw.port[0].st[FABRIC_IN].dropped, 3);
 	CHECK_EQ(sw.port[0].imp[FABRIC_IN].drop, 0);
 	teardown();
 }

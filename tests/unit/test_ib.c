@@ -826,7 +826,7 @@ static void test_ib_ud(void)
 		 QHCA_CQE_FLAG_IB | QHCA_CQE_FLAG_GRH);
 	/* the GRH area holds the GRH: IPVer 6, NxtHdr 0x1b, the DGID */
 	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf + 2048)) >> 4, 6);
-	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf + 2048 + 6)), IB_GRH_NXTHDR);
+	CHECK_EQ(*(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf + 2048 + 6)), ROCE_GRH_NXTHDR);
 	CHECK(!memcmp(gptr(&nodes[1], va_to_gpa(rbuf + 2048 + 24)), mgid, 16));
 	/* to a LID that is not the peer's: dropped and counted */
 	ud_send(&a, 3, lbuf, 10, lkey, 9, b.qpn, 0x1111, NULL);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * RoCEv2 codec tests: every opcode round-trips over IPv4 and IPv6, the ICRC matches an
- * independently computed value and covers exactly what A17.3.3 says, corrupted and
- * truncated frames are rejected, and ordinary Ethernet frames are left alone.
+ * RoCE codec tests: every opcode round-trips over RoCEv2 IPv4 and IPv6 and over RoCE v1,
+ * the ICRC matches an independently computed value and covers exactly what A17.3.3 says
+ * (and for RoCE v1 what an InfiniBand packet with a GRH has), corrupted and truncated
+ * frames are rejected, and ordinary Ethernet frames are left alone.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ib.h"
 #include "roce.h"
 #include "unit.h"
 
@@ -37,11 +39,14 @@ static void test_every_opcode_round_trips(void)
 {
 	static uint8_t payload[5000], frame[6000];
 	unsigned op, n = 0;
-	int v6;
+	int kind;
 
 	for (op = 0; op < sizeof(payload); op++)
 		payload[op] = (uint8_t)(op * 13 + 1);
-	for (v6 = 0; v6 < 2; v6++) {
+	/* RoCEv2 over IPv4, over IPv6; RoCE v1 with IPv4-mapped GIDs, with IPv6 ones. */
+	for (kind = 0; kind < 4; kind++) {
+		bool v6 = kind & 1, v1 = kind >= 2;
+
 		for (op = 0; op < 256; op++) {
 			const struct roce_opcode_info *oi = roce_opcode_info((uint8_t)op);
 			struct roce_pkt p, q;
@@ -52,6 +57,7 @@ static void test_every_opcode_round_trips(void)
 				continue;
 			for (plen = 0; plen <= 4097; plen += (oi->flags & ROCE_F_PAYLOAD) ? 1025 : 5000) {
 				base_pkt(&p, v6, (uint8_t)op);
+				p.grh = v1;
 				p.se = op & 1;
 				p.ackreq = true;
 				p.reth_va = 0x1122334455667788ull;
@@ -76,7 +82,11 @@ static void test_every_opcode_round_trips(void)
 				CHECK_EQ(len % 2, 0);
 				CHECK_EQ(roce_parse(frame, len, &q), ROCE_OK);
 				CHECK_EQ(q.opcode, op);
-				CHECK_EQ(q.ipv6, v6);
+				CHECK_EQ(q.ipv6, v6 || v1);
+				CHECK_EQ(q.grh, v1);
+				CHECK_EQ(frame[12] << 8 | frame[13], v1 ? ROCE_ETHERTYPE_V1 :
+					 v6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
+				CHECK_EQ(q.flow_label, p.flow_label);
 				CHECK_EQ(q.psn, 0xfffffe);
 				CHECK_EQ(q.dqpn, 0xabc);
 				CHECK_EQ(q.se, op & 1);
@@ -111,8 +121,8 @@ static void test_every_opcode_round_trips(void)
 			}
 		}
 	}
-	/* 24 RC + 12 UC + 2 UD + 24 XRC opcodes, with and without payload, twice. */
-	CHECK(n > 150);
+	/* 24 RC + 12 UC + 2 UD + 24 XRC opcodes, with and without payload, four times. */
+	CHECK(n > 300);
 	CHECK_EQ(roce_opcode_info(0x15)->flags, 0);	/* reserved */
 	CHECK_EQ(roce_opcode_info(0x2c)->flags, 0);	/* UC has no RDMA READ */
 	CHECK_EQ(roce_opcode_info(0x64)->hdr_len, 12 + 8);	/* UD SEND_ONLY: BTH + DETH */
@@ -273,6 +283,75 @@ static void test_truncated_and_malformed(void)
 	CHECK_EQ(roce_build(&p, frame, 20), 0);
 }
 
+/*
+ * RoCE v1 (Annex A16): Ethertype 0x8915, a GRH, the BTH; its ICRC is the one an InfiniBand
+ * packet with the same GRH and transport carries (the LRH counted as eight bytes of ones).
+ */
+static void test_rocev1(void)
+{
+	static const uint8_t payload[100] = { 1, 2, 3 };
+	uint8_t frame[512], copy[512], ibpkt[512];
+	struct roce_pkt p, q;
+	size_t len, iblen, i;
+
+	base_pkt(&p, true, ROCE_TS_UD | ROCE_OP_SEND_ONLY);
+	p.grh = true;
+	p.payload = payload;
+	p.payload_len = sizeof(payload);
+	p.deth_qkey = 0x11111111;
+	len = roce_build(&p, frame, sizeof(frame));
+	CHECK_EQ(len, 14 + 40 + 12 + 8 + 100 + 4);
+	CHECK_EQ(frame[14] >> 4, 6);				/* IPVer 6 */
+	CHECK_EQ(frame[14 + 6], ROCE_GRH_NXTHDR);
+	CHECK_EQ(frame[14 + 4] << 8 | frame[14 + 5], len - 14 - 40);	/* PayLen */
+	p.ib = true;
+	iblen = ib_build(&p, ibpkt, sizeof(ibpkt));
+	CHECK_EQ(iblen, 8 + len - 14 + 2);
+	/* The same GRH, transport headers, payload and ICRC as on an InfiniBand link. */
+	CHECK(iblen > 10 && !memcmp(ibpkt + 8, frame + 14, len - 14));
+
+	/* Ethernet's padding after the packet is fine; a short frame is not. */
+	memcpy(copy, frame, len);
+	memset(copy + len, 0, 20);
+	CHECK_EQ(roce_parse(copy, len + 20, &q), ROCE_OK);
+	CHECK(q.grh && q.ipv6 && q.payload_len == 100 && !memcmp(q.payload, payload, 100));
+	CHECK(q.l3 == copy + 14);
+	for (i = 14; i < len; i++)
+		CHECK(roce_parse(frame, i, &q) != ROCE_OK);
+	/*
+	 * Every bit the ICRC covers is checked: all but the GRH's traffic class, flow label
+	 * and hop limit and the BTH's resv8a, which it masks (and which may change in
+	 * flight), and the Ethernet header, which the FCS covers.
+	 */
+	for (i = 14; i < len; i++) {
+		bool masked = i - 14 < 4 || i - 14 == 7 || i - 14 == 40 + 4;
+
+		memcpy(copy, frame, len);
+		copy[i] ^= 0x01;	/* in byte 0: the traffic class, not the version */
+		CHECK_EQ(roce_parse(copy, len, &q) == ROCE_OK, masked);
+	}
+	memcpy(copy, frame, len);
+	copy[14 + 6] = 17;			/* not an IBA transport header */
+	CHECK_EQ(roce_parse(copy, len, &q), ROCE_BAD_IP);
+	memcpy(copy, frame, len);
+	copy[14] = 0x40;			/* IPVer 4 */
+	CHECK_EQ(roce_parse(copy, len, &q), ROCE_BAD_IP);
+	memcpy(copy, frame, len);
+	copy[14 + 4] = 0xff;			/* PayLen past the frame */
+	CHECK_EQ(roce_parse(copy, len, &q), ROCE_BAD_LENGTH);
+	memcpy(copy, frame, len);
+	copy[14 + 4] = 0;
+	copy[14 + 5] = 12;			/* too short for a BTH and an ICRC */
+	CHECK_EQ(roce_parse(copy, len, &q), ROCE_BAD_LENGTH);
+	/* roce_icrc_update mends a v1 frame as it does a v2 one. */
+	memcpy(copy, frame, len);
+	copy[len - 5] ^= 0xff;
+	CHECK_EQ(roce_parse(copy, len, &q), ROCE_BAD_ICRC);
+	CHECK(roce_icrc_update(copy, len));
+	CHECK_EQ(roce_parse(copy, len, &q), ROCE_OK);
+	CHECK(!roce_icrc_update(copy, 14 + 40));
+}
+
 static void test_not_roce(void)
 {
 	uint8_t f[128];
@@ -316,6 +395,7 @@ static const struct unit_test tests[] = {
 	{ "crc_library", test_crc_library },
 	{ "icrc_coverage", test_icrc_coverage },
 	{ "truncated_and_malformed", test_truncated_and_malformed },
+	{ "rocev1", test_rocev1 },
 	{ "not_roce", test_not_roce },
 	{}
 };

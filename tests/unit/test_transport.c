@@ -970,6 +970,21 @@ static void test_lossy_bulk(void)
 	bulk_each(true, lossy_check);
 }
 
+/* The same over RoCE v1: every frame, ACKs and READ responses too, in its format. */
+static void rocev1_check(unsigned i, const struct bulk *st, uint32_t qpn)
+{
+	lossy_check(i, st, qpn);
+	CHECK(frames_sent > 8192);
+	CHECK_EQ(frames_v1, frames_sent);
+}
+
+static void test_rocev1_lossy_bulk(void)
+{
+	harness_av_flags = QHCA_AV_ROCE_V1;
+	bulk_each(true, rocev1_check);
+	harness_av_flags = 0;
+}
+
 /*
  * The same without loss: nothing sent twice, no timer, one ACK every 16 packets (a READ:
  * one request a message), the window at its largest from start to end.
@@ -1390,6 +1405,79 @@ static void test_ud(void)
 	CHECK(!memcmp((uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf)) + 20 + 12, nodes[0].gid + 12, 4));
 	expect_empty(&nodes[1], &b.rcq);
 	CHECK_EQ(nodes[1].e.cnt.roce_rx_bad_qkey, 1);
+	teardown();
+}
+
+/*
+ * RoCE v1 and v2 side by side on one port: a UD datagram in RoCE v1 (its receive says so and
+ * gets the GRH as it was on the wire) while an RC pair runs over RoCEv2.
+ */
+static void test_rocev1_beside_v2(void)
+{
+	struct qp a, b, u, v;
+	uint64_t lbuf, rbuf, ubuf, vbuf;
+	uint32_t lkey, rkey, ukey, vkey;
+	struct qhca_qp_attr at;
+	struct qhca_sq_wqe *w;
+	struct qhca_ud_seg *ud;
+	struct qhca_cqe c;
+	const uint8_t *grh;
+	int i;
+
+	setup();
+	rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	u = make_qp(&nodes[0], QHCA_QPT_UD, 0);
+	v = make_qp(&nodes[1], QHCA_QPT_UD, 0);
+	for (i = 0; i < 2; i++) {
+		memset(&at, 0, sizeof(at));
+		at.state = QHCA_QPS_INIT;
+		at.qkey = 0x1111;
+		CHECK_EQ(modify(i ? &v : &u, QHCA_QP_STATE | QHCA_QP_QKEY, &at), QHCA_ST_OK);
+		at.state = QHCA_QPS_RTR;
+		CHECK_EQ(modify(i ? &v : &u, QHCA_QP_STATE, &at), QHCA_ST_OK);
+		at.state = QHCA_QPS_RTS;
+		CHECK_EQ(modify(i ? &v : &u, QHCA_QP_STATE | QHCA_QP_SQ_PSN, &at), QHCA_ST_OK);
+	}
+	ukey = make_mr(&nodes[0], 8192, QHCA_ACCESS_LOCAL_WRITE, &ubuf);
+	vkey = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE, &vbuf);
+	fill(&nodes[0], ubuf, 600, 3);
+	fill(&nodes[0], lbuf, 65536, 4);
+	post_recv(&v, 1, vbuf, 8192, vkey);
+	w = sq_wqe(&u, QHCA_WR_SEND, 70, ubuf, 600, ukey);
+	memmove((uint8_t *)w + 128, (uint8_t *)w + 64, 16);
+	ud = (struct qhca_ud_seg *)((uint8_t *)w + 64);
+	memset(ud, 0, sizeof(*ud));
+	memcpy(ud->av.dgid, nodes[1].gid, 16);
+	memcpy(ud->av.sgid, nodes[0].gid, 16);
+	memcpy(ud->av.dmac, nodes[1].mac, 6);
+	ud->av.ib_flags = QHCA_AV_ROCE_V1;
+	ud->av.hop_limit = 1;
+	ud->dqpn = v.qpn;
+	ud->qkey = 0x1111;
+	post_send(&u);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 71, lbuf, 65536, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &u.scq, 70, QHCA_WC_SUCCESS, QHCA_WC_SEND, 600);
+	expect_cqe(&nodes[0], &a.scq, 71, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 65536);
+	CHECK(same(&nodes[0], lbuf, &nodes[1], rbuf, 65536));
+	CHECK_EQ(frames_v1, 1);			/* the datagram alone */
+	CHECK(frames_sent > 64);
+	CHECK(poll_cq(&nodes[1], &v.rcq, &c));
+	CHECK_EQ(c.byte_len, 40 + 600);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_GRH);
+	CHECK(cqe_flags(&c) & QHCA_CQE_FLAG_ROCE_V1);
+	CHECK(!(cqe_flags(&c) & QHCA_CQE_FLAG_IPV4));
+	CHECK_EQ(QHCA_WC_SL_OF_FLAGS(cqe_flags(&c)), 0);	/* as ConnectX: no UDP, a GRH */
+	CHECK(same(&nodes[0], ubuf, &nodes[1], vbuf + 40, 600));
+	/* The GRH as sent: version 6, next header 0x1b, hop limit, the GIDs. */
+	grh = gptr(&nodes[1], va_to_gpa(vbuf));
+	CHECK_EQ(grh[0] >> 4, 6);
+	CHECK_EQ(grh[6], 0x1b);
+	CHECK_EQ(grh[7], 1);
+	CHECK(!memcmp(grh + 8, nodes[0].gid, 16) && !memcmp(grh + 24, nodes[1].gid, 16));
 	teardown();
 }
 
@@ -3489,6 +3577,8 @@ static const struct unit_test tests[] = {
 	{ "retry_exceeded", test_retry_exceeded },
 	{ "reset_clears_retries", test_reset_clears_retries },
 	{ "lossy_bulk", test_lossy_bulk },
+	{ "rocev1_lossy_bulk", test_rocev1_lossy_bulk },
+	{ "rocev1_beside_v2", test_rocev1_beside_v2 },
 	{ "lossless_bulk", test_lossless_bulk },
 	{ "window_reopens", test_window_reopens },
 	{ "window_smaller_than_message", test_window_smaller_than_message },

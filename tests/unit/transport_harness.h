@@ -39,11 +39,13 @@ struct frame {
 static struct node nodes[2];
 static uint8_t harness_path_mtu = 3;	/* IBA encoding: 1024 bytes */
 static uint8_t harness_link = QHCA_LINK_ROCE;	/* the nodes' link layer (test_ib.c: IB) */
+static uint8_t harness_av_flags;	/* connect_qp's ib_flags: QHCA_AV_ROCE_V1 for RoCE v1 */
 static struct frame *link_q;
 static unsigned link_n;
 static uint64_t now;
 static unsigned drop_pct, dup_pct, reorder_pct;
 static unsigned long frames_sent, frames_dropped;
+static unsigned long frames_v1;		/* of frames_sent, RoCE v1 ones (Ethertype 0x8915) */
 static unsigned link_cap;		/* > 0: push back when this many frames wait */
 static unsigned long tx_blocks;
 
@@ -123,6 +125,8 @@ static inline void op_xmit(void *o, const void *f, size_t len)
 	struct node *n = o;
 
 	frames_sent++;
+	if (len >= 14 && ((const uint8_t *)f)[12] == 0x89 && ((const uint8_t *)f)[13] == 0x15)
+		frames_v1++;
 	if (drop_pct && (unsigned)rand() % 100 < drop_pct) {
 		frames_dropped++;
 		return;
@@ -395,7 +399,7 @@ static inline void setup_cfg(const struct qhca_engine_config *c)
 		seeded = true;
 	}
 	link_n = link_head = 0;
-	frames_sent = frames_dropped = 0;
+	frames_sent = frames_dropped = frames_v1 = 0;
 	now = 1000;
 	drop_pct = dup_pct = reorder_pct = link_cap = 0;
 	tx_blocks = 0;
@@ -539,6 +543,7 @@ static inline void connect_qp(struct qp *q, struct qp *peer, uint32_t access)
 	memcpy(a.av.sgid, q->n->gid, 16);
 	memcpy(a.av.dmac, peer->n->mac, 6);
 	a.av.dlid = peer->n->e.ib.pi.lid;	/* an InfiniBand port's address */
+	a.av.ib_flags = harness_av_flags;
 	CHECK_EQ(modify(q, QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN |
 			QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC | QHCA_QP_MIN_RNR_TIMER, &a),
 		 QHCA_ST_OK);

@@ -141,15 +141,20 @@ pair() {
 # distribution rdma-core's udev rules rename it by its PCI slot (rocep0s2), as they do a
 # ConnectX's mlx5_0, and tests of such guests set it.
 QHCA_TEST_DEV=${QHCA_TEST_DEV:-qhca_0}
+# Its GID index: the RoCE v2 GID of the IPv4 address, 3 on qhca (a RoCE v1 and a v2 entry
+# for each address after the two default ones, as on a ConnectX), 1 on rxe.
+QHCA_TEST_GID=${QHCA_TEST_GID:-3}
 
 pingpong() {	# pingpong PROG ARGS...: an ibv_*_pingpong between the guests over qhca_0
     local prog=$1; shift
-    pair "$prog -d $QHCA_TEST_DEV -g 1 $*" "$prog -d $QHCA_TEST_DEV -g 1 $* 192.168.77.2"
+    pair "$prog -d $QHCA_TEST_DEV -g $QHCA_TEST_GID $*" \
+         "$prog -d $QHCA_TEST_DEV -g $QHCA_TEST_GID $* 192.168.77.2"
 }
 
 perf() {	# perf PROG ARGS...: perftest over TCP-exchanged connection data
     local prog=$1; shift
-    pair "$prog -d $QHCA_TEST_DEV -x 1 $*" "$prog -d $QHCA_TEST_DEV -x 1 $* 192.168.77.2"
+    pair "$prog -d $QHCA_TEST_DEV -x $QHCA_TEST_GID $*" \
+         "$prog -d $QHCA_TEST_DEV -x $QHCA_TEST_GID $* 192.168.77.2"
 }
 
 vm_down() {

@@ -122,7 +122,7 @@ out_cq:
 int main(int argc, char **argv)
 {
 	const char *name = "qhca_0";
-	int rounds = 50, gid_index = 1, await = 0;
+	int rounds = 50, gid_index = -1, await = 0;
 	struct ibv_context *ctx;
 	union ibv_gid gid;
 	struct ibv_mr *mr;
@@ -157,6 +157,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "FAIL cannot open %s\n", name);
 		return 1;
 	}
+	if (gid_index < 0)
+		gid_index = vm_roce_gid(ctx);
 	buf = calloc(1, 4096);
 	pd = ibv_alloc_pd(ctx);
 	mr = pd && buf ? ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE |

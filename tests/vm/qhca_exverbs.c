@@ -364,7 +364,7 @@ static void post_states(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int 
 int main(int argc, char **argv)
 {
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS };
-	int gid_index = argc > 1 ? atoi(argv[1]) : 1;
+	int gid_index = argc > 1 ? atoi(argv[1]) : -1;
 	struct ibv_cq_ex *cq;
 	struct ibv_qp *a, *b;
 	struct ibv_qp_ex *ax;
@@ -376,6 +376,8 @@ int main(int argc, char **argv)
 	char *buf;
 
 	ctx = vm_open("qhca_0");
+	if (ctx && gid_index < 0)
+		gid_index = vm_roce_gid(ctx);
 	if (!ctx || ibv_query_gid(ctx, 1, gid_index, &gid))
 		return 2;
 	pd = ibv_alloc_pd(ctx);

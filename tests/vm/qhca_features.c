@@ -28,7 +28,6 @@
 
 #define PORT		18800
 #define SZ		16384
-#define GID_INDEX	1
 #define ALL_REMOTE	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 static int sock;
@@ -115,12 +114,12 @@ static void connect_qp(void)
 	struct msg m = { .qpn = qp->qp_num };
 	union ibv_gid gid;
 
-	EXPECT(ibv_query_gid(ctx, 1, GID_INDEX, &gid) == 0);
+	EXPECT(ibv_query_gid(ctx, 1, vm_roce_gid(ctx), &gid) == 0);
 	memcpy(m.gid, gid.raw, 16);
 	xfer(&m, 1);
 	xfer(&m, 0);
 	memcpy(gid.raw, m.gid, 16);
-	EXPECT(vm_connect(qp, ALL_REMOTE, m.qpn, GID_INDEX, &gid) == 0);
+	EXPECT(vm_connect(qp, ALL_REMOTE, m.qpn, vm_roce_gid(ctx), &gid) == 0);
 }
 
 static void server(void)

@@ -34,7 +34,6 @@
 #define MR_OFF		100		/* regions start this far into their first page */
 #define MR_LEN		5000		/* so they end inside their second page */
 #define STRIDE		(3 * PAGE)	/* region, then guard bytes up to the next one */
-#define GID_INDEX	1		/* RoCE v2, IPv4-mapped */
 #define ALL_REMOTE	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 			 IBV_ACCESS_REMOTE_ATOMIC)
 
@@ -140,7 +139,7 @@ static void setup(struct info *me)
 	int i;
 
 	ctx = vm_open("qhca_0");
-	if (!ctx || ibv_query_gid(ctx, 1, GID_INDEX, &me->gid))
+	if (!ctx || ibv_query_gid(ctx, 1, vm_roce_gid(ctx), &me->gid))
 		die("cannot open qhca_0 or read its GID");
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 4 * NQP, NULL, NULL, 0);
@@ -169,7 +168,7 @@ static void connect_all(const struct info *peer, int server)
 		unsigned access = server && i < NCASE && cases[i].qp_no_write ?
 				  IBV_ACCESS_REMOTE_READ : ALL_REMOTE;
 
-		if (vm_connect(qp[i], access, peer->qpn[i], GID_INDEX, &peer->gid))
+		if (vm_connect(qp[i], access, peer->qpn[i], vm_roce_gid(ctx), &peer->gid))
 			die("cannot bring a QP to RTS");
 	}
 }

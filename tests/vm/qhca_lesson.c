@@ -40,7 +40,7 @@ static const char *const op_names[] = { "write", "send", "read", "atomic", "cas"
 static int usage(void)
 {
 	fprintf(stderr, "usage: %s write|send|read|atomic|cas|bad-rkey|rnr [-s SIZE] [-p PORT] "
-		"[-t TIMEOUT] [-W FILE] [SERVER_IP]\n", PROG);
+		"[-t TIMEOUT] [-W FILE] [-g GID_INDEX] [SERVER_IP]\n", PROG);
 	return 2;
 }
 
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	char done = 'd';
 	const char *wait_file = NULL;
 	int server, sock, c, i, ok = 1, timeout = 14;
-	int gid_index = 1;
+	int gid_index = -1;
 
 	if (argc < 2)
 		return usage();
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 		return usage();
 	op = (enum op)i;
 	optind = 2;
-	while ((c = getopt(argc, argv, "s:p:t:W:")) != -1) {
+	while ((c = getopt(argc, argv, "s:p:t:W:g:")) != -1) {
 		if (c == 's')
 			size = strtoul(optarg, NULL, 0);
 		else if (c == 'p')
@@ -109,6 +109,8 @@ int main(int argc, char **argv)
 			timeout = atoi(optarg);
 		else if (c == 'W')
 			wait_file = optarg;
+		else if (c == 'g')
+			gid_index = atoi(optarg);	/* e.g. a RoCE v1 GID */
 		else
 			return usage();
 	}
@@ -150,6 +152,8 @@ int main(int argc, char **argv)
 	me.rkey = mr->rkey;
 	me.va = (uintptr_t)buf;
 	me.lid = pa.lid;
+	if (gid_index < 0)
+		gid_index = vm_roce_gid(ctx);
 	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND && ibv_query_gid(ctx, 1, gid_index, &me.gid))
 		return die("ibv_query_gid");
 	vm_meet_host(PROG, server, server ? NULL : argv[argc - 1], port, 10, &sock);

@@ -65,7 +65,6 @@
 #include "vm_verbs.h"
 
 #define PORT		18830
-#define GID_INDEX	1
 #define VERSION		1
 #define MAGIC		(0x52435300u + VERSION)	/* "RCS" and the version */
 #define GUARD		16		/* bytes after a landing buffer that must stay */
@@ -131,7 +130,7 @@ static struct params P;
 static const char *prog = "qhca-rcstress";
 static const char *dev_name = "qhca_0";
 static const char *wait_file;
-static int gid_index = GID_INDEX, verbose, is_server, sock = -1;
+static int gid_index = -1, verbose, is_server, sock = -1;
 static double t_begin, t_end, t_start;
 static uint32_t sqd, nrecv, nw, rmax, rsz, wstride, lstride, rstride, inline_ok;
 static uint64_t r_off, c_off, rseed, fadd0, cas0;
@@ -778,6 +777,8 @@ static void connect_qp(struct tmsg *peer)
 	union ibv_gid gid;
 	struct tmsg m = {};
 
+	if (gid_index < 0)
+		gid_index = vm_roce_gid(ctx);
 	if (ibv_query_gid(ctx, 1, gid_index, &gid))
 		fatal("GID %d: %s", gid_index, strerror(errno));
 	m.qpn = qp->qp_num;
@@ -1826,7 +1827,8 @@ static void __attribute__((noreturn)) usage(int rc)
 		"  -P PSN       first PSN of both directions (default 0xffff00: wraps early)\n"
 		"  -T SECS      time limit of the whole run (default 600)\n"
 		"  -p PORT      TCP port of the exchange (default %d)\n"
-		"  -d DEV       RDMA device (default qhca_0); -g GID_INDEX (default %d)\n"
+		"  -d DEV       RDMA device (default qhca_0); -g GID_INDEX (default: the RoCE v2\n"
+		"               GID of the IPv4 address)\n"
 		"  -v           progress every 10 s, all device counters\n"
 		"  --expect-retry-exceeded   post into a link that is down: the first WR must end\n"
 		"               in RETRY_EXC_ERR, the rest flushed; --wait-file PATH: print\n"
@@ -1837,7 +1839,7 @@ static void __attribute__((noreturn)) usage(int rc)
 		"               ends in RNR_RETRY_EXC_ERR; --min-rnr-timer N: the server's RNR\n"
 		"               NAK timer (default 20: 10.24 ms with --rnr, else 12: 0.64 ms)\n"
 		"Exit 0 only if every check passed (the client also needs the server's).\n",
-		prog, prog, PORT, GID_INDEX);
+		prog, prog, PORT);
 	exit(rc);
 }
 

@@ -39,10 +39,10 @@ netdev_of() {	# the qhca netdev of guest I
     "$qhca" exec "$1" -- "rdma link show qhca_0/1 | sed -n 's/.*netdev \([^ ]*\).*/\1/p'"
 }
 
-rc_pingpong() {	# ibv_rc_pingpong over RoCE v2 (GID 1): server in guest 2, client in guest 1
-    "$qhca" exec 2 -- "pkill -f '^ibv_rc_pingpong'; rm -f /tmp/pp.log /tmp/pp.rc; setsid sh -c 'ibv_rc_pingpong -d qhca_0 -g 1 -n 50 -s 4096 -c > /tmp/pp.log 2>&1; echo \$? > /tmp/pp.rc' < /dev/null > /dev/null 2>&1 &" || return 1
+rc_pingpong() {	# ibv_rc_pingpong over RoCE v2 (GID 3, of the IPv4 address): server in guest 2, client in guest 1
+    "$qhca" exec 2 -- "pkill -f '^ibv_rc_pingpong'; rm -f /tmp/pp.log /tmp/pp.rc; setsid sh -c 'ibv_rc_pingpong -d qhca_0 -g 3 -n 50 -s 4096 -c > /tmp/pp.log 2>&1; echo \$? > /tmp/pp.rc' < /dev/null > /dev/null 2>&1 &" || return 1
     sleep 1.5
-    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -n 50 -s 4096 -c 192.168.77.2 ||
+    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -n 50 -s 4096 -c 192.168.77.2 ||
         { "$qhca" exec 2 -- cat /tmp/pp.log; return 1; }
     eventually 20 "$qhca" exec 2 -- 'test -s /tmp/pp.rc' &&
         [ "$("$qhca" exec 2 -- cat /tmp/pp.rc)" = 0 ] || { "$qhca" exec 2 -- cat /tmp/pp.log; return 1; }
@@ -103,9 +103,9 @@ check "guest 2's MAC read (the MAC checks below compare with it)" is_mac "$old_m
 check "MAC: a multicast address is refused" mac_refused "$old_mac"
 check "MAC: guest 2 takes $new_mac (ip link shows it)" set_mac "$new_mac"
 check "MAC: ping guest 2 at $new_mac" reach_mac "$new_mac"
-check "MAC: ibv_rc_pingpong -g 1 with $new_mac" rc_pingpong
+check "MAC: ibv_rc_pingpong -g 3 with $new_mac" rc_pingpong
 check "MAC: back to $old_mac (ip link shows it)" set_mac "$old_mac"
 check "MAC: ping guest 2 at $old_mac" reach_mac "$old_mac"
-check "MAC: ibv_rc_pingpong -g 1 with $old_mac" rc_pingpong
+check "MAC: ibv_rc_pingpong -g 3 with $old_mac" rc_pingpong
 vm_down
 finish

@@ -88,9 +88,9 @@ capture_decodes() {
     rm -f "$cap"
     fab set 2 out loss=10% || return 1
     fab capture "$cap" || return 1
-    "$qhca" exec 2 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 1 -s 8192 -n 50 > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec 2 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 3 -s 8192 -n 50 > /dev/null 2>&1 < /dev/null &'
     sleep 1.5
-    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -s 8192 -n 50 192.168.77.2 || return 1
+    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -s 8192 -n 50 192.168.77.2 || return 1
     fab capture stop || return 1
     fab clear
     # Frames from both ports, RoCE decoded, nothing malformed, the lost ones with a comment.
@@ -189,9 +189,9 @@ long_outage_retry_exceeded() {	# down for longer than retry_cnt x timeout: RETRY
 # ACTION is "kill" or "reset"; guest 1's program must end with a retry error within 10 s.
 peer_dies() {
     local action=$1 t0 t1 out
-    "$qhca" exec 2 -- 'pkill ib_write_bw; setsid ib_write_bw -d qhca_0 -x 1 -p 18840 -s 65536 -D 60 > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec 2 -- 'pkill ib_write_bw; setsid ib_write_bw -d qhca_0 -x 3 -p 18840 -s 65536 -D 60 > /dev/null 2>&1 < /dev/null &'
     sleep 1.5
-    "$qhca" exec 1 -- 'rm -f /tmp/bw.*; setsid sh -c "ib_write_bw -d qhca_0 -x 1 -p 18840 -s 65536 -D 60 192.168.77.2 > /tmp/bw.log 2>&1; echo \$? > /tmp/bw.rc" < /dev/null > /dev/null 2>&1 &'
+    "$qhca" exec 1 -- 'rm -f /tmp/bw.*; setsid sh -c "ib_write_bw -d qhca_0 -x 3 -p 18840 -s 65536 -D 60 192.168.77.2 > /tmp/bw.log 2>&1; echo \$? > /tmp/bw.rc" < /dev/null > /dev/null 2>&1 &'
     # Its output is buffered until it ends: traffic shows in the device's counters.
     local tx0 tx1
     sleep 4
@@ -216,15 +216,15 @@ peer_dies() {
 }
 
 loopback_works() {	# guest 1's device after its peer died: two QPs of its own port
-    "$qhca" exec 1 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -n 50 > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec 1 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 3 -p 18516 -n 50 > /dev/null 2>&1 < /dev/null &'
     sleep 1.5
-    timeout 60 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -n 50 127.0.0.1
+    timeout 60 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -p 18516 -n 50 127.0.0.1
 }
 
 traffic_again() {	# RC between the guests once more (the rejoined guest answers)
-    "$qhca" exec 2 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 1 -s 4096 -n 100 -c > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec 2 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 3 -s 4096 -n 100 -c > /dev/null 2>&1 < /dev/null &'
     sleep 1.5
-    timeout 60 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -s 4096 -n 100 -c 192.168.77.2
+    timeout 60 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -s 4096 -n 100 -c 192.168.77.2
 }
 
 restart_and_traffic() {

@@ -67,16 +67,16 @@ one_diagnostic() {	# exactly one line, naming opcode, command id, head and tail
 # refused by its own device (a verbs call failing with EIO, strace), before it connects.
 refused_at_once() {
     local t0 t1 out rc
-    "$qhca" exec 2 -- 'pkill -f "^ibv_rc_pingpong"; setsid timeout 60 ibv_rc_pingpong -d qhca_0 -g 1 -p 18700 < /dev/null > /tmp/refused-srv.log 2>&1 &' ||
+    "$qhca" exec 2 -- 'pkill -f "^ibv_rc_pingpong"; setsid timeout 60 ibv_rc_pingpong -d qhca_0 -g 3 -p 18700 < /dev/null > /tmp/refused-srv.log 2>&1 &' ||
         return 1
     sleep 1
-    "$qhca" exec 2 -- 'pgrep -f "^ibv_rc_pingpong -d qhca_0 -g 1 -p 18700"' > /dev/null ||
+    "$qhca" exec 2 -- 'pgrep -f "^ibv_rc_pingpong -d qhca_0 -g 3 -p 18700"' > /dev/null ||
         { echo "the server in guest 2 is not running"; return 1; }
     t0=$(date +%s)
     out=$("$qhca" exec 1 -- "cat /sys/class/infiniband/qhca_0/ports/1/state" 2>&1)
     echo "$out"
     grep -q 'Input/output error' <<<"$out" || return 1
-    out=$("$qhca" exec 1 -- "strace -f -Z -o /tmp/refused.strace ibv_rc_pingpong -d qhca_0 -g 1 -p 18700 192.168.77.2" 2>&1)
+    out=$("$qhca" exec 1 -- "strace -f -Z -o /tmp/refused.strace ibv_rc_pingpong -d qhca_0 -g 3 -p 18700 192.168.77.2" 2>&1)
     rc=$?
     t1=$(date +%s)
     echo "$out"
@@ -147,7 +147,7 @@ mark 1 udata
 check "hostile driver udata refused (qhca-udata: EINVAL, EOPNOTSUPP)" "$qhca" exec 1 -- qhca-udata
 check "hostile driver udata: kernel log clean" log_clean 1 udata
 check "verbs still work afterwards (ibv_rc_pingpong loopback)" "$qhca" exec 1 -- \
-    'setsid ibv_rc_pingpong -d qhca_0 -g 1 -p 18600 -n 20 < /dev/null > /dev/null 2>&1 & sleep 1.5; ibv_rc_pingpong -d qhca_0 -g 1 -p 18600 -n 20 127.0.0.1'
+    'setsid ibv_rc_pingpong -d qhca_0 -g 3 -p 18600 -n 20 < /dev/null > /dev/null 2>&1 & sleep 1.5; ibv_rc_pingpong -d qhca_0 -g 3 -p 18600 -n 20 127.0.0.1'
 
 # Kernel QPs and CQs: used by the CM, torn down and made again by an unload and a load.
 mark 1 reload
@@ -158,7 +158,7 @@ check "rping after the reload" rping_works
 check "unload and reload: kernel log clean" log_clean 1 reload
 
 # A verbs process holds objects (context, PD, MR, CQ, QP) across the timeout.
-"$qhca" exec 1 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 1 -p 18601 < /dev/null > /tmp/held.log 2>&1 &'
+"$qhca" exec 1 -- 'setsid ibv_rc_pingpong -d qhca_0 -g 3 -p 18601 < /dev/null > /tmp/held.log 2>&1 &'
 sleep 1
 mark 1 timeout
 check "admin timeout: the command fails and the queue is dead" time_out

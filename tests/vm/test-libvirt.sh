@@ -138,9 +138,9 @@ check "virsh define and start it (guest 3 on br0)" eval '
     vsh define "$docs_dir/vm3.xml" && vsh start qhca-docs-vm3'
 check "guest 3 boots and answers ssh" eventually 120 x3 'ibv_devinfo -d qhca_0 | grep -q PORT_ACTIVE'
 check "ibv_rc_pingpong -c between guest 1 and the docs' guest 3" eval '
-    x3 "setsid ibv_rc_pingpong -d qhca_0 -g 1 -s 4096 -n 100 -c > /tmp/pp.log 2>&1 < /dev/null &" &&
+    x3 "setsid ibv_rc_pingpong -d qhca_0 -g 3 -s 4096 -n 100 -c > /tmp/pp.log 2>&1 < /dev/null &" &&
     eventually 15 x3 "ss -ltn | grep -q :18515" &&
-    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -s 4096 -n 100 -c 192.168.77.3 | tail -n 2 &&
+    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -s 4096 -n 100 -c 192.168.77.3 | tail -n 2 &&
     eventually 20 x3 "grep -q \"100 iters\" /tmp/pp.log"'
 check "the docs' domain destroyed and undefined" eval '
     vsh destroy qhca-docs-vm3 && vsh undefine qhca-docs-vm3'

@@ -62,11 +62,11 @@ boot1=$("$qhca" exec 1 -- cat /proc/sys/kernel/random/boot_id)
 boot2=$("$qhca" exec 2 -- cat /proc/sys/kernel/random/boot_id)
 check "traffic starts: qhca-rcstress both ways (1 GiB each), ib_read_bw on 4 QPs" eval '
     bg 2 rs1 "qhca-rcstress -s -p 18830" && bg 1 rs2 "qhca-rcstress -s -p 18831" &&
-    bg 2 rb "ib_read_bw -d qhca_0 -x 1 -q 4 -D 60 -p 18515" &&
+    bg 2 rb "ib_read_bw -d qhca_0 -x 3 -q 4 -D 60 -p 18515" &&
     listening 2 18830 && listening 1 18831 && listening 2 18515 &&
     bg 1 rc1 "qhca-rcstress -p 18830 -t 16 -b 1G 192.168.77.2" &&
     bg 2 rc2 "qhca-rcstress -p 18831 -t 16 -b 1G -S 7 192.168.77.1" &&
-    bg 1 rbc "ib_read_bw -d qhca_0 -x 1 -q 4 -D 60 -p 18515 192.168.77.2" && sleep 6 &&
+    bg 1 rbc "ib_read_bw -d qhca_0 -x 3 -q 4 -D 60 -p 18515 192.168.77.2" && sleep 6 &&
     running 1 rc1 && running 2 rc2 && running 1 rbc'
 qps_before=$(( $(qps_of 1) + $(qps_of 2) ))
 check "vm1 moves during the traffic" moved 1

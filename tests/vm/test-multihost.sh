@@ -60,12 +60,12 @@ pair() {
 
 # verbs SERVER_EXEC CLIENT_EXEC: the checks every part runs between guest 2 (server) and 1.
 rc_pingpong() {
-    pair "$1" "$2" "ibv_rc_pingpong -d qhca_0 -g 1 -s 65536 -n 100 -c" \
-                   "ibv_rc_pingpong -d qhca_0 -g 1 -s 65536 -n 100 -c 192.168.77.2"
+    pair "$1" "$2" "ibv_rc_pingpong -d qhca_0 -g 3 -s 65536 -n 100 -c" \
+                   "ibv_rc_pingpong -d qhca_0 -g 3 -s 65536 -n 100 -c 192.168.77.2"
 }
 write_bw() {
-    pair "$1" "$2" "ib_write_bw -d qhca_0 -x 1 -s 65536 -n 100" \
-                   "ib_write_bw -d qhca_0 -x 1 -s 65536 -n 100 192.168.77.2"
+    pair "$1" "$2" "ib_write_bw -d qhca_0 -x 3 -s 65536 -n 100" \
+                   "ib_write_bw -d qhca_0 -x 3 -s 65536 -n 100 192.168.77.2"
 }
 rping_pair() {
     pair "$1" "$2" "modprobe rdma_ucm; rping -s -a 192.168.77.2 -C 20 -V" \

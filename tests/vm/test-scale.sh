@@ -20,9 +20,9 @@ every_guest_has_qhca() {
 }
 
 first_to_last() {
-    "$qhca" exec "$nvm" -- 'setsid ibv_rc_pingpong -d qhca_0 -g 1 -s 4096 -n 100 -c > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec "$nvm" -- 'setsid ibv_rc_pingpong -d qhca_0 -g 3 -s 4096 -n 100 -c > /dev/null 2>&1 < /dev/null &'
     sleep 1.5
-    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 1 -s 4096 -n 100 -c "192.168.77.$nvm"
+    timeout 120 "$qhca" exec 1 -- ibv_rc_pingpong -d qhca_0 -g 3 -s 4096 -n 100 -c "192.168.77.$nvm"
 }
 
 all_to_all() {	# all_to_all N: every pair i<j of guests 1..N at once, j serving

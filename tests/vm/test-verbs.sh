@@ -21,21 +21,21 @@ one_guest() {
 }
 
 loopback() {	# client and server on one guest: two QPs of one port
-    one_guest 'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c' \
-              'ibv_rc_pingpong -d qhca_0 -g 1 -p 18516 -s 8192 -n 100 -c 127.0.0.1' &&
+    one_guest 'ibv_rc_pingpong -d qhca_0 -g 3 -p 18516 -s 8192 -n 100 -c' \
+              'ibv_rc_pingpong -d qhca_0 -g 3 -p 18516 -s 8192 -n 100 -c 127.0.0.1' &&
         "$qhca" exec 1 -- 'grep -q iters /tmp/lo.log'
 }
 
 loopback_bw() {	# 1 MiB WRITEs between two processes of one guest, through the loopback queue
     # (the client's status is its own: no pipe after it)
-    one_guest 'ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100' \
-              'ib_write_bw -d qhca_0 -x 1 -p 18600 -s 1048576 -n 100 127.0.0.1 > /tmp/lo-cli.log 2>&1; rc=$?; tail -n 2 /tmp/lo-cli.log; exit $rc' &&
+    one_guest 'ib_write_bw -d qhca_0 -x 3 -p 18600 -s 1048576 -n 100' \
+              'ib_write_bw -d qhca_0 -x 3 -p 18600 -s 1048576 -n 100 127.0.0.1 > /tmp/lo-cli.log 2>&1; rc=$?; tail -n 2 /tmp/lo-cli.log; exit $rc' &&
         "$qhca" exec 1 -- 'grep -q 1048576 /tmp/lo.log'
 }
 
 syscalls() {	# syscalls N: ibv_rc_pingpong -n N under strace -c in guest 1; its system calls
     local out
-    out=$("$qhca" exec 1 -- "strace -f -c -o /tmp/s$1 ibv_rc_pingpong -d qhca_0 -g 1 -n $1 192.168.77.2 > /dev/null && tail -n 1 /tmp/s$1") ||
+    out=$("$qhca" exec 1 -- "strace -f -c -o /tmp/s$1 ibv_rc_pingpong -d qhca_0 -g 3 -n $1 192.168.77.2 > /dev/null && tail -n 1 /tmp/s$1") ||
         { echo "ibv_rc_pingpong -n $1 under strace failed" >&2; return 1; }
     # the total line: % time, seconds, usecs/call, calls[, errors] total
     awk '$NF == "total" { print $4 }' <<<"$out" | grep -E '^[0-9]+$' ||
@@ -44,7 +44,7 @@ syscalls() {	# syscalls N: ibv_rc_pingpong -n N under strace -c in guest 1; its 
 
 no_syscalls_on_datapath() {	# 20 or 2000 iterations make the same number of system calls
     local few many
-    "$qhca" exec 2 -- 'rm -f /tmp/sc.rc; setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 1 -n 20 && ibv_rc_pingpong -d qhca_0 -g 1 -n 2000; echo \$? > /tmp/sc.rc" < /dev/null > /dev/null 2>&1 &'
+    "$qhca" exec 2 -- 'rm -f /tmp/sc.rc; setsid sh -c "ibv_rc_pingpong -d qhca_0 -g 3 -n 20 && ibv_rc_pingpong -d qhca_0 -g 3 -n 2000; echo \$? > /tmp/sc.rc" < /dev/null > /dev/null 2>&1 &'
     sleep 1.5
     few=$(syscalls 20) || return 1
     sleep 1.5
@@ -68,9 +68,9 @@ xrc_one_guest() {	# both sides of qhca-xrc in guest 1
 # the device shows its PSNs moving while ibv_rc_pingpong runs.
 views_agree() {
     local g d qpn
-    "$qhca" exec 2 -- 'pkill ibv_rc_pingpong; setsid ibv_rc_pingpong -d qhca_0 -g 1 -n 100000 > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec 2 -- 'pkill ibv_rc_pingpong; setsid ibv_rc_pingpong -d qhca_0 -g 3 -n 100000 > /dev/null 2>&1 < /dev/null &'
     sleep 1.5
-    "$qhca" exec 1 -- 'pkill ibv_rc_pingpong; setsid ibv_rc_pingpong -d qhca_0 -g 1 -n 100000 192.168.77.2 > /dev/null 2>&1 < /dev/null &'
+    "$qhca" exec 1 -- 'pkill ibv_rc_pingpong; setsid ibv_rc_pingpong -d qhca_0 -g 3 -n 100000 192.168.77.2 > /dev/null 2>&1 < /dev/null &'
     sleep 3
     g=$("$qhca" exec 1 -- rdma resource show qp | grep 'type RC')
     echo "guest:  $g"

@@ -44,6 +44,27 @@ static inline struct ibv_context *vm_open(const char *name)
 }
 
 /* Send (@out) or receive @len bytes at @m over the TCP connection @sock; exit 2 if it ends. */
+/*
+ * The GID index the test programs use by default: the RoCE v2 GID of the port's IPv4
+ * address (3 on qhca, whose ports have a RoCE v1 and a v2 entry of each address after the
+ * two default ones, as a ConnectX's; 1 on rxe); 0 on an InfiniBand port or without one.
+ */
+static inline int vm_roce_gid(struct ibv_context *ctx)
+{
+	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry g;
+	int i;
+
+	if (ibv_query_port(ctx, 1, &pa) || pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
+		return 0;
+	for (i = 0; i < pa.gid_tbl_len; i++)
+		if (!ibv_query_gid_ex(ctx, 1, i, &g, 0) && g.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+		    !memcmp(g.gid.raw, v4, sizeof(v4)))
+			return i;
+	return 0;
+}
+
 static inline void vm_xfer(int sock, void *m, size_t len, int out)
 {
 	size_t done = 0;

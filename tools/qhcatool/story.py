@@ -40,7 +40,7 @@ def read_steps(vm, path, offset=0):
 
 
 def bth_key(data, linktype):
-    """(destination QP, PSN, opcode) of a RoCEv2 or InfiniBand packet, or None."""
+    """(destination QP, PSN, opcode) of a RoCE (v1 or v2) or InfiniBand packet, or None."""
     if linktype == 197:		# ERF: 16 bytes of record header, then the IB packet
         pkt = data[16:]
         if len(pkt) < 8 + 12:
@@ -54,15 +54,19 @@ def bth_key(data, linktype):
         if len(data) < 14:
             return None
         et = struct.unpack(">H", data[12:14])[0]
-        if et == 0x0800 and len(data) >= 34 and data[23] == 17:
-            udp = 14 + (data[14] & 0xf) * 4
-        elif et == 0x86dd and len(data) >= 62 and data[20] == 17:
-            udp = 54
+        if et == 0x8915:		# RoCE v1: the GRH, then the BTH
+            b = data[54:66]
         else:
-            return None
-        if len(data) < udp + 8 + 12 or struct.unpack(">H", data[udp + 2:udp + 4])[0] != ROCE_PORT:
-            return None
-        b = data[udp + 8:udp + 20]
+            if et == 0x0800 and len(data) >= 34 and data[23] == 17:
+                udp = 14 + (data[14] & 0xf) * 4
+            elif et == 0x86dd and len(data) >= 62 and data[20] == 17:
+                udp = 54
+            else:
+                return None
+            if len(data) < udp + 8 + 12 or \
+                    struct.unpack(">H", data[udp + 2:udp + 4])[0] != ROCE_PORT:
+                return None
+            b = data[udp + 8:udp + 20]
     if len(b) < 12:
         return None
     return (int.from_bytes(b[5:8], "big"), int.from_bytes(b[9:12], "big"), b[0])
@@ -197,6 +201,8 @@ def packet_text(f):
     parts = ["%s PSN %s to QP %s" % (f.get("op"), f.get("psn"), f.get("dqp"))]
     if "dlid" in f:
         parts[0] += " (LID %s to %s, VL %s)" % (f["slid"], f["dlid"], f["vl"])
+    elif f.get("wire") == "rocev1":
+        parts[0] += " (RoCE v1: Ethertype 0x8915, the GRH right after the Ethernet header)"
     if int(f.get("len", "0")):
         parts.append("%s payload" % nbytes(f["len"]))
     if "dmalen" in f:
