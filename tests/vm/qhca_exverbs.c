@@ -253,6 +253,57 @@ static void srq_resize(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int g
 	EXPECT(ibv_destroy_srq(srq) == 0);
 }
 
+/*
+ * A UD datagram from the RoCE v1 GID of the same address: its receive says RoCE v1 (SL 0: no
+ * UDP, a GRH), and the GRH area holds the GRH as it came (IPVer 6, NxtHdr 0x1b), not an IPv4
+ * header.
+ */
+static void ud_sl_v1(struct ibv_qp *qp, struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf,
+		     union ibv_gid *gid)
+{
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = *gid, .hop_limit = 1 } };
+	struct ibv_sge rs = { (uintptr_t)(buf + SZ + 512), 256, mr->lkey };
+	struct ibv_sge ss = { (uintptr_t)buf, 16, mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 3200, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr w = { .wr_id = 3201, .sg_list = &ss, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	const uint8_t *grh = (const uint8_t *)buf + SZ + 512;
+	struct ibv_gid_entry g;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	int i, k, got = 0, v1 = -1;
+
+	for (i = 0; i < 64 && v1 < 0; i++)
+		if (!ibv_query_gid_ex(ctx, 1, i, &g, 0) && g.gid_type == IBV_GID_TYPE_ROCE_V1 &&
+		    !memcmp(g.gid.raw, gid->raw, 16))
+			v1 = i;
+	EXPECT(v1 >= 0);
+	if (v1 < 0)
+		return;
+	aa.grh.sgid_index = (uint8_t)v1;
+	ah = ibv_create_ah(pd, &aa);
+	EXPECT(ah != NULL);
+	if (!ah)
+		return;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = qp->qp_num;
+	w.wr.ud.remote_qkey = 0x1111;
+	EXPECT(ibv_post_recv(qp, &r, &rbad) == 0);
+	EXPECT(ibv_post_send(qp, &w, &sbad) == 0);
+	for (k = 0; k < 2000000 && got < 2; k++) {
+		if (ibv_poll_cq(ibv_cq_ex_to_cq(cq), 1, &wc) != 1)
+			continue;
+		got++;
+		EXPECT(wc.status == IBV_WC_SUCCESS);
+		if (wc.opcode == IBV_WC_RECV)
+			EXPECT(wc.sl == 0 && (wc.wc_flags & IBV_WC_GRH) && wc.byte_len == 40 + 16 &&
+			       grh[0] >> 4 == 6 && grh[6] == 0x1b && !memcmp(grh + 8, gid->raw, 16));
+	}
+	EXPECT(got == 2);
+	ibv_destroy_ah(ah);
+}
+
 /* Two UD datagrams to our own QP: each receive says RoCE v2 over IPv4 in its SL. */
 static void ud_sl(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_index,
 		  union ibv_gid *gid)
@@ -312,6 +363,7 @@ static void ud_sl(struct ibv_cq_ex *cq, struct ibv_mr *mr, char *buf, int gid_in
 		}
 	}
 	EXPECT(got == 4);
+	ud_sl_v1(qp, cq, mr, buf, gid);
 	ibv_destroy_qp(qp);
 	ibv_destroy_ah(ah);
 }

@@ -202,7 +202,7 @@ def packet_text(f):
     if "dlid" in f:
         parts[0] += " (LID %s to %s, VL %s)" % (f["slid"], f["dlid"], f["vl"])
     elif f.get("wire") == "rocev1":
-        parts[0] += " (RoCE v1: Ethertype 0x8915, the GRH right after the Ethernet header)"
+        parts[0] += " (RoCE v1)"
     if int(f.get("len", "0")):
         parts.append("%s payload" % nbytes(f["len"]))
     if "dmalen" in f:
