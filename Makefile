@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-net bench-qp bench-migrate soak down clean \
+.PHONY: help all host qemu driver flavour-driver siw provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-net bench-qp bench-migrate soak down clean \
 	cache-rule print-cache
 
 help:
@@ -41,7 +41,8 @@ help:
 	@echo "make soak      RC through a lossy fabric, 1 GiB with every byte checked (figures)"
 	@echo "make fuzz      run the fuzz targets FUZZ_SECONDS each (default 60)"
 	@echo "make deb       the driver (DKMS) and the provider as .debs for FLAVOUR's release"
-	@echo "finer targets: host qemu driver provider image unit sanitize qtest vmtest down clean"
+	@echo "finer targets: host qemu driver siw provider image unit sanitize qtest vmtest down"
+	@echo "               clean (siw: Linux soft-iWARP for the guests, from Debian's source)"
 	@echo "               cache-rule (make, scripts, launcher and VM tests agree on the cache)"
 	@echo "cache: $(QHCA_CACHE)"
 
@@ -64,6 +65,11 @@ driver:
 flavour-driver:
 	$(TIME) bash scripts/build-driver.sh
 
+# Linux siw (soft-iWARP) for the flavour's kernel, which Debian builds without it: out of
+# tree, from Debian's linux source of that kernel (the image holds it; 'qhca up --siw').
+siw:
+	$(TIME) bash scripts/build-siw.sh
+
 provider:
 	$(TIME) bash scripts/build-provider.sh
 
@@ -72,7 +78,7 @@ provider:
 deb:
 	$(TIME) bash scripts/build-deb.sh
 
-image: flavour-driver provider
+image: flavour-driver siw provider
 	$(TIME) bash scripts/build-image.sh
 
 unit: host cache-rule
@@ -163,7 +169,7 @@ bench-migrate: all
 	@bash bench/migration.sh
 
 # The driver developer's loop, timed: edit, rebuild, two guests ready, a test passes.
-driver-loop: host qemu provider
+driver-loop: host qemu siw provider
 	@bash bench/driver-loop.sh
 
 # RC through a lossy fabric for a long time (1 GiB, every byte checked); QHCA_SOAK_BYTES.

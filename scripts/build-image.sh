@@ -3,7 +3,7 @@
 # Build the guest image of the flavour (QHCA_FLAVOUR, see scripts/lib.sh) from Debian
 # packages: an uncompressed initramfs in three layers,
 #   base.cpio    the packages of images/packages.txt (rebuilt only when they change)
-#   kernel.cpio  the guest kernel's modules of images/modules.txt and qhca.ko
+#   kernel.cpio  the guest kernel's modules of images/modules.txt, qhca.ko and siw.ko
 #                (scripts/kernel-layer.sh; 'qhca up --kernel' makes one for your kernel)
 #   qhca.cpio    init, the provider, test programs, the launcher's ssh key
 # concatenated into initrd.cpio, in $QHCA_CACHE/flavour-NAME/image. Each VM gets the image
@@ -236,18 +236,26 @@ echo "$qhca_sum" > "$img/qhca.sum"
 fi
 # qhca-end
 
-# The kernel layer: the modules the guests need and qhca.ko (scripts/kernel-layer.sh). Its
-# paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a directory
-# lib in a later layer would replace the link when the kernel unpacks the initramfs.
+# The kernel layer: the modules the guests need, qhca.ko and siw.ko (scripts/kernel-layer.sh).
+# Its paths are the base's: where /lib is a link to usr/lib (Debian 13 and later), a
+# directory lib in a later layer would replace the link when the kernel unpacks the initramfs.
 libtop=lib
 [ -L "$img/rootfs/lib" ] && libtop=usr/lib
 echo "$libtop" > "$img/libtop"
-kernel_sum=$( (echo "$KERNEL_REL $libtop"; cat "$ko" "$QHCA_ROOT/images/modules.txt" \
-    "$QHCA_ROOT/scripts/kernel-layer.sh") | sha256sum | cut -c1-12)
+# Linux siw (soft-iWARP, 'qhca up --siw'): Debian's kernels lack it, scripts/build-siw.sh
+# builds it from Debian's source of the kernel; a kernel that has siw needs no extra module.
+siw_ko= extra=()
+if ! kernel_has_module "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" siw; then
+    siw_ko="$FL_DIR/work/siw-$KERNEL_REL/drivers/infiniband/sw/siw/siw.ko"
+    [ -f "$siw_ko" ] || die "siw.ko for $KERNEL_REL missing: run scripts/build-siw.sh first"
+    extra=(--extra "$siw_ko")
+fi
+kernel_sum=$( (echo "$KERNEL_REL $libtop ${extra[*]}"; cat "$ko" ${siw_ko:+"$siw_ko"} \
+    "$QHCA_ROOT/images/modules.txt" "$QHCA_ROOT/scripts/kernel-layer.sh") | sha256sum | cut -c1-12)
 if [ "$(cat "$img/kernel.sum" 2>/dev/null)" != "$kernel_sum" ] || [ ! -f "$img/kernel.cpio" ]; then
-    step "image: kernel layer for $KERNEL_REL (modules of images/modules.txt, qhca.ko)"
-    bash "$QHCA_ROOT/scripts/kernel-layer.sh" "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" "$ko" \
-        "$libtop" "$img/kernel.cpio"
+    step "image: kernel layer for $KERNEL_REL (modules of images/modules.txt, qhca.ko, siw.ko)"
+    bash "$QHCA_ROOT/scripts/kernel-layer.sh" "${extra[@]}" \
+        "$KERNEL_DIR/root/lib/modules/$KERNEL_REL" "$ko" "$libtop" "$img/kernel.cpio"
     echo "$kernel_sum" > "$img/kernel.sum"
 fi
 

@@ -12,13 +12,10 @@ set -euo pipefail
 
 flavour_init
 fetch_guest_kernel > /dev/null	# the flavour's kernel: its source is the one built
-major=$(echo "$KERNEL_REL" | grep -oE '^[0-9]+\.[0-9]+')
-pkg=linux-source-$major
-ver=$(qapt_cache policy "$pkg" 2>/dev/null | sed -n 's/^  Candidate: //p')
-[ -n "$ver" ] && [ "$ver" != "(none)" ] ||
-    die "no $pkg in $FL_KSUITES (the source of the $QHCA_FLAVOUR kernel, $KERNEL_REL)"
+guest_kernel_source		# linux-source-X.Y of its version (scripts/lib.sh)
+major=${KSRC_PKG#linux-source-} ver=$KSRC_VER
 conf=$QHCA_ROOT/images/kernel.config
-dir=$QHCA_CACHE/kernel-src/$pkg-$ver
+dir=$KSRC_DIR
 out=$dir/build
 sum=$( (cat "$conf"; gcc --version | head -n1) | sha256sum | cut -c1-12)
 report() { echo "tree: $out"; echo "bzImage: $out/arch/x86/boot/bzImage"; echo "modules: $dir/mods"; }
@@ -28,19 +25,7 @@ if [ "$(cat "$dir/.built" 2>/dev/null)" = "$sum" ]; then
 fi
 need_pkgs make gcc bc flex bison libelf-dev libssl-dev cpio xz-utils kmod ccache
 
-if [ ! -f "$dir/src/Makefile" ]; then
-    step "kernel source: downloading Debian's $pkg $ver (150 MiB, once)"
-    rm -rf "$dir" && mkdir -p "$dir/dl"
-    (cd "$dir/dl" && qapt download "$pkg=$ver" 2>&1 | grep -E '^(Get|Fetched|E:)' | sed 's/^/    /') || true
-    deb=$(ls "$dir"/dl/*.deb 2>/dev/null | head -n1)
-    [ -n "$deb" ] || die "$pkg $ver could not be downloaded (see above)"
-    step "kernel source: unpacking"
-    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir/dl" --wildcards '*/linux-source-*.tar.xz'
-    mkdir -p "$dir/src"
-    tar -xJf "$dir"/dl/usr/src/linux-source-*.tar.xz -C "$dir/src" --strip-components=1
-    rm -rf "$dir/dl"
-    [ -f "$dir/src/Makefile" ] || die "$pkg $ver holds no kernel tree"
-fi
+linux_source_tree	# $dir/src, downloaded and unpacked once
 
 kmake() { make -C "$dir/src" O="$out" CC="ccache gcc" HOSTCC="ccache gcc" \
     KBUILD_BUILD_TIMESTAMP=qhca KBUILD_BUILD_USER=qhca KBUILD_BUILD_HOST=qhca "$@"; }

@@ -191,6 +191,13 @@ guest_kernel_abi() {
     echo "$dep" | tee "$memo"
 }
 
+# kernel_has_module MODDIR NAME: the kernel of the module tree MODDIR (lib/modules/RELEASE)
+# has module NAME, as a module or built in.
+kernel_has_module() {
+    grep -qE "(^|/)$2\.ko(\.[gx]z|\.zst)?:" "$1/modules.dep" 2>/dev/null ||
+        grep -qE "(^|/)$2\.ko\$" "$1/modules.builtin" 2>/dev/null
+}
+
 # KERNEL_IMAGE: the unpacked kernel's bzImage, /boot/vmlinuz-REL up to 6.x, beside its
 # modules in /usr/lib/modules/REL/vmlinuz from 7.x.
 kernel_image() {
@@ -296,4 +303,87 @@ buildroot_headers() {
     exec 8>&-
     [ -f "$BR/usr/src/linux-headers-$1/Makefile" ] ||
         die "the headers of linux $1 could not be installed in $BR (apt output above)"
+}
+
+# ---------------------------------------------------------------- the guest kernel's source
+# Debian's linux-source-X.Y of exactly the version of the guest kernel's linux-image package:
+# the tree Debian built that kernel from, its patches applied, as one tar.xz. Downloaded once
+# into $QHCA_CACHE/kernel-src/PKG-VERSION/ and shared: scripts/build-kernel.sh unpacks all of
+# it (src/), scripts/build-siw.sh takes only the few files it needs. After fetch_guest_kernel;
+# sets KSRC_PKG, KSRC_VER, KSRC_DIR and KSRC_TAR.
+guest_kernel_source() {
+    local major
+    major=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$KERNEL_REL") ||
+        die "cannot tell the kernel series of $KERNEL_REL"
+    KSRC_PKG=linux-source-$major
+    KSRC_VER=$(qapt_cache show "linux-image-$KERNEL_REL" 2>/dev/null | sed -n 's/^Version: //p' |
+        head -n1)
+    [ -n "$KSRC_VER" ] || die "cannot find the version of linux-image-$KERNEL_REL in the" \
+        "package lists ($FL_KSUITES); 'rm $QHCA_CACHE/apt/stamp' fetches them again"
+    KSRC_DIR=$QHCA_CACHE/kernel-src/$KSRC_PKG-$KSRC_VER
+    KSRC_TAR=$KSRC_DIR/$KSRC_PKG.tar.xz
+    mkdir -p "$KSRC_DIR"
+}
+
+# linux_source_tarball: $KSRC_TAR, downloaded unless it is there (one download at a time).
+linux_source_tarball() {
+    [ -s "$KSRC_TAR" ] && return 0
+    exec 7> "$KSRC_DIR/.lock"
+    flock 7
+    if [ ! -s "$KSRC_TAR" ]; then
+        step "kernel source: downloading Debian's $KSRC_PKG $KSRC_VER (about 150 MiB, once)"
+        rm -rf "$KSRC_DIR/dl" && mkdir -p "$KSRC_DIR/dl"
+        (cd "$KSRC_DIR/dl" && qapt download "$KSRC_PKG=$KSRC_VER" 2>&1 |
+            grep -E '^(Get|Fetched|E:)' | sed 's/^/    /') || true
+        local deb
+        deb=$(ls "$KSRC_DIR"/dl/*.deb 2>/dev/null | head -n1)
+        [ -n "$deb" ] || die "$KSRC_PKG $KSRC_VER, the source of the guest kernel $KERNEL_REL," \
+            "could not be downloaded (apt's output above); it should be in $FL_KSUITES"
+        dpkg-deb --fsys-tarfile "$deb" | tar -x -O --wildcards '*/linux-source-*.tar.xz' \
+            > "$KSRC_TAR.tmp" && [ -s "$KSRC_TAR.tmp" ] ||
+            die "$deb holds no linux-source-*.tar.xz"
+        mv "$KSRC_TAR.tmp" "$KSRC_TAR"
+        rm -rf "$KSRC_DIR/dl"
+    fi
+    exec 7>&-
+}
+
+# linux_source_tree: the whole tree unpacked in $KSRC_DIR/src.
+linux_source_tree() {
+    [ -f "$KSRC_DIR/src/Makefile" ] && return 0
+    linux_source_tarball
+    exec 7> "$KSRC_DIR/.lock"
+    flock 7
+    if [ ! -f "$KSRC_DIR/src/Makefile" ]; then
+        step "kernel source: unpacking $KSRC_PKG $KSRC_VER"
+        rm -rf "$KSRC_DIR/src" "$KSRC_DIR/src.tmp" && mkdir -p "$KSRC_DIR/src.tmp"
+        tar -xJf "$KSRC_TAR" -C "$KSRC_DIR/src.tmp" --strip-components=1 ||
+            die "unpacking $KSRC_TAR failed; remove it to download it again"
+        [ -f "$KSRC_DIR/src.tmp/Makefile" ] || die "$KSRC_TAR holds no kernel tree"
+        mv "$KSRC_DIR/src.tmp" "$KSRC_DIR/src"
+    fi
+    exec 7>&-
+}
+
+# linux_source_files DEST PATH...: the PATHs of the tree (files or directories, relative to
+# its top) copied to DEST, as they are in the tree: from the unpacked tree if there is one,
+# else only those out of the tarball (the whole of it is decompressed, but nothing else is
+# written).
+linux_source_files() {
+    local dest=$1 p; shift
+    rm -rf "$dest" && mkdir -p "$dest"
+    if [ -f "$KSRC_DIR/src/Makefile" ]; then
+        for p in "$@"; do
+            [ -e "$KSRC_DIR/src/$p" ] || die "$KSRC_PKG $KSRC_VER has no $p"
+            (cd "$KSRC_DIR/src" && cp -a --parents "$p" "$dest/") || die "copying $p failed"
+        done
+    else
+        linux_source_tarball
+        local pats=()
+        for p in "$@"; do pats+=("*/$p"); done	# below the tarball's top directory
+        tar -xJf "$KSRC_TAR" -C "$dest" --strip-components=1 --wildcards \
+            --no-wildcards-match-slash "${pats[@]}" ||
+            die "$KSRC_PKG $KSRC_VER lacks some of $* (tar's message above), or $KSRC_TAR" \
+                "is damaged: remove it to download it again"
+    fi
 }

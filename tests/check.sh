@@ -59,8 +59,8 @@ unit_tests() {	# unit_tests plain|sanitize
     # The transport and IB tests once more with the nodes' engines saved and loaded every
     # few steps (test-migrate.c): every 3 steps, every 11 under the sanitizers (slower).
     [ "$1" = sanitize ] && every=11
-    for t in test-engine test-roce test-ib test-transport test-bounds test-timers test-fabric test-ibswitch \
-             test-migrate migrate:test-transport migrate:test-ib; do
+    for t in test-engine test-roce test-iwarp test-tcp test-ib test-transport test-bounds test-timers \
+             test-fabric test-ibswitch test-migrate migrate:test-transport migrate:test-ib; do
         local env=()
         if [ "${t%%:*}" = migrate ]; then
             t=${t#migrate:}
@@ -107,14 +107,14 @@ qtests() {	# qtests [sanitize | dir BUILD]
     return "${PIPESTATUS[0]}"
 }
 
-# build_flavour F: the driver, provider and image of flavour F (QHCA_FLAVOUR, scripts/lib.sh).
+# build_flavour F: the driver, siw, provider and image of flavour F (QHCA_FLAVOUR, scripts/lib.sh).
 build_flavour() {
     local s
-    for s in build-driver build-provider build-image; do
+    for s in build-driver build-siw build-provider build-image; do
         QHCA_FLAVOUR=$1 bash "$QHCA_ROOT/scripts/$s.sh" > /dev/null ||
             { echo "not ok - $1: scripts/$s.sh failed"; return 1; }
     done
-    echo "ok - $1: driver, provider and image built"
+    echo "ok - $1: driver, siw, provider and image built"
 }
 
 # flavour_test F TEST [VAR=VALUE...]: tests/vm/TEST.sh on guests of flavour F (the VM tests
@@ -196,8 +196,9 @@ tiers=("$@")
 for tier in "${tiers[@]}"; do
     case $tier in
     selftest) run_tier "selftest (the harness: check, skip, tally)" bash "$QHCA_ROOT/tests/selftest.sh" ;;
-    unit) run_tier "unit (engine, fabric)" unit_tests plain ;;
-    sanitize) run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
+    # test-iwarp has tshark decode the iWARP frames it builds
+    unit) need_pkgs tshark; run_tier "unit (engine, fabric)" unit_tests plain ;;
+    sanitize) need_pkgs tshark; run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
     fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-10} s each)" \
               bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-10}" ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;

@@ -313,12 +313,22 @@ static inline bool qhca_qp_xrc(const struct qhca_qp *qp)
 }
 
 /* Does @p come from the connected QP's peer: its GID, or on an InfiniBand port without a
- * GRH its LID (the path bits of an LMC aside)? */
+ * GRH its LID (the path bits of an LMC aside)? On Ethernet also in the QP's RoCE version: a
+ * v1 frame for a v2 QP, or the reverse, is not its peer's. */
 static inline bool qhca_from_peer(const struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	if (p->ib && !p->grh)
 		return p->slid == qp->av.dlid;
+	if (!p->ib && p->grh != !!(qp->av.ib_flags & QHCA_AV_ROCE_V1))
+		return false;
 	return !memcmp(p->sgid, qp->av.dgid, 16);
+}
+
+/* Are an address vector's ib_flags ones a port of link layer @link knows: on an Ethernet
+ * port only QHCA_AV_ROCE_V1 (the other bits are InfiniBand's path bits)? */
+static inline bool qhca_av_flags_ok(uint8_t link, const struct qhca_av *av)
+{
+	return link == QHCA_LINK_IB || !(av->ib_flags & ~QHCA_AV_ROCE_V1);
 }
 
 /* The transport service of the QP's packets (the opcode's top bits). */

@@ -26,7 +26,7 @@
 #include "engine_internal.h"
 
 #define MIG_MAGIC	"QHCASTAT"
-#define MIG_VERSION	1u
+#define MIG_VERSION	2u	/* 2: a RoCE address vector's ib_flags may say RoCE v1 */
 
 enum mig_section {
 	SEC_DEVICE = 0x51480001,

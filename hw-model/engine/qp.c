@@ -491,7 +491,7 @@ bool qhca_qp_attr_ok(const struct qhca_engine *e, const struct qhca_qp_attr *a)
 		 ((m & QHCA_QP_ACCESS_FLAGS) && (a->access_flags & ~QHCA_ACCESS_ALL)) ||
 		 ((m & QHCA_QP_DEST_QPN) && a->dest_qpn > 0xffffff) ||
 		 ((m & QHCA_QP_AV) && (roce_gid_is_v4(a->av.sgid) != roce_gid_is_v4(a->av.dgid) ||
-				       (a->av.dmac[0] & 1))));
+				       (a->av.dmac[0] & 1) || !qhca_av_flags_ok(e->cfg.link, &a->av))));
 }
 
 uint16_t qhca_qp_modify(struct qhca_engine *e, uint32_t qpn, const struct qhca_qp_attr *a)

@@ -82,7 +82,8 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 	}
 	if (qhca_qp_datagram(qp)) {
 		if (qhca_wq_read(e, &qp->sq, idx, off, &sw->ud, sizeof(sw->ud)) ||
-		    roce_gid_is_v4(sw->ud.av.sgid) != roce_gid_is_v4(sw->ud.av.dgid))
+		    roce_gid_is_v4(sw->ud.av.sgid) != roce_gid_is_v4(sw->ud.av.dgid) ||
+		    !qhca_av_flags_ok(e->cfg.link, &sw->ud.av))
 			return QHCA_WC_LOC_QP_OP_ERR;
 		off += sizeof(sw->ud);
 	}

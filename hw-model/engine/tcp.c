@@ -1119,8 +1119,13 @@ static void sync_input(struct qtcp_conn *c, const struct iw_tcp_seg *s, uint64_t
 			c->stats.dup_segs++;
 		else
 			c->stats.out_of_window++;
-		if (c->state == QTCP_TIME_WAIT && fin)	/* the FIN again: our ACK was lost */
+		/* The FIN again, exactly: our ACK was lost. Only so often: a blind FIN of any
+		 * sequence number must not hold TIME_WAIT (and its buffers) for ever. */
+		if (c->state == QTCP_TIME_WAIT && fin && seq + seg_len == c->rcv_nxt &&
+		    c->tw_restarts < QTCP_TW_RESTARTS) {
+			c->tw_restarts++;
 			timer_set(c, QTCP_T_CLOSE, after(now, c->cfg.time_wait_ns));
+		}
 		ack_reply(c, now);
 		return;
 	}

@@ -125,6 +125,7 @@ const char *qtcp_error_name(enum qtcp_error e);
 #define QTCP_MAX_BUF		(1u << 30)
 #define QTCP_MIN_MTU		128
 #define QTCP_MAX_WSCALE		14
+#define QTCP_TW_RESTARTS	4	/* the peer's FIN again restarts TIME_WAIT at most so often */
 
 struct qtcp_config {
 	uint32_t snd_buf;	/* send ring bytes */
@@ -233,6 +234,7 @@ struct qtcp_conn {
 	uint64_t rtt_start;
 	uint32_t retries;		/* timeouts in a row */
 	uint32_t probes;		/* zero-window probes not answered */
+	uint32_t tw_restarts;		/* TIME_WAIT restarted by the peer's FIN again */
 	uint32_t persist_shift;		/* backoff of the persist timer */
 
 	/* receive sequence space and the receive ring (rcv_head_seq at index rcv_head) */

@@ -193,7 +193,8 @@ static struct qhca_pbl fz_pbl(unsigned slot, uint64_t buf, uint32_t pages)
 	return (struct qhca_pbl){ .addr = list, .npages = pages, .levels = 1 };
 }
 
-/* Take QP @qpn to RTS; a connected one towards @dest on this very device (loopback). */
+/* Take QP @qpn to RTS; a connected one towards @dest on this very device (loopback), in
+ * RoCE v1 when @qpn is odd (both formats reach the transport). */
 static void fz_to_rts(struct fz_state *s, uint32_t qpn, bool conn, uint32_t dest)
 {
 	struct qhca_qp_attr a;
@@ -216,6 +217,7 @@ static void fz_to_rts(struct fz_state *s, uint32_t qpn, bool conn, uint32_t dest
 		a.av.sgid[10] = a.av.sgid[11] = a.av.dgid[10] = a.av.dgid[11] = 0xff;
 		a.av.sgid[15] = a.av.dgid[15] = 1;
 		memcpy(a.av.dmac, fz_cfg.mac, 6);
+		a.av.ib_flags = (qpn & 1) ? QHCA_AV_ROCE_V1 : 0;
 	}
 	qhca_qp_modify(&s->e, qpn, &a);
 	memset(&a, 0, sizeof(a));

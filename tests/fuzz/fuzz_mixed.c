@@ -95,6 +95,8 @@ static void op_qp_modify(unsigned obj, uint8_t state, uint32_t mask)
 	memcpy(a.av.dmac, fz_cfg.mac, 6);
 	if (state & 0x80)
 		a.av.dmac[5] ^= 2;	/* to "another host": frames are kept for replay */
+	if (obj & 4)
+		a.av.ib_flags = QHCA_AV_ROCE_V1;	/* RoCE v1 frames */
 	qhca_qp_modify(&s.e, s.qpn[obj & 3], &a);
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Fuzz target: the receive path for RoCEv2 and Ethernet frames. The input is a series of
- * frames (2-byte length, then the frame) delivered to a device with QPs of every type in
- * RTS, receive WQEs posted and the Ethernet function started. To get past the ICRC, a
+ * Fuzz target: the receive path for RoCE (v2 and v1) and Ethernet frames. The input is a
+ * series of frames (2-byte length, then the frame) delivered to a device with QPs of every
+ * type in RTS (odd QPNs in RoCE v1), receive WQEs posted and the Ethernet function started.
+ * To get past the ICRC, a
  * frame whose first byte is odd gets its ICRC recomputed before delivery. Lengths 0xfffe
  * and 0xffff block and resume the transmit path (READ responses then wait). An input that
  * starts with 0xff is for an InfiniBand port (link=ib, ACTIVE with LID 1): its frames are

@@ -122,6 +122,24 @@ def roce_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
     return eth + bytes(ip) + udp + body + struct.pack("<I", crc)
 
 
+def roce_v1_frame(opcode, dqpn, psn, payload, reth=b"", extra=b""):
+    """RoCE v1: Ethertype 0x8915, a GRH from ::ffff:0.0.0.1 (the fuzzers' QPs' peer) to
+    itself, the BTH ...; the ICRC as an InfiniBand packet with that GRH has it."""
+    bth = struct.pack(">BBHI", opcode, 0, 0xffff, dqpn & 0xffffff) + struct.pack(">I", 0x80000000 | psn)
+    pad = (4 - len(payload) % 4) % 4
+    body = bth[:1] + bytes([pad << 4]) + bth[2:] + reth + extra + payload + b"\0" * pad
+    gid = bytes(10) + b"\xff\xff" + bytes([0, 0, 0, 1])
+    grh = struct.pack(">IHBB", 6 << 28, len(body) + 4, 0x1b, 64) + gid + gid
+    m = bytearray(grh)
+    m[0] |= 0x0f
+    m[1] = m[2] = m[3] = m[7] = 0xff
+    mb = bytearray(body)
+    mb[4] = 0xff
+    crc = zlib.crc32(b"\xff" * 8 + bytes(m) + bytes(mb)) & 0xffffffff
+    eth = bytes.fromhex("525400514801") + bytes.fromhex("525400514802") + b"\x89\x15"
+    return eth + grh + body + struct.pack("<I", crc)
+
+
 def ib_frame(opcode, dqpn, psn, payload, reth=b"", extra=b"", dlid=1, vl=0, grh=False):
     """An InfiniBand packet (LRH, GRH if asked, BTH...); fuzz_rx fixes its ICRC and VCRC."""
     bth = struct.pack(">BBHI", opcode, 0, 0xffff, dqpn & 0xffffff) + struct.pack(">I", psn)
@@ -159,6 +177,14 @@ def rx_seeds():
             roce_frame(0x11, qpn, 0, b"", b"", struct.pack(">I", 0x1f000001)),
             roce_frame(0x1d, qpn, 0, b"8bytes!!", struct.pack(">QII", 0x10000, 1 << 8, 8)),
             roce_frame(0x64, qpn, 0, b"ud" * 20, b"", struct.pack(">II", 0x1234, 7)),
+        ]
+        yield b"".join(struct.pack("<H", len(f)) + f for f in frames)
+        frames = [
+            roce_v1_frame(0x04, qpn, 0, b"hello" * 10),
+            roce_v1_frame(0x2a, qpn, 1, b"uc" * 32, struct.pack(">QII", 0x10000, 1 << 8, 64)),
+            roce_v1_frame(0x0c, qpn, 2, b"", struct.pack(">QII", 0x10000, 1 << 8, 128)),
+            roce_v1_frame(0x11, qpn, 0, b"", b"", struct.pack(">I", 0x1f000001)),
+            roce_v1_frame(0x64, qpn, 0, b"ud" * 20, b"", struct.pack(">II", 0x1234, 7)),
         ]
         yield b"".join(struct.pack("<H", len(f)) + f for f in frames)
     # XRC: requests to the XRC_TGT QP (6) naming the XRC SRQ (1) in an XRCETH, which comes

@@ -1038,6 +1038,41 @@ static struct iw_tcp_seg to_conn(struct world *w, int k, uint8_t flags, uint32_t
 	return s;
 }
 
+/*
+ * TIME_WAIT stays bounded: blind FINs of any sequence number do not restart it, and the
+ * peer's FIN again (its ACK lost) restarts it only QTCP_TW_RESTARTS times.
+ */
+static void test_time_wait_bounded(void)
+{
+	int exact;
+
+	for (exact = 0; exact < 2; exact++) {
+		struct world *w = world_init(60 + exact, false, 1000, 1000);
+		struct qtcp_conn *a;
+		uint64_t rng = 7, t;
+
+		w->n[0].close_when_sent = true;
+		w->n[1].close_on_fin = true;
+		establish(w);
+		a = w->n[0].c;
+		CHECK(run(w, 10 * SEC, transfer_done));
+		run(w, 50 * MS, NULL);
+		CHECK_EQ(a->state, QTCP_TIME_WAIT);
+		for (t = 0; t < 20 && a->state == QTCP_TIME_WAIT; t++) {
+			struct iw_tcp_seg f = to_conn(w, 0, IW_TCP_FIN | IW_TCP_ACK,
+						      exact ? a->rcv_nxt - 1 :
+						      (uint32_t)rng_next(&rng), a->snd_max);
+
+			qtcp_input(a, &f, w->now);
+			run(w, 500 * MS, NULL);
+		}
+		CHECK_EQ(a->state, QTCP_CLOSED);
+		/* 1 s; with the exact FIN 4 restarts, each 0.5 s into the last */
+		CHECK(t <= (exact ? 2u + 2 * QTCP_TW_RESTARTS : 2u));
+		CHECK_EQ(a->tw_restarts, exact ? QTCP_TW_RESTARTS : 0);
+	}
+}
+
 static void test_rst(void)
 {
 	struct world *w = world_init(60, false, 100000, 0);
@@ -1667,6 +1702,7 @@ static const struct unit_test tests[] = {
 	{ "wrap", test_wrap },
 	{ "rto_fail", test_rto_fail },
 	{ "close", test_close },
+	{ "time_wait_bounded", test_time_wait_bounded },
 	{ "rst", test_rst },
 	{ "zero_window", test_zero_window },
 	{ "fast_retransmit", test_fast_retransmit },

@@ -1481,6 +1481,55 @@ static void test_rocev1_beside_v2(void)
 	teardown();
 }
 
+/*
+ * A QP answers only its own RoCE version: requests of a v1 QP to a v2 one are dropped as
+ * not its peer's (counted), so the sender runs out of retries; a RoCE port refuses address
+ * vectors with other ib_flags bits (InfiniBand's path bits), in MODIFY_QP and UD WQEs.
+ */
+#define RTR_MASK (QHCA_QP_STATE | QHCA_QP_AV | QHCA_QP_PATH_MTU | QHCA_QP_DEST_QPN | \
+		  QHCA_QP_RQ_PSN | QHCA_QP_MAX_DEST_RD_ATOMIC | QHCA_QP_MIN_RNR_TIMER)
+static void test_rocev1_mismatch(void)
+{
+	struct qhca_qp_attr at;
+	struct qp a, b;
+	uint64_t lbuf;
+	uint32_t lkey;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	harness_av_flags = QHCA_AV_ROCE_V1;
+	connect_qp(&a, &b, QHCA_ACCESS_ALL);
+	harness_av_flags = 0;
+	connect_qp(&b, &a, QHCA_ACCESS_ALL);
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	post_recv(&b, 1, lbuf, 64, lkey);	/* (a key of the other node: never reached) */
+	sq_wqe(&a, QHCA_WR_SEND, 1, lbuf, 64, lkey);
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_RETRY_EXC_ERR, 0, 0);
+	CHECK(frames_v1 >= 8);				/* 1 + 7 tries at least */
+	CHECK_EQ(nodes[1].e.cnt.roce_rx_bad_state, frames_v1);	/* each one dropped */
+	expect_empty(&nodes[1], &b.rcq);
+
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_INIT;
+	CHECK_EQ(modify(&b, QHCA_QP_STATE | QHCA_QP_PKEY_INDEX | QHCA_QP_PORT, &at), QHCA_ST_OK);
+	at.state = QHCA_QPS_RTR;
+	at.path_mtu = 3;
+	at.dest_qpn = a.qpn;
+	memcpy(at.av.dgid, nodes[0].gid, 16);
+	memcpy(at.av.sgid, nodes[1].gid, 16);
+	at.max_dest_rd_atomic = 4;
+	at.min_rnr_timer = 1;
+	at.av.ib_flags = 0x01;			/* a path bit: InfiniBand's, not RoCE's */
+	CHECK_EQ(modify(&b, RTR_MASK, &at), QHCA_ST_BAD_FIELD);
+	at.av.ib_flags = QHCA_AV_ROCE_V1;
+	CHECK_EQ(modify(&b, RTR_MASK, &at), QHCA_ST_OK);
+	teardown();
+}
+
 static void test_loopback(void)
 {
 	struct qp a, b;
@@ -3579,6 +3628,7 @@ static const struct unit_test tests[] = {
 	{ "lossy_bulk", test_lossy_bulk },
 	{ "rocev1_lossy_bulk", test_rocev1_lossy_bulk },
 	{ "rocev1_beside_v2", test_rocev1_beside_v2 },
+	{ "rocev1_mismatch", test_rocev1_mismatch },
 	{ "lossless_bulk", test_lossless_bulk },
 	{ "window_reopens", test_window_reopens },
 	{ "window_smaller_than_message", test_window_smaller_than_message },

@@ -68,8 +68,8 @@ side_by_side() {	# RC pingpongs over RoCE v2 and over RoCE v1 at once, both succ
     eventually 15 "$qhca" exec 2 -- 'ss -ltn | grep -q ":18602 " && ss -ltn | grep -q ":18603 "' ||
         return 1
     timeout 120 "$qhca" exec 1 -- "ibv_rc_pingpong -d qhca_0 -g 3 -p 18603 -s 4096 -n 800 192.168.77.2 > /tmp/sb3.log 2>&1 & v2=\$!
-        ibv_rc_pingpong -d qhca_0 -g 2 -p 18602 -s 4096 -n 800 192.168.77.2 | tail -n 1 &&
-        wait \$v2 && tail -n 1 /tmp/sb3.log" || return 1
+        ibv_rc_pingpong -d qhca_0 -g 2 -p 18602 -s 4096 -n 800 192.168.77.2 > /tmp/sb2.log 2>&1 &&
+        tail -n 1 /tmp/sb2.log && wait \$v2 && tail -n 1 /tmp/sb3.log" || return 1
     eventually 20 "$qhca" exec 2 -- 'test "$(cat /tmp/sb2.rc /tmp/sb3.rc 2>/dev/null | tr -d "\n")" = 00'
 }
 

@@ -43,11 +43,11 @@ static inline struct ibv_context *vm_open(const char *name)
 	return ctx;
 }
 
-/* Send (@out) or receive @len bytes at @m over the TCP connection @sock; exit 2 if it ends. */
 /*
  * The GID index the test programs use by default: the RoCE v2 GID of the port's IPv4
  * address (3 on qhca, whose ports have a RoCE v1 and a v2 entry of each address after the
- * two default ones, as a ConnectX's; 1 on rxe); 0 on an InfiniBand port or without one.
+ * two default ones, as a ConnectX's; 1 on rxe); 0 on an InfiniBand port; -1 (which no GID
+ * query takes, so the program fails) on a RoCE port without one.
  */
 static inline int vm_roce_gid(struct ibv_context *ctx)
 {
@@ -62,9 +62,10 @@ static inline int vm_roce_gid(struct ibv_context *ctx)
 		if (!ibv_query_gid_ex(ctx, 1, i, &g, 0) && g.gid_type == IBV_GID_TYPE_ROCE_V2 &&
 		    !memcmp(g.gid.raw, v4, sizeof(v4)))
 			return i;
-	return 0;
+	return -1;
 }
 
+/* Send (@out) or receive @len bytes at @m over the TCP connection @sock; exit 2 if it ends. */
 static inline void vm_xfer(int sock, void *m, size_t len, int out)
 {
 	size_t done = 0;

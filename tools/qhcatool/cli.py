@@ -34,7 +34,10 @@
 eight guests fit a 24 GiB host with room to spare); --timeout S (default 180 s, plus 30 s for
 each guest beyond 2, since N TCG guests share the host's cores; $QHCA_BOOT_TIMEOUT replaces
 the default); --seed N, --fabric-script FILE and --capture FILE start the fabric with that
-random seed, that script of timed events and a pcapng capture of the whole fabric; --ib
+random seed, that script of timed events and a pcapng capture of the whole fabric; --rxe
+gives each guest a virtio-net NIC on the fabric too (192.168.78.I) for Linux rxe ('rdma link
+add rxe0 type rxe netdev NIC' in the guest), and --siw the same NIC with Linux siw on it, the
+iWARP device siw0, made at boot (docs/iwarp.md); --ib
 makes the guests' ports InfiniBand (device property link=ib) on a fabric that is an IB switch:
 run a subnet manager in a guest ('qhca exec 1 -- opensm -B') to bring them up
 (docs/infiniband.md).
@@ -46,7 +49,8 @@ run a subnet manager in a guest ('qhca exec 1 -- opensm -B') to bring them up
                           HOST must be a loopback address unless --fabric-netns is given
   --trunk ADDR            one more fabric port that connects out to another switch's port,
                           ADDR tcp:HOST:PORT (HOST loopback unless --fabric-netns) or
-                          unix:PATH; repeatable; these ports come after the guests' (and rxe's)
+                          unix:PATH; repeatable; these ports come after the guests' (and
+                          the virtio-net NICs' of --rxe, --siw)
   --spare-ports K         K more fabric ports, last, that wait for another switch's trunk (or a
                           QEMU started by hand): unix sockets, and TCP with --fabric-tcp
   --fabric-netns NS       run the fabric inside the existing network namespace NS, so that its
@@ -64,9 +68,9 @@ run a subnet manager in a guest ('qhca exec 1 -- opensm -B') to bring them up
                           (docs/libvirt.md)
 
 The fabric, seen from the switch (port I is guest I's qhca port, port I-F+1 with --first F;
-with --rxe ports N+1..2N are the virtio-net NICs; then come --trunk's ports and the spare
-ones). PORTS is N, N-M, N,M,... or all; 'in' is what guest I sends into the fabric, 'out' what
-the fabric sends to guest I, neither both:
+with --rxe or --siw ports N+1..2N are the virtio-net NICs; then come --trunk's ports and the
+spare ones). PORTS is N, N-M, N,M,... or all; 'in' is what guest I sends into the fabric, 'out'
+what the fabric sends to guest I, neither both:
 
   qhca fabric show [--json]                 per port: connected, link, impairments set, counters
   qhca fabric set PORTS [in|out] KEY=VALUE... impair: loss, reorder, dup, corrupt (percent: 5,
@@ -152,6 +156,10 @@ def add_up_options(p):
                         "command line changed): ready in seconds (docs/migration.md)")
     p.add_argument("--rxe", action="store_true",
                    help="also give each VM a virtio-net NIC on the fabric (192.168.78.I) for rxe")
+    p.add_argument("--siw", action="store_true",
+                   help="--rxe's virtio-net NIC, and on it Linux siw (soft-iWARP) as the RDMA "
+                        "device siw0 in each guest (siw.ko built from Debian's source: "
+                        "make siw)")
     p.add_argument("--ib", action="store_true",
                    help="InfiniBand: the qhca ports are IB (link=ib), the fabric an IB switch; "
                         "a subnet manager in a guest brings them up (opensm -B)")

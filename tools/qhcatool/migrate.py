@@ -60,7 +60,8 @@ def migratable(state, vm):
     if state.get("shares"):
         return "a guest with --share directories (9p) cannot migrate"
     if state.get("rxe"):
-        return "--rxe: the virtio-net NIC's fabric port would need moving too"
+        return ("--%s: the virtio-net NIC's fabric port would need moving too"
+                % ("siw" if state.get("siw") else "rxe"))
     return None
 
 

@@ -19,7 +19,7 @@ from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, 
                      vm_entry, vm_mac)
 from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .files import parse_shares, share_qemu_args
-from .guest import ssh_base
+from .guest import guest_run, ssh_base
 from .kernel import own_kernel_image
 from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, local_uri, virsh
 from .netns import (BRIDGE, bridge_mtu, bridge_taps_setup, bridge_taps_teardown, need_root,
@@ -108,11 +108,12 @@ def disk_format(path):
 
 
 def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DEFAULT_MEM,
-                 link=None, shares=(), disk=None):
+                 link=None, shares=(), disk=None, siw=False):
     """Guest I's QEMU booting IMAGE (kernel, initrd), or with DISK that disk image through
     its own boot loader: its qhca device on NETDEV (a -netdev value with id=fabric); with
-    RXE_PORT also a virtio-net NIC on that fabric port; LINK 'ib': an InfiniBand port; SHARES
-    the host directories of 'up --share'."""
+    RXE_PORT also a virtio-net NIC on that fabric port, and with SIW Linux siw on that NIC
+    (the guest's init makes siw0); LINK 'ib': an InfiniBand port; SHARES the host directories
+    of 'up --share'."""
     run = RUN
     share_args, share_word = share_qemu_args(shares)
     if disk:
@@ -123,8 +124,8 @@ def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DE
                 % (disk, disk_format(disk))]
     else:
         boot = ["-no-reboot", "-kernel", image[0], "-initrd", image[1],
-                "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d%s" % (
-                    i, " " + share_word if share_word else "")]
+                "-append", "console=ttyS0 panic=-1 quiet qhcavm=%d%s%s" % (
+                    i, " qhcasiw=1" if siw else "", " " + share_word if share_word else "")]
     cmd = [QEMU, "-name", "vm%d,debug-threads=on" % i,
            "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max",
            "-smp", "1", "-m", str(mem),
@@ -416,7 +417,8 @@ def cmd_up(args):
     if args.spare_ports < 0:
         die("--spare-ports must be 0 or more")
     if not on_fabric:
-        given = [opt for opt, v in (("--rxe", args.rxe), ("--seed", args.seed is not None),
+        given = [opt for opt, v in (("--rxe", args.rxe), ("--siw", args.siw),
+                                    ("--seed", args.seed is not None),
                                     ("--fabric-script", args.fabric_script),
                                     ("--capture", args.capture), ("--fabric-tcp", args.fabric_tcp),
                                     ("--trunk", trunks), ("--spare-ports", args.spare_ports),
@@ -430,9 +432,14 @@ def cmd_up(args):
         if why:
             die("--snapshot restores guests the launcher boots from its image onto the fabric: "
                 "not with %s" % why)
-    if args.ib and (not on_fabric or args.rxe or trunks or args.fabric_tcp or args.spare_ports):
+    if args.ib and (not on_fabric or args.rxe or args.siw or trunks or args.fabric_tcp
+                    or args.spare_ports):
         die("--ib makes an InfiniBand subnet of one switch, the fabric: it goes with none of "
-            "--netdev dgram|tap, --rxe, --trunk, --fabric-tcp, --spare-ports")
+            "--netdev dgram|tap, --rxe, --siw, --trunk, --fabric-tcp, --spare-ports")
+    if args.siw and args.disk:
+        die("--siw makes siw0 in qhca's image (its init, its siw.ko): a --disk guest brings "
+            "its own kernel and userland; use --rxe for the NIC and 'rdma link add siw0 type "
+            "siw netdev NIC' in a guest whose kernel has siw")
     if netdev == "dgram" and n != 2:
         die("--netdev dgram joins exactly two guests point to point: -n 2")
     if netdev == "tap":
@@ -455,7 +462,7 @@ def cmd_up(args):
         given = [opt for opt, v in (
             ("--netdev dgram", netdev == "dgram"),
             ("--netdev tap without --bridge", netdev == "tap" and not args.bridge),
-            ("--rxe", args.rxe), ("--share", args.share or args.share_rw),
+            ("--rxe", args.rxe), ("--siw", args.siw), ("--share", args.share or args.share_rw),
             ("--disk", args.disk), ("--pcap", args.pcap and args.bridge)) if v]
         if given:
             die("--libvirt runs the guests on the fabric, or on a bridge with libvirt's own "
@@ -478,8 +485,10 @@ def cmd_up(args):
     timeout = args.timeout if args.timeout is not None else (
         disk_boot_timeout(n) if args.disk else boot_timeout(n))
 
-    # The fabric's ports: the guests' 1..N, the rxe NICs' N+1..2N, the trunks, the spare ones.
-    rxe_ports = n if args.rxe else 0
+    # The fabric's ports: the guests' 1..N, the virtio-net NICs' of --rxe and --siw N+1..2N,
+    # the trunks, the spare ones.
+    nic = args.rxe or args.siw
+    rxe_ports = n if nic else 0
     fabric_args = []
     if args.seed is not None:
         fabric_args += ["--seed", str(args.seed)]
@@ -578,7 +587,8 @@ def cmd_up(args):
                 pass
     state = {"started": time.time(), "accel": accel, "mem": mem, "vms": [], "fabric_pid": None,
              "control": CONTROL_SOCK if control else None, "first": first, "netdev": netdev,
-             "ib": bool(args.ib), "flavour": args.flavour}
+             "ib": bool(args.ib), "flavour": args.flavour, "rxe": bool(nic),
+             "siw": bool(args.siw)}
 
     if on_fabric:
         os.makedirs(fabdir, exist_ok=True)
@@ -701,8 +711,9 @@ def cmd_up(args):
                     link="ib" if args.ib else None, extra=extra + dump))
         else:
             vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
-                                      rxe_port=n + k + 1 if args.rxe else None, mem=mem,
-                                      link="ib" if args.ib else None, shares=shares, disk=disk)
+                                      rxe_port=n + k + 1 if nic else None, mem=mem,
+                                      link="ib" if args.ib else None, shares=shares, disk=disk,
+                                      siw=args.siw)
         snap = snapshot_path(vm["argv"], i) if args.snapshot else None
         try:
             if snap and restore_args(snap):	# the guest's state after boot, saved before
@@ -750,6 +761,14 @@ def cmd_up(args):
         return 1
     if restoring:
         set_clocks(state, sorted(restoring))
+    if args.siw:
+        missing = siw_missing(state)
+        if missing:
+            sys.stderr.write("qhca: error: %s\n" % missing)
+            log_tails([vm["index"] for vm in state["vms"]], lines=4)
+            if not args.keep:
+                cmd_down(args)
+            return 1
     for vm in state["vms"]:
         if vm["index"] in to_save:
             t0 = time.time()
@@ -763,6 +782,20 @@ def cmd_up(args):
     info("up: %d VMs in %.1f s%s" % (n, time.time() - state["started"],
                                       " (%d restored)" % len(restoring) if restoring else ""))
     return 0
+
+
+def siw_missing(state):
+    """After 'up --siw': why a guest has no siw0 on its virtio-net NIC (None if all have)."""
+    bad = []
+    for vm in state["vms"]:
+        rc, out = guest_run(state, vm["index"], "rdma link show siw0/1")
+        if rc != 0 or "siw0/1" not in out:
+            bad.append("vm%d" % vm["index"])
+    if not bad:
+        return None
+    return ("%s: no siw0 (the guest's init prints 'qhca-guest: siw0 ...' in the serial log "
+            "%s/vmI.log); the image's siw.ko comes from 'make siw' (scripts/build-siw.sh), and "
+            "a kernel of your own (--kernel) needs CONFIG_RDMA_SIW=m" % (", ".join(bad), RUN))
 
 
 def wait_socket(path, timeout=30.0):
