@@ -86,6 +86,7 @@ QHCA_ABI_ASSERT_SPLIT(QHCA_VERSION_MINOR_MASK, QHCA_VERSION_MAJOR_MASK, 0xffffff
 #define QHCA_CAP_ADMIN_PHASE		(1u << 0)	/* admin CQ uses a phase bit */
 #define QHCA_CAP_ROCE_V2		(1u << 1)	/* an Ethernet port speaks RoCE v2 */
 #define QHCA_CAP_ROCE_V1		(1u << 2)	/* ... and RoCE v1 (QHCA_AV_ROCE_V1) */
+#define QHCA_CAP_IWARP			(1u << 3)	/* an iWARP port (QHCA_CMD_IW_*) */
 
 #define QHCA_CTRL_ENABLE		(1u << 0)	/* 1: start the admin queue */
 #define QHCA_CTRL_RESET			(1u << 1)	/* write 1: full reset; reads 0 */
@@ -169,6 +170,20 @@ enum qhca_cmd_opcode {
 	QHCA_CMD_DETACH_MCAST = 0x4f,	/* handle: qpn; in: qhca_mcast */
 	QHCA_CMD_QUERY_COUNTERS = 0x50,	/* out: qhca_counters_block */
 	QHCA_CMD_QUERY_SRQ = 0x51,	/* handle: srqn; out: qhca_srq_attr (QHCA_DEV_CAP_QUERY_SRQ) */
+	/* iWARP ports (link=iwarp; BAD_STATE on another): TCP connections the device terminates,
+	 * body qhca_cmd_obj (docs/iwarp.md). */
+	QHCA_CMD_IW_LISTEN = 0x60,	/* in: qhca_iw_listen; result0: listener handle */
+	QHCA_CMD_IW_UNLISTEN = 0x61,	/* handle: listener; connections it has not handed
+					 * out are reset */
+	QHCA_CMD_IW_CONNECT = 0x62,	/* handle: qpn (RC, INIT); in: qhca_iw_conn; result0:
+					 * connection handle */
+	QHCA_CMD_IW_ACCEPT = 0x63,	/* handle: connection; in: qhca_iw_conn (qpn, ird, ord,
+					 * private data); the QP goes to RTS on it */
+	QHCA_CMD_IW_REJECT = 0x64,	/* handle: connection; in: qhca_iw_conn (private data) */
+	QHCA_CMD_IW_QUERY_CONN = 0x65,	/* handle: connection; out: qhca_iw_conn */
+	QHCA_CMD_IW_DISCONNECT = 0x66,	/* handle: connection; in: qhca_iw_conn (flags:
+					 * QHCA_IW_ABORT for a reset, else FIN); after
+					 * its CLOSED event: releases the handle */
 	QHCA_CMD_MAX
 };
 
@@ -344,6 +359,25 @@ enum qhca_event_type {
 	QHCA_EVENT_SM_CHANGE = 13,
 	QHCA_EVENT_CLIENT_REREG = 14,
 	QHCA_EVENT_GID_CHANGE = 15,
+	/* iWARP ports: handle the connection (QHCA_CMD_IW_*), data as each says */
+	QHCA_EVENT_IW_CONNECT_REQUEST = 16,	/* an MPA request came in; data: the listener */
+	QHCA_EVENT_IW_CONNECT_REPLY = 17,	/* the MPA reply (or not); data: QHCA_IW_ST_* */
+	QHCA_EVENT_IW_ESTABLISHED = 18,		/* passive side: the peer's first FPDU came */
+	QHCA_EVENT_IW_DISCONNECTED = 19,	/* the peer closed (FIN) */
+	QHCA_EVENT_IW_CLOSED = 20,		/* TCP is done; data: QHCA_IW_ST_*. The handle
+						 * stays (QUERY_CONN works) until the driver
+						 * releases it with IW_DISCONNECT */
+};
+
+/* How an iWARP connection ended or was answered (the data of its events). */
+enum qhca_iw_status {
+	QHCA_IW_ST_OK = 0,
+	QHCA_IW_ST_REJECTED = 1,	/* the peer's MPA reply had the Reject bit */
+	QHCA_IW_ST_REFUSED = 2,		/* a RST to the SYN: nobody listens */
+	QHCA_IW_ST_TIMEOUT = 3,		/* TCP gave up (SYN or data not acknowledged) */
+	QHCA_IW_ST_RESET = 4,		/* the peer reset the connection */
+	QHCA_IW_ST_PROTOCOL = 5,	/* a bad MPA frame, a CRC error, a Terminate */
+	QHCA_IW_ST_LOCAL = 6,		/* closed by the driver (DISCONNECT, a destroyed QP) */
 };
 
 #define QHCA_EQE_PHASE			(1u << 0)
@@ -835,6 +869,46 @@ struct qhca_mcast {
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_mcast, 24);
 
+/*
+ * iWARP connections (QHCA_CMD_IW_*). Addresses are IPv6 or IPv4-mapped (::ffff:a.b.c.d),
+ * ports in host order; all-zero as a listener's address: every address of the port. The
+ * device sends MPA revision 2 with CRC and without markers, RFC 6581's IRD/ORD and
+ * peer-to-peer mode; it answers revision 1 and 2 requests, never markers.
+ */
+#define QHCA_IW_PD_MAX			512	/* MPA private data (RFC 5044 7.1) */
+#define QHCA_IW_MAX_RD			16	/* IRD and ORD at most */
+#define QHCA_IW_MAX_BACKLOG		1024
+#define QHCA_IW_ABORT			(1u << 0)	/* DISCONNECT: a RST, not a FIN */
+#define QHCA_IW_P2P			(1u << 1)	/* peer-to-peer: the active side sends
+							 * first, a zero-length RDMA WRITE
+							 * (CONNECT; out: the peer asked) */
+struct qhca_iw_listen {
+	uint8_t addr[16];
+	uint16_t port;
+	uint16_t backlog;		/* connections not yet accepted, 1..1024 */
+	uint32_t rsvd;
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_iw_listen, 24);
+
+struct qhca_iw_conn {
+	uint8_t local_addr[16];
+	uint8_t remote_addr[16];
+	uint16_t local_port;
+	uint16_t remote_port;
+	uint32_t qpn;			/* CONNECT: the handle's; ACCEPT: the QP to bind */
+	uint32_t listener;		/* QUERY_CONN of a passive one: its listener */
+	uint16_t ird;			/* READs the QP answers at once (RFC 6581) */
+	uint16_t ord;			/* READs it sends at once */
+	uint8_t dmac[6];		/* CONNECT: the next hop's MAC (the driver resolves it);
+					 * QUERY_CONN: the peer's */
+	uint16_t pd_len;		/* 0..QHCA_IW_PD_MAX */
+	uint8_t flags;			/* QHCA_IW_* */
+	uint8_t mpa_rev;		/* QUERY_CONN: the peer's MPA revision */
+	uint8_t rsvd[22];
+	uint8_t private_data[QHCA_IW_PD_MAX];
+};
+QHCA_ABI_ASSERT_SIZE(struct qhca_iw_conn, 592);
+
 struct qhca_srq_modify {
 	uint32_t limit;			/* arm: event when fewer WQEs remain */
 	uint32_t rsvd;
@@ -967,6 +1041,7 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_device_attr, 144);
 /* Values follow the IBA encodings (enum ib_port_state, ib_mtu, ib_port_phys_state). */
 #define QHCA_LINK_ROCE			0	/* link_layer: Ethernet, RoCEv2 */
 #define QHCA_LINK_IB			1	/* InfiniBand: LIDs and a subnet manager */
+#define QHCA_LINK_IWARP			2	/* Ethernet, iWARP: RDMAP/DDP/MPA over TCP */
 struct qhca_port_attr {
 	uint8_t state;			/* 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE */
 	uint8_t phys_state;		/* 3 DISABLED, 5 LINK_UP */

@@ -7,6 +7,7 @@
 
 #include <linux/bitfield.h>
 #include <linux/completion.h>
+#include <linux/refcount.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
@@ -109,6 +110,10 @@ struct qhca_dev {
 	struct xarray qps;		/* qpn -> qhca_qp */
 	struct xarray srqs;		/* srqn -> qhca_srq */
 	struct net_device *netdev;
+	/* iWARP (qhca_iw.c): connection handle -> endpoint, listener handle -> listener */
+	struct xarray iw_eps, iw_leps;
+	struct mutex iw_lock;		/* iWARP endpoints and listeners (qhca_iw.c) */
+	struct workqueue_struct *iw_wq;	/* the device's iWARP events, in order */
 	struct qhca_device_attr attr;	/* from QUERY_DEVICE at probe */
 	struct qhca_port_attr port;	/* from QUERY_PORT at probe; mac follows SET_MAC */
 	u16 abi_minor;			/* REG_VERSION minor */
@@ -214,6 +219,10 @@ struct qhca_qp {
 	spinlock_t sq_lock, rq_lock;
 	u32 max_inline;
 	struct rdma_ah_attr ah_attr;
+	/* iWARP: iw_cm holds the QP (iw_add_ref) until its connection is done; destroy
+	 * waits for it, as siw and irdma do (ib_core frees the QP when destroy returns) */
+	refcount_t iw_refs;
+	struct completion iw_free;
 };
 
 struct qhca_srq {
@@ -327,6 +336,15 @@ void qhca_async_eq_poll(struct qhca_dev *dev);
 int qhca_eth_init(struct qhca_dev *dev);
 void qhca_eth_fini(struct qhca_dev *dev);
 void qhca_eth_link_change(struct qhca_dev *dev, bool up);
+
+/* qhca_iw.c: an iWARP port */
+bool qhca_link_iwarp(const struct qhca_dev *dev);
+int qhca_iw_init(struct qhca_dev *dev);
+void qhca_iw_fini(struct qhca_dev *dev);
+void qhca_iw_event(struct qhca_dev *dev, u8 type, u32 handle, u64 data);
+int qhca_iw_qp_close(struct qhca_dev *dev, u32 qpn, bool abort);
+int qhca_iw_query_gid(struct qhca_dev *dev, int index, union ib_gid *gid);
+extern const struct ib_device_ops qhca_iw_dev_ops;
 
 /* qhca_ib.c: an InfiniBand port */
 bool qhca_link_ib(const struct qhca_dev *dev);

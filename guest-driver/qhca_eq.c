@@ -200,6 +200,13 @@ void qhca_async_eq_poll(struct qhca_dev *dev)
 		case QHCA_EVENT_SRQ_LIMIT:
 			qhca_srq_event(dev, eqe->handle);
 			break;
+		case QHCA_EVENT_IW_CONNECT_REQUEST:
+		case QHCA_EVENT_IW_CONNECT_REPLY:
+		case QHCA_EVENT_IW_ESTABLISHED:
+		case QHCA_EVENT_IW_DISCONNECTED:
+		case QHCA_EVENT_IW_CLOSED:
+			qhca_iw_event(dev, eqe->type, eqe->handle, eqe->data);
+			break;
 		case QHCA_EVENT_EQ_OVERFLOW:
 			dev_warn_ratelimited(&dev->pdev->dev, "async event queue overflowed\n");
 			break;

@@ -80,6 +80,8 @@ int qhca_query_gid(struct ib_device *ibdev, u32 port, int index, union ib_gid *g
 	u8 data[IB_SMP_DATA_SIZE];
 	int err;
 
+	if (qhca_link_iwarp(dev))
+		return qhca_iw_query_gid(dev, index, gid);
 	if (index < 0 || index >= dev->port.gid_tbl_len || index >= IB_SMP_DATA_SIZE / 8)
 		return -EINVAL;
 	err = qhca_admin_query(dev, QHCA_CMD_QUERY_PORT, port, &p, sizeof(p));

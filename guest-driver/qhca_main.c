@@ -142,6 +142,9 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	dev->ibdev.node_guid = cpu_to_be64(dev->attr.node_guid);
 	strscpy(dev->ibdev.node_desc, "qhca emulated RDMA HCA", sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &qhca_dev_ops);
+	err = qhca_iw_init(dev);	/* an iWARP port: an RNIC, iw_cm's provider */
+	if (err)
+		goto err_eth;
 	err = dev->netdev ? ib_device_set_netdev(&dev->ibdev, dev->netdev, 1) : 0;
 	if (err)
 		goto err_eth;
@@ -159,6 +162,7 @@ static int qhca_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 err_eth:
 	if (dev->netdev)
 		ib_device_set_netdev(&dev->ibdev, NULL, 1);
+	qhca_iw_fini(dev);
 	qhca_eth_fini(dev);
 err_comp:
 	qhca_comp_eqs_fini(dev);
@@ -192,6 +196,7 @@ static void qhca_remove(struct pci_dev *pdev)
 	qhca_admin_reset_dead(dev);
 	ib_unregister_device(&dev->ibdev);
 	qhca_async_eq_fini(dev);
+	qhca_iw_fini(dev);	/* after the events stopped */
 	qhca_eth_fini(dev);
 	qhca_comp_eqs_fini(dev);
 	qhca_admin_fini(dev);

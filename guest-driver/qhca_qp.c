@@ -176,9 +176,14 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 	default:
 		return -EOPNOTSUPP;
 	}
+	/* iWARP (RFC 5040) has reliable connections alone: no UD, UC, XRC, nor QP1. */
+	if (qhca_link_iwarp(dev) && init->qp_type != IB_QPT_RC)
+		return -EOPNOTSUPP;
 	if (init->create_flags)
 		return -EINVAL;
 	spin_lock_init(&qp->sq_lock);
+	refcount_set(&qp->iw_refs, 1);
+	init_completion(&qp->iw_free);
 	spin_lock_init(&qp->rq_lock);
 	qp->type = init->qp_type;
 	if (init->qp_type == IB_QPT_XRC_TGT)
@@ -291,6 +296,12 @@ int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	synchronize_irq(pci_irq_vector(dev->pdev, QHCA_VEC_ADMIN));	/* async events */
 	qhca_ring_put(dev, &qp->sq, qhca_admin_obj_keep(dev, err));
 	qhca_ring_put(dev, &qp->rq, qhca_admin_obj_keep(dev, err));
+	/* The device has reset the QP's connection: iw_cm lets go at its CLOSE (or failed
+	 * CONNECT_REPLY) upcall, which that brings. */
+	if (!refcount_dec_and_test(&qp->iw_refs))
+		while (!wait_for_completion_timeout(&qp->iw_free, 60 * HZ))
+			dev_warn(&dev->pdev->dev, "QP 0x%x: iw_cm still holds it after 60 s\n",
+				 qp->qpn);
 	return 0;
 }
 
@@ -334,9 +345,50 @@ int qhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		     IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
 		     IB_QP_DEST_QPN))
 		return -EOPNOTSUPP;
-	if (!ib_modify_qp_is_ok(qp->state, mask & IB_QP_STATE ? attr->qp_state : qp->state,
-				ibqp->qp_type, mask))
+	if (qhca_link_iwarp(dev) && !mask)
+		return 0;	/* iw_cm's RTS attributes are none at all */
+	if (qhca_link_iwarp(dev) && (mask & IB_QP_STATE)) {
+		/*
+		 * iw_cm's states, as siw and cxgb4 take them: the connection takes the
+		 * device's QP from INIT to RTS (RTR and RTS here only follow it), SQD closes
+		 * the connection gracefully, ERROR abruptly.
+		 */
+		switch (attr->qp_state) {
+		case IB_QPS_RTR:
+		case IB_QPS_RTS:
+			qp->state = attr->qp_state;
+			return 0;
+		case IB_QPS_SQD:
+			err = qhca_iw_qp_close(dev, qp->qpn, false);
+			if (!err)
+				qp->state = IB_QPS_SQD;
+			return err;
+		case IB_QPS_ERR:
+			qhca_iw_qp_close(dev, qp->qpn, true);
+			break;
+		case IB_QPS_INIT:
+			if (qp->state != IB_QPS_RESET) {
+				/*
+				 * rdma_cm sets the access flags again once connected (a QP
+				 * the connection took to RTS): as attributes alone, in
+				 * whatever state the device's QP is.
+				 */
+				mask &= ~IB_QP_STATE;
+				break;
+			}
+			/* rdma_cm gives access flags alone: the port and P_Key are fixed */
+			mask |= IB_QP_PKEY_INDEX | IB_QP_PORT;
+			attr->pkey_index = 0;
+			attr->port_num = 1;
+			break;
+		default:
+			break;
+		}
+	} else if (!qhca_link_iwarp(dev) &&
+		   !ib_modify_qp_is_ok(qp->state, mask & IB_QP_STATE ? attr->qp_state : qp->state,
+				       ibqp->qp_type, mask)) {
 		return -EINVAL;
+	}
 	/* IB_QP_* and QHCA_QP_* share their values. */
 	a.mask = mask & ~(IB_QP_PORT | IB_QP_EN_SQD_ASYNC_NOTIFY);
 	a.state = attr->qp_state;

@@ -104,7 +104,7 @@ static int qhca_query_port(struct ib_device *ibdev, u32 port, struct ib_port_att
 		attr->qkey_viol_cntr = 0;
 		return 0;
 	}
-	attr->ip_gids = true;
+	attr->ip_gids = !qhca_link_iwarp(to_qdev(ibdev));
 	return 0;
 }
 
@@ -123,10 +123,13 @@ static int qhca_get_port_immutable(struct ib_device *ibdev, u32 port,
 	 * the table for every address, and the GID chosen picks the frame format. */
 	if (qhca_link_ib(to_qdev(ibdev)))
 		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_IB;
+	else if (qhca_link_iwarp(to_qdev(ibdev)))
+		immutable->core_cap_flags = RDMA_CORE_PORT_IWARP;
 	else
 		immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP |
 			(to_qdev(ibdev)->caps & QHCA_CAP_ROCE_V1 ? RDMA_CORE_PORT_IBA_ROCE : 0);
-	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	/* iWARP has no MADs (ib_core insists on 0 then) */
+	immutable->max_mad_size = qhca_link_iwarp(to_qdev(ibdev)) ? 0 : IB_MGMT_MAD_SIZE;
 	return 0;
 }
 

@@ -176,10 +176,14 @@ static int build_send(struct qhca_qp *qp, const struct ibv_send_wr *wr, uint8_t 
 /*
  * Posting is refused in the states where IBA forbids it (o11-2.1.1): sends in RESET, INIT
  * and RTR, receives in RESET. libibverbs keeps ibqp->state; the device's own transitions
- * (to SQE or ERR) are states that accept posts (they complete flushed).
+ * (to SQE or ERR) are states that accept posts (they complete flushed). On iWARP the
+ * connection takes the QP to RTS and iw_cm's move to RTS modifies nothing (libibverbs
+ * then keeps RTR): sends there wait in the SQ until the connection is up, as on siw.
  */
 static bool send_allowed(const struct ibv_qp *ibqp)
 {
+	if (ibqp->context->device->transport_type == IBV_TRANSPORT_IWARP)
+		return ibqp->state != IBV_QPS_RESET;
 	return ibqp->state != IBV_QPS_RESET && ibqp->state != IBV_QPS_INIT &&
 	       ibqp->state != IBV_QPS_RTR;
 }

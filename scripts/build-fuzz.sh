@@ -10,7 +10,7 @@ need_pkgs clang libclang-rt-14-dev python3 zlib1g-dev
 out="$QHCA_CACHE/fuzz"
 mkdir -p "$out"
 srcs=("$QHCA_ROOT"/hw-model/engine/*.c)
-for t in admin wqe rx mixed migrate; do
+for t in admin wqe rx mixed migrate iwarp; do
     bin="$out/fuzz_$t"
     # Rebuild when any source is newer than the binary.
     if [ -x "$bin" ] && [ -z "$(find "$QHCA_ROOT/hw-model/engine" "$QHCA_ROOT/abi" \

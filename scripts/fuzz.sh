@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run each fuzz target for SECONDS (default 60) on its corpus in $QHCA_CACHE/fuzz/corpus,
-# seeded from tests/fuzz/make_seeds.py: the engine targets admin, wqe, rx, mixed and migrate, the
+# seeded from tests/fuzz/make_seeds.py: the engine targets admin, wqe, rx, mixed, migrate and iwarp, the
 # InfiniBand switch's SMA and forwarding (ibswitch), the fabric's control commands and
 # scripts (fabric_control), and qemu (QEMU's generic-fuzz over the whole device, built by
 # build-qemu.sh fuzz). Prints "ok - fuzz_X: N executions, coverage
@@ -13,7 +13,7 @@ set -uo pipefail
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx mixed migrate ibswitch fabric_control qemu)
+[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx mixed migrate iwarp ibswitch fabric_control qemu)
 dir=$(bash "$QHCA_ROOT/scripts/build-fuzz.sh") || exit 1
 fail=0
 

@@ -43,6 +43,13 @@ static const char *const cmd_names[QHCA_CMD_MAX] = {
 	[QHCA_CMD_MODIFY_PORT] = "MODIFY_PORT",
 	[QHCA_CMD_SET_NODE_DESC] = "SET_NODE_DESC",
 	[QHCA_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
+	[QHCA_CMD_IW_LISTEN] = "IW_LISTEN",
+	[QHCA_CMD_IW_UNLISTEN] = "IW_UNLISTEN",
+	[QHCA_CMD_IW_CONNECT] = "IW_CONNECT",
+	[QHCA_CMD_IW_ACCEPT] = "IW_ACCEPT",
+	[QHCA_CMD_IW_REJECT] = "IW_REJECT",
+	[QHCA_CMD_IW_QUERY_CONN] = "IW_QUERY_CONN",
+	[QHCA_CMD_IW_DISCONNECT] = "IW_DISCONNECT",
 	[QHCA_CMD_DETACH_MCAST] = "DETACH_MCAST",
 };
 
@@ -122,6 +129,13 @@ static uint16_t cmd_query_device(struct qhca_engine *e, const struct qhca_cmd *c
 	a.num_comp_vectors = c->msix_vectors - 2;	/* 0: admin/async, 1: Ethernet */
 	a.max_pkeys = c->link == QHCA_LINK_IB ? QHCA_IB_PKEYS : 1;
 	a.local_ca_ack_delay = 15;
+	if (c->link == QHCA_LINK_IWARP) {
+		/* RFC 5040: RC alone, no atomics, a READ names one sink buffer (its STag). */
+		a.dev_caps = QHCA_DEV_CAP_RC | QHCA_DEV_CAP_SRQ | QHCA_DEV_CAP_FAST_REG |
+			     QHCA_DEV_CAP_MW | QHCA_DEV_CAP_QUERY_SRQ;
+		a.max_sge_rd = 1;
+		a.max_qp_rd_atom = a.max_qp_init_rd_atom = QHCA_IW_MAX_RD;
+	}
 	return qhca_dma_write(e, q->out_addr, &a, sizeof(a)) ? QHCA_ST_DMA_ERROR : QHCA_ST_OK;
 }
 
@@ -145,6 +159,10 @@ static uint16_t cmd_query_port(struct qhca_engine *e, const struct qhca_cmd *cmd
 	a.max_msg_sz = 0x80000000u;
 	a.port_cap_flags = 0;
 	a.pkey_tbl_len = 1;
+	if (e->cfg.link == QHCA_LINK_IWARP) {
+		a.link_layer = QHCA_LINK_IWARP;
+		a.gid_tbl_len = 1;	/* a GID of the MAC: iWARP addresses by IP */
+	}
 	if (e->cfg.link == QHCA_LINK_IB) {
 		const struct ib_port_info *pi = &e->ib.pi;
 
@@ -583,6 +601,82 @@ static uint16_t cmd_attach_mcast(struct qhca_engine *e, const struct qhca_cmd *c
 	return qhca_mcast_attach(e, cmd->obj.handle, &m);
 }
 
+/* iWARP connections (iw.c); BAD_STATE on a port of another link layer. */
+static uint16_t cmd_iw_listen(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_iw_listen l;
+
+	OBJ_ARGS(&l, sizeof(l), 0);
+	return qhca_iw_listen(e, &l, &res->result0);
+}
+
+static uint16_t cmd_iw_unlisten(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				struct admin_result *res)
+{
+	OBJ_ARGS(NULL, 0, 0);
+	return qhca_iw_unlisten(e, cmd->obj.handle);
+}
+
+/* The connection commands that take a struct qhca_iw_conn: its length checked, read into
+ * the port's scratch record (592 bytes: not on the stack). */
+static uint16_t iw_conn_args(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			     struct qhca_iw_conn **c)
+{
+	*c = qhca_iw_scratch(e);
+	if (!*c)
+		return QHCA_ST_BAD_STATE;
+	return obj_args(e, &cmd->obj, *c, sizeof(**c), 0);
+}
+
+static uint16_t cmd_iw_connect(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			       struct admin_result *res)
+{
+	struct qhca_iw_conn *c;
+	uint16_t st = iw_conn_args(e, cmd, &c);
+
+	return st ? st : qhca_iw_connect(e, cmd->obj.handle, c, &res->result0);
+}
+
+static uint16_t cmd_iw_accept(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_iw_conn *c;
+	uint16_t st = iw_conn_args(e, cmd, &c);
+
+	return st ? st : qhca_iw_accept(e, cmd->obj.handle, c);
+}
+
+static uint16_t cmd_iw_reject(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			      struct admin_result *res)
+{
+	struct qhca_iw_conn *c;
+	uint16_t st = iw_conn_args(e, cmd, &c);
+
+	return st ? st : qhca_iw_reject(e, cmd->obj.handle, c);
+}
+
+static uint16_t cmd_iw_disconnect(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				  struct admin_result *res)
+{
+	struct qhca_iw_conn *c;
+	uint16_t st = iw_conn_args(e, cmd, &c);
+
+	return st ? st : qhca_iw_disconnect(e, cmd->obj.handle, c);
+}
+
+static uint16_t cmd_iw_query_conn(struct qhca_engine *e, const struct qhca_cmd *cmd,
+				  struct admin_result *res)
+{
+	struct qhca_iw_conn *c = qhca_iw_scratch(e);
+
+	if (!c)
+		return QHCA_ST_BAD_STATE;
+	OBJ_ARGS(NULL, 0, sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	return put_answer(e, cmd, qhca_iw_query(e, cmd->obj.handle, c), c, sizeof(*c));
+}
+
 static uint16_t cmd_detach_mcast(struct qhca_engine *e, const struct qhca_cmd *cmd,
 				 struct admin_result *res)
 {
@@ -635,6 +729,13 @@ static const struct {
 	[QHCA_CMD_SET_NODE_DESC] = { cmd_set_node_desc, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_ATTACH_MCAST] = { cmd_attach_mcast, sizeof(struct qhca_cmd_obj) },
 	[QHCA_CMD_DETACH_MCAST] = { cmd_detach_mcast, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_LISTEN] = { cmd_iw_listen, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_UNLISTEN] = { cmd_iw_unlisten, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_CONNECT] = { cmd_iw_connect, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_ACCEPT] = { cmd_iw_accept, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_REJECT] = { cmd_iw_reject, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_QUERY_CONN] = { cmd_iw_query_conn, sizeof(struct qhca_cmd_obj) },
+	[QHCA_CMD_IW_DISCONNECT] = { cmd_iw_disconnect, sizeof(struct qhca_cmd_obj) },
 };
 
 static uint16_t execute(struct qhca_engine *e, const struct qhca_cmd *cmd,

@@ -47,7 +47,7 @@ bool qhca_engine_config_check(const struct qhca_engine_config *c, char *why, siz
 		msg = "mtu must be 256, 512, 1024, 2048 or 4096";
 	else if (c->mac[0] & 1)
 		msg = "mac must be a unicast address";
-	else if (c->link != QHCA_LINK_ROCE && c->link != QHCA_LINK_IB)
+	else if (c->link != QHCA_LINK_ROCE && c->link != QHCA_LINK_IB && c->link != QHCA_LINK_IWARP)
 		msg = "link must be roce or ib";
 	else if (c->host_mem_mb && (c->host_mem_mb < 16 || c->host_mem_mb > QHCA_MAX_HOST_MEM_MB))
 		msg = "host-mem-mb must be in 16..1048576";
@@ -281,7 +281,7 @@ int qhca_engine_init(struct qhca_engine *e, const struct qhca_engine_config *cfg
 	e->pkt = malloc(ROCE_MAX_HDR + 4096 + 8);
 	e->payload = malloc(4096);
 	if (!e->mr || !e->cq || !e->srq || !e->qp || !e->pkt || !e->payload ||
-	    qhca_loopback_init(e) || qhca_timer_init(e))
+	    qhca_loopback_init(e) || qhca_timer_init(e) || qhca_iw_init(e))
 		goto err;
 	qhca_engine_reset(e);
 	return 0;
@@ -317,6 +317,7 @@ bool qhca_engine_tx_blocked(const struct qhca_engine *e)
 
 void qhca_engine_fini(struct qhca_engine *e)
 {
+	qhca_iw_fini(e);	/* first: its connections name QPs */
 	if (e->qp && e->srq && e->cq && e->mr) {
 		qhca_qp_reset_all(e);
 		qhca_srq_reset(e);
@@ -360,7 +361,8 @@ void qhca_engine_reset(struct qhca_engine *e)
 	e->acq_base = 0;
 	e->aq_depth_log2 = 0;
 	qhca_admin_reset(e);
-	/* Queue pairs first: they hold references on CQs and SRQs. */
+	/* Connections and queue pairs first: they hold references on CQs and SRQs. */
+	qhca_iw_reset(e);
 	qhca_qp_reset_all(e);
 	qhca_srq_reset(e);
 	qhca_cq_reset(e);
@@ -399,7 +401,8 @@ uint32_t qhca_engine_reg_read(struct qhca_engine *e, uint32_t offset)
 		return QHCA_ABI_VERSION;
 	case QHCA_REG_CAPS:
 		return QHCA_CAP_ADMIN_PHASE |
-		       (e->cfg.link == QHCA_LINK_IB ? 0 : QHCA_CAP_ROCE_V2 | QHCA_CAP_ROCE_V1);
+		       (e->cfg.link == QHCA_LINK_ROCE ? QHCA_CAP_ROCE_V2 | QHCA_CAP_ROCE_V1 :
+			e->cfg.link == QHCA_LINK_IWARP ? QHCA_CAP_IWARP : 0);
 	case QHCA_REG_DB_PAGES:
 		return e->cfg.db_pages;
 	case QHCA_REG_MSIX_VECTORS:
@@ -687,6 +690,12 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 			return;
 		}
 		accept_pkt(e, &p, len);
+		return;
+	}
+	/* iWARP: our connections' segments to TCP, the rest (RoCE too) to the netdev. */
+	if (e->cfg.link == QHCA_LINK_IWARP) {
+		if (!qhca_iw_receive(e, frame, len))
+			qhca_eth_receive(e, frame, len);
 		return;
 	}
 	/* Ordinary frames go to the netdev; RoCEv2 to our own MAC goes to the transport. */

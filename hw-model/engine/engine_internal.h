@@ -11,6 +11,7 @@
 #include "qhca_engine.h"
 #include "ib.h"
 #include "roce.h"
+#include "iw.h"
 
 /*
  * A table of objects addressed by handles. A handle is the slot's generation (bits 20-30)
@@ -244,6 +245,7 @@ struct qhca_qp {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	uint32_t qkey, dest_qpn, access;
+	uint32_t iw_conn;	/* iWARP: the connection it is bound to (iw.c), or 0 */
 	struct qhca_av av;
 	/* requester */
 	struct qhca_send_wqe *win;	/* win_size snapshots, by SQ index */
@@ -474,6 +476,7 @@ struct qhca_engine {
 	uint8_t mac[6];		/* the port's address now: cfg.mac until SET_MAC */
 	struct qhca_eth eth;
 	struct qhca_ib_port ib;	/* link=ib */
+	struct qhca_iw *iw;	/* link=iwarp: its connections (iw.c) */
 	struct qhca_counters cnt;
 
 	/* counters, for tests and statistics */
@@ -638,6 +641,11 @@ static inline bool qhca_wr_is_local(uint8_t op)
 /* May a QP of @type post work request @op? */
 bool qhca_wr_allowed(uint8_t type, uint8_t op);
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
+/* Read and check send WQE @idx into @sw; a work completion status. */
+uint8_t qhca_wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
+		      struct qhca_send_wqe *sw);
+/* REG_MR, BIND_MW or LOCAL_INV @sw, executed now; a work completion status. */
+uint8_t qhca_wqe_local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw);
 /* Go back to @psn (@nak: a PSN-sequence NAK of it, else the timer). */
 void qhca_req_retransmit(struct qhca_engine *e, struct qhca_qp *qp, uint32_t psn, bool nak);
 void qhca_req_release(struct qhca_qp *qp);

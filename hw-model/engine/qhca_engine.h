@@ -61,9 +61,11 @@ struct qhca_engine_config {
 	uint32_t max_sge;
 	uint32_t max_inline;
 	uint32_t mtu;		/* largest path MTU in bytes: 256, 512, 1024, 2048 or 4096 */
-	uint8_t link;		/* the port's link layer: QHCA_LINK_ROCE or QHCA_LINK_IB */
+	uint8_t link;		/* the port's link layer: QHCA_LINK_ROCE, _IB or _IWARP */
 	uint8_t mac[6];
 	uint64_t key_secret;	/* mixed into MR keys (see mem.c); 0 in tests */
+	uint64_t isn_secret[2];	/* iWARP: the SipHash key of TCP's ISNs (RFC 6528), apart
+				 * from key_secret (rkeys show bits of it); not migrated */
 	/* Host memory for everything a guest sizes (object records, their page lists, send
 	 * windows), all objects together, in MiB: a create past it fails with NO_RESOURCES
 	 * (mem.c, "host memory"). 0: QHCA_HOST_MEM_MB. */

@@ -239,6 +239,8 @@ void qhca_qp_error(struct qhca_engine *e, struct qhca_qp *qp, uint8_t event)
 	if (event)
 		qhca_event_async(e, event, qp->qpn, 0);
 	qhca_qp_flush(e, qp);
+	if (qp->iw_conn)
+		qhca_iw_qp_gone(e, qp);	/* its iWARP connection ends too */
 }
 
 /* ---------------------------------------------------------------- create and destroy */

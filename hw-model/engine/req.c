@@ -40,8 +40,8 @@ bool qhca_wr_allowed(uint8_t type, uint8_t op)
 
 /* ---------------------------------------------------------------- WQE snapshot */
 /* Read and check send WQE @idx; returns a work completion status. */
-static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
-			struct qhca_send_wqe *sw)
+uint8_t qhca_wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
+		      struct qhca_send_wqe *sw)
 {
 	uint32_t off = sizeof(struct qhca_sq_wqe), i, stride = 1u << qp->sq.stride_log2;
 	uint8_t *inl = sw->inline_data;
@@ -50,6 +50,10 @@ static uint8_t wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 	qhca_sgl_release(&sw->sgl);	/* what the slot's last WQE held */
 	memset(sw, 0, offsetof(struct qhca_send_wqe, inline_data));
 	sw->inline_data = inl;
+	/* and the progress of the slot's last WQE: a local operation loaded here is never
+	 * given a geometry, and must not look like one half sent */
+	sw->length = 0;
+	sw->mtu = sw->first_psn = sw->npkts = sw->read_next = sw->tx_next = 0;
 	sw->done = false;
 	if (qhca_wq_read(e, &qp->sq, idx, 0, &sw->hdr, sizeof(sw->hdr)))
 		return QHCA_WC_LOC_QP_OP_ERR;
@@ -399,7 +403,7 @@ _Static_assert(sizeof(struct qhca_bind_mw_seg) == sizeof(struct qhca_reg_mr_seg)
 	       "wqe_load reads either segment as sw->reg");
 
 /* REG_MR, BIND_MW and LOCAL_INV, executed when the requester reaches them in SQ order. */
-static uint8_t local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
+uint8_t qhca_wqe_local_op(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_send_wqe *sw)
 {
 	const char *why;
 	uint8_t status;
@@ -444,7 +448,7 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, qp->sq_next);
 		uint8_t status;
 
-		status = wqe_load(e, qp, qp->sq_next, sw);
+		status = qhca_wqe_load(e, qp, qp->sq_next, sw);
 		if (status != QHCA_WC_SUCCESS)
 			qhca_step(e, "wqe_bad qp=0x%x slot=%u status=%s", qp->qpn, qp->sq_next,
 				  qhca_wc_status_name(status));
@@ -454,7 +458,7 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 				break;
 			qp->sq_next++;
 			sw->done = true;
-			sw->status = local_op(e, qp, sw);
+			sw->status = qhca_wqe_local_op(e, qp, sw);
 			continue;
 		}
 		if (status == QHCA_WC_SUCCESS && qhca_qp_reliable(qp)) {
@@ -494,6 +498,10 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 	bool sent = false;
 	uint32_t ci;
 
+	if (e->cfg.link == QHCA_LINK_IWARP) {
+		qhca_iw_req_run(e, qp);		/* FPDUs into the QP's TCP connection */
+		return;
+	}
 	if (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD)
 		return;
 	/* UC and UD complete once sent: that opens the window for more at once. */

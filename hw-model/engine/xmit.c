@@ -312,15 +312,21 @@ void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	qhca_qp_set_deadline(e, qp, UINT64_MAX);
 	qhca_list_del(&qp->tx_link);
+	if (qp->iw_conn)
+		qhca_iw_qp_gone(e, qp);	/* its iWARP connection is reset */
 }
 
 /* When the engine wants its timer: the earliest deadline, or at once for work that a
  * budget deferred (the loopback drain, the admin queue). */
 static uint64_t timer_next(const struct qhca_engine *e)
 {
+	uint64_t qp, iw;
+
 	if (e->loop_deferred || e->admin_pending)
 		return 0;
-	return e->timer_n ? e->timer_heap[0]->deadline : UINT64_MAX;
+	qp = e->timer_n ? e->timer_heap[0]->deadline : UINT64_MAX;
+	iw = qhca_iw_deadline(e);
+	return qp < iw ? qp : iw;
 }
 
 static void timer_arm(struct qhca_engine *e, uint64_t next)
@@ -392,6 +398,7 @@ void qhca_engine_timer(struct qhca_engine *e)
 		qhca_req_timer(e, e->timer_heap[0], now);
 		budget--;
 	}
+	qhca_iw_timer(e, now);
 	qhca_admin_resume(e);
 	qhca_loopback_drain(e);
 	timer_arm(e, timer_next(e));	/* it fired (or was called early): tell it always */

@@ -21,6 +21,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
+#include "migration/blocker.h"
 #include "net/net.h"
 #include "system/dma.h"
 #include "system/runstate.h"
@@ -64,13 +65,15 @@ struct QhcaState {
     unsigned tx_head, tx_count;
     /* property tx-batch: cork the netdev around bursts */
     bool tx_batch;
-    char *link;                 /* property link: "roce" (default) or "ib" */
+    char *link;                 /* property link: roce (default), ib, iwarp */
 
     struct qhca_engine_config cfg;
     struct qhca_engine *engine;
     /* an engine loaded from a migration stream waits for the VM to run */
     VMChangeStateEntry *vm_state;
     bool resume_pending;
+    /* link=iwarp: its TCP connections are not in the device's state (yet) */
+    Error *migration_blocker;
 };
 
 /* --------------------------------------------------------------- engine ops */
@@ -497,17 +500,28 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
     qemu_guest_getrandom_nofail(&s->cfg.key_secret, sizeof(s->cfg.key_secret));
+    qemu_guest_getrandom_nofail(s->cfg.isn_secret, sizeof(s->cfg.isn_secret));
     if (!s->link || !strcmp(s->link, "roce")) {
         s->cfg.link = QHCA_LINK_ROCE;
     } else if (!strcmp(s->link, "ib")) {
         s->cfg.link = QHCA_LINK_IB;
+    } else if (!strcmp(s->link, "iwarp")) {
+        s->cfg.link = QHCA_LINK_IWARP;
     } else {
-        error_setg(errp, "qhca: link must be roce or ib, not '%s'", s->link);
+        error_setg(errp, "qhca: link must be roce, ib or iwarp, not '%s'",
+                   s->link);
         return;
     }
     if (!qhca_engine_config_check(&s->cfg, why, sizeof(why))) {
         error_setg(errp, "qhca: %s", why);
         return;
+    }
+    if (s->cfg.link == QHCA_LINK_IWARP) {
+        error_setg(&s->migration_blocker, "qhca: an iWARP port (link=iwarp) "
+                   "cannot migrate yet: its TCP connections are not saved");
+        if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+            return;
+        }
     }
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qhca_timer_cb, s);
     s->timer_bh = qemu_bh_new_guarded(qhca_timer_cb, s,
@@ -516,6 +530,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
     if (!s->engine) {
         qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
+        migrate_del_blocker(&s->migration_blocker);
         error_setg(errp, "qhca: cannot allocate the object tables");
         return;
     }
@@ -538,6 +553,7 @@ static void qhca_realize(PCIDevice *pci, Error **errp)
         s->engine = NULL;
         qemu_bh_delete(s->timer_bh);
         timer_free(s->timer);
+        migrate_del_blocker(&s->migration_blocker);
         return;
     }
     s->tx_bh = qemu_bh_new_guarded(qhca_tx_bh, s,
@@ -560,6 +576,7 @@ static void qhca_exit(PCIDevice *pci)
     QhcaState *s = QHCA(pci);
 
     qemu_del_vm_change_state_handler(s->vm_state);
+    migrate_del_blocker(&s->migration_blocker);
     qemu_del_nic(s->nic);
     qemu_bh_delete(s->tx_bh);
     qhca_tx_backlog_clear(s);

@@ -431,12 +431,59 @@ def migrate_seeds():
     yield rec(0, 300, b"\x02\xff\xff") + rec(1, 1200, struct.pack("<I", 1))
 
 
+def crc32c(b):
+    """CRC32c (Castagnoli), bit by bit: the seeds are small."""
+    crc = 0xffffffff
+    for x in b:
+        crc ^= x
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+
+
+def iwarp_seeds():
+    """fuzz_iwarp: the peer's byte stream after the TCP handshake: an MPA request (revision
+    2, CRC, RFC 6581's IRD and ORD, private data), then FPDUs (a SEND, an RDMA WRITE into the
+    region, key 0x100, a Read Request of it, a Terminate), cut into chunks of [length][bytes];
+    0xff a timer tick. The first byte: accept (bit 0), the segment size (the rest)."""
+    def mpa_req(pd=b"", rev=2):
+        body = struct.pack(">HH", 4, 4) + pd if rev == 2 else pd
+        return (b"MPA ID Req Frame" + bytes([0x40 | (0x10 if rev == 2 else 0), rev]) +
+                struct.pack(">H", len(body)) + body)
+
+    def fpdu(ulpdu):
+        b = struct.pack(">H", len(ulpdu)) + ulpdu
+        b += b"\0" * ((4 - len(b) % 4) % 4)
+        return b + struct.pack("<I", crc32c(b))
+
+    def untagged(op, qn, msn, mo, data, last=True, extra=b""):
+        return fpdu(bytes([(0x40 if last else 0) | 1, 0x40 | op]) + b"\0\0\0\0" +
+                    struct.pack(">III", qn, msn, mo) + extra + data)
+
+    def tagged(op, stag, to, data, last=True):
+        return fpdu(bytes([0x80 | (0x40 if last else 0) | 1, 0x40 | op]) +
+                    struct.pack(">IQ", stag, to) + data)
+
+    def chunks(b, n=200):
+        return b"".join(bytes([len(b[i:i + n])]) + b[i:i + n] for i in range(0, len(b), n))
+
+    read_req = struct.pack(">IQIIQ", 0x100, 0x14000, 256, 0x100, 0x10000)
+    yield bytes([0x81]) + chunks(mpa_req(b"hi") + untagged(3, 0, 1, 0, b"hello")) + b"\0"
+    yield bytes([0x41]) + chunks(mpa_req() + tagged(0, 0x100, 0x10000, b"w" * 300) +
+                                 untagged(1, 1, 1, 0, b"", extra=read_req)) + b"\xff\x01"
+    yield bytes([0x21]) + chunks(mpa_req() + untagged(3, 0, 1, 0, b"a" * 100, last=False) +
+                                 untagged(3, 0, 1, 100, b"b" * 50) +
+                                 untagged(7, 2, 1, 0, b"", extra=b"\x00\x10\x00\x00")) + b"\x02"
+    yield bytes([0x00]) + chunks(mpa_req(rev=1)) + b"\xff\xff\xff"
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.exit(__doc__)
     for name, gen in (("admin", admin_seeds), ("wqe", wqe_seeds), ("rx", rx_seeds),
                       ("mixed", mixed_seeds), ("qemu", qemu_seeds), ("ibswitch", ibswitch_seeds),
-                      ("fabric_control", fabric_control_seeds), ("migrate", migrate_seeds)):
+                      ("fabric_control", fabric_control_seeds), ("migrate", migrate_seeds),
+                      ("iwarp", iwarp_seeds)):
         d = os.path.join(sys.argv[1], name)
         os.makedirs(d, exist_ok=True)
         for i, seed in enumerate(gen()):

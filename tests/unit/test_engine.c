@@ -1110,7 +1110,59 @@ static void test_query_srq_admin(void)
 	stop();
 }
 
+/* An iWARP command through the admin queue: in and out structures at OUTBUF. */
+static uint16_t exec_iw(uint8_t op, uint32_t handle, uint32_t in_len, uint32_t out_len,
+			uint32_t *r0)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = op, .len = sizeof(cmd.obj) } };
+
+	cmd.obj.handle = handle;
+	cmd.obj.in_addr = in_len ? OUTBUF : 0;
+	cmd.obj.in_len = in_len;
+	cmd.obj.out_addr = out_len ? OUTBUF + 0x1000 : 0;
+	cmd.obj.out_len = out_len;
+	return exec(&cmd, r0, NULL);
+}
+
+/*
+ * The iWARP commands through the admin queue: refused on a RoCE port (BAD_STATE); on an
+ * iWARP one their lengths checked, a listener made and unmade, commands on connections and
+ * QPs that do not exist refused; the port says iWARP in CAPS.
+ */
+static void test_iwarp_commands(void)
+{
+	struct qhca_engine_config c = default_cfg();
+	struct qhca_iw_listen l = { .port = 4791, .backlog = 8 };
+	struct qhca_iw_conn *conn = (struct qhca_iw_conn *)(guest + (OUTBUF - GUEST_BASE));
+	uint32_t h = 0;
+
+	start_default();
+	memcpy(guest + (OUTBUF - GUEST_BASE), &l, sizeof(l));
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_LISTEN, 0, sizeof(l), 0, &h), QHCA_ST_BAD_STATE);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_QUERY_CONN, 1, 0, sizeof(*conn), NULL), QHCA_ST_BAD_STATE);
+	stop();
+
+	c.link = QHCA_LINK_IWARP;
+	start(&c);
+	CHECK_EQ(qhca_engine_reg_read(&eng, QHCA_REG_CAPS), QHCA_CAP_ADMIN_PHASE | QHCA_CAP_IWARP);
+	memcpy(guest + (OUTBUF - GUEST_BASE), &l, sizeof(l));
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_LISTEN, 0, sizeof(l) - 1, 0, &h), QHCA_ST_BAD_FIELD);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_LISTEN, 0, sizeof(l), 0, &h), QHCA_ST_OK);
+	CHECK(h != 0);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_UNLISTEN, h + 1, 0, 0, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_UNLISTEN, h, 0, 0, NULL), QHCA_ST_OK);
+	memset(conn, 0, sizeof(*conn));	/* (reserved fields: test-iw-cm no_listener) */
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_DISCONNECT, 1, sizeof(*conn), 0, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_ACCEPT, 1, sizeof(*conn), 0, NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_QUERY_CONN, 1, 0, sizeof(*conn), NULL), QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(exec_iw(QHCA_CMD_IW_CONNECT, 0x12345, sizeof(*conn), 0, NULL),
+		 QHCA_ST_BAD_HANDLE);
+	CHECK_EQ(host_errors, 0);
+	stop();
+}
+
 static const struct unit_test tests[] = {
+	{ "iwarp_commands", test_iwarp_commands },
 	{ "identity_registers", test_identity_registers },
 	{ "config_check", test_config_check },
 	{ "enable_rejects_bad_queue", test_enable_rejects_bad_queue },

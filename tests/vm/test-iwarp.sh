@@ -1,38 +1,49 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# VM test of iWARP between two guests. For now both ends are Linux siw (soft-iWARP, siw.ko
-# built out of tree from Debian's linux source by scripts/build-siw.sh: Debian's kernels
-# lack it) on each guest's virtio-net NIC of the fabric, made at boot by 'qhca up --siw':
-# the partner that qhca's own iWARP device is to interoperate with. Per iWARP end: the
-# device is there, ACTIVE on the NIC, and reports transport iWARP; per pair of ends: rping
-# over rdma_cm with its data verified, ib_write_bw and ib_read_bw through rdma_cm (-R), each
-# seen on the NICs' byte counters. One 'up'.
+# VM test of iWARP between two guests: qhca's own iWARP port (up --iwarp: the device
+# terminates TCP and runs MPA/DDP/RDMAP) and Linux siw (soft-iWARP, siw.ko built out of tree
+# from Debian's linux source by scripts/build-siw.sh: Debian's kernels lack it) on each
+# guest's virtio-net NIC of the fabric (up --siw), both ways: qhca <-> qhca, siw <-> siw,
+# qhca -> siw and siw -> qhca. Per iWARP end: the device is there, ACTIVE on its netdev, and
+# reports transport iWARP; per pair of ends: rping over rdma_cm with its data verified,
+# ib_write_bw and ib_read_bw through rdma_cm (-R), each seen on the ends' byte counters (the
+# NIC's for siw, the device's own for qhca, whose TCP never reaches the guest's stack); then
+# rping byte-exact through the fabric's loss, reordering, duplication and corruption, TCP's
+# checksum seen catching the corrupted segments. One 'up'.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # The iWARP ends, NAME=GUEST:DEVICE:ADDRESS (the address rdma_cm resolves to DEVICE), and the
-# pairs checked, CLIENT:SERVER. qhca's iWARP device will add its ends here, and pairs of
-# them with siw's (qhca <-> siw); the checks below take any pair.
-declare -A END=([siw1]=1:siw0:192.168.78.1 [siw2]=2:siw0:192.168.78.2)
-ENDS=(siw1 siw2)
-PAIRS=(siw1:siw2)
+# pairs checked, CLIENT:SERVER. The fabric is one Ethernet segment: a qhca port and the other
+# guest's siw NIC meet on a subnet of their own (79: qhca in vm1, siw in vm2; 80: siw in
+# vm1, qhca in vm2), added below.
+declare -A END=([siw1]=1:siw0:192.168.78.1 [siw2]=2:siw0:192.168.78.2
+                [qhca1]=1:qhca_0:192.168.77.1 [qhca2]=2:qhca_0:192.168.77.2
+                [siw2x]=2:siw0:192.168.79.2 [qhca2x]=2:qhca_0:192.168.80.2
+                [siw1x]=1:siw0:192.168.80.1)
+ENDS=(siw1 siw2 qhca1 qhca2)
+PAIRS=(siw1:siw2 qhca1:qhca2 qhca1:siw2x siw1x:qhca2x)
 ITERS=${QHCA_IWARP_ITERS:-200}	# perftest's iterations of 64 KiB
 
 guest_of() { echo "${END[$1]%%:*}"; }
 dev_of() { local r=${END[$1]#*:}; echo "${r%%:*}"; }
 addr_of() { echo "${END[$1]##*:}"; }
 
-figures=$(mktemp)
-trap 'rm -f "$figures"' EXIT
+figures=$(mktemp) stalls=$(mktemp)
+trap 'rm -f "$figures" "$stalls"' EXIT
 
-# The virtio-net NIC of the fabric (MAC 52:54:00:52:58:I, tools/qhca), on which siw runs.
+# The virtio-net NIC of the fabric (MAC 52:54:00:52:58:I, tools/qhca), on which siw runs, and
+# qhca's own netdev (its Ethernet function).
 NIC_OF='$(grep -l 52:54:00:52:58 /sys/class/net/*/address | cut -d/ -f5)'
+QNET_OF='$(ls /sys/class/infiniband/qhca_0/device/net)'
+netdev_of() { [ "$(dev_of "$1")" = qhca_0 ] && echo "$QNET_OF" || echo "$NIC_OF"; }
 
-device_ok() {	# device_ok END: the end's device is ACTIVE on the virtio-net NIC, and
-    # ibv_devinfo says its transport is iWARP, its port active on an Ethernet link
+device_ok() {	# device_ok END: the end's device is ACTIVE on its netdev, and ibv_devinfo
+    # says its transport is iWARP, its port active on an Ethernet link
     local g d out nic
     g=$(guest_of "$1") d=$(dev_of "$1")
-    nic=$("$qhca" exec "$g" -- "echo $NIC_OF") || return 1
+    nic=$("$qhca" exec "$g" -- "echo $(netdev_of "$1")") || return 1
+    [ -n "$nic" ] || { echo "$1: no netdev found for $d"; return 1; }
     out=$("$qhca" exec "$g" -- rdma link show "$d/1") || return 1
     echo "$out"
     grep -q "state ACTIVE .*netdev $nic\b" <<<"$out" || { echo "want $d/1 ACTIVE on $nic"; return 1; }
@@ -43,36 +54,48 @@ device_ok() {	# device_ok END: the end's device is ACTIVE on the virtio-net NIC,
         grep -qE '^\s*link_layer:\s+Ethernet' <<<"$out"
 }
 
-nic_bytes() {	# nic_bytes GUEST: "TX RX", the bytes its virtio-net NIC has sent and received
-    local v
-    v=$("$qhca" exec "$1" -- "n=$NIC_OF; echo \$(cat /sys/class/net/\$n/statistics/tx_bytes) \$(cat /sys/class/net/\$n/statistics/rx_bytes)") ||
-        { echo "vm$1: reading the NIC's counters failed"; return 1; }
-    [[ $v =~ ^[0-9]+\ [0-9]+$ ]] || { echo "vm$1: no byte counters: '$v'"; return 1; }
+end_bytes() {	# end_bytes END: "TX RX", the bytes its device has sent and received: the
+    # virtio-net NIC's for siw (it sends through the guest's TCP), qhca's own counters
+    local v g
+    g=$(guest_of "$1")
+    if [ "$(dev_of "$1")" = qhca_0 ]; then
+        v=$("$qhca" exec "$g" -- "rdma statistic show link qhca_0/1" |
+            awk '{ for (i = 1; i < NF; i++) { if ($i == "tx_bytes") t = $(i + 1);
+                   if ($i == "rx_bytes") r = $(i + 1) } } END { print t, r }')
+    else
+        v=$("$qhca" exec "$g" -- "n=$NIC_OF; echo \$(cat /sys/class/net/\$n/statistics/tx_bytes) \$(cat /sys/class/net/\$n/statistics/rx_bytes)")
+    fi || { echo "$1: reading the byte counters failed"; return 1; }
+    [[ $v =~ ^[0-9]+\ [0-9]+$ ]] || { echo "$1: no byte counters: '$v'"; return 1; }
     echo "$v"
 }
 
 # on_nics "CTX CRX STX SRX" CLIENT_END SERVER_END COMMAND...: COMMAND succeeds, and meanwhile
-# the client's NIC sent at least CTX bytes and received CRX, the server's sent STX and
-# received SRX: the traffic went through the iWARP devices' NICs (the ends in two guests).
+# the client end sent at least CTX bytes and received CRX, the server's sent STX and
+# received SRX: the traffic went through those two devices (in two guests).
 on_nics() {
     local -a min=($1)
-    local c=$2 s=$3 cg sg bc bs v rc bad=0 k=0 g b tx rx
+    local c=$2 s=$3 bc bs v rc bad=0 k=0 e b tx rx
     shift 3
-    cg=$(guest_of "$c") sg=$(guest_of "$s")
-    bc=$(nic_bytes "$cg") || { echo "$bc"; return 1; }
-    bs=$(nic_bytes "$sg") || { echo "$bs"; return 1; }
+    bc=$(end_bytes "$c") || { echo "$bc"; return 1; }
+    bs=$(end_bytes "$s") || { echo "$bs"; return 1; }
     "$@"
     rc=$?
-    for g in "$cg:$bc" "$sg:$bs"; do
-        b=${g#*:} g=${g%%:*}
-        v=$(nic_bytes "$g") || { echo "$v"; return 1; }
+    for e in "$c:$bc" "$s:$bs"; do
+        b=${e#*:} e=${e%%:*}
+        v=$(end_bytes "$e") || { echo "$v"; return 1; }
         tx=$((${v% *} - ${b% *})) rx=$((${v#* } - ${b#* }))
-        echo "vm$g NIC: $tx B sent, $rx B received (at least ${min[k]} and ${min[k + 1]} wanted)"
+        echo "$e: $tx B sent, $rx B received (at least ${min[k]} and ${min[k + 1]} wanted)"
         [ "$tx" -ge "${min[k]}" ] && [ "$rx" -ge "${min[k + 1]}" ] || bad=1
         k=$((k + 2))
     done
-    [ "$bad" = 0 ] || echo "the traffic did not go through the NICs"
+    [ "$bad" = 0 ] || echo "the traffic did not go through those devices"
     [ "$rc" = 0 ] && [ "$bad" = 0 ]
+}
+
+# The subnets where a qhca port meets the other guest's siw (see END above).
+cross_subnets() {
+    "$qhca" exec 1 -- "ip addr add 192.168.79.1/24 dev $QNET_OF && ip addr add 192.168.80.1/24 dev $NIC_OF" &&
+        "$qhca" exec 2 -- "ip addr add 192.168.79.2/24 dev $NIC_OF && ip addr add 192.168.80.2/24 dev $QNET_OF"
 }
 
 # client_server CLIENT_END SERVER_END SERVER_CMD CLIENT_CMD: SERVER_CMD in the server's guest,
@@ -105,18 +128,116 @@ client_server() {
     [ "$rc" = 0 ] && [ "$src" = 0 ]
 }
 
-rping_ok() {	# rping_ok CLIENT_END SERVER_END: 20 pings of 256 B over rdma_cm, the client
-    # checking each one's data (-V) and printing it (-v): all 20 there (-d: each step shown,
-    # for a failure's output)
-    local a out n
+# cmatose_ok CLIENT_END SERVER_END: rdma_cm's example ucmatose, 2 connections of 10
+# messages each way, SENDs into posted receives; and rdma_server/rdma_client (rdma_cm's
+# rdma_create_ep and its rdma_verbs.h wrappers: one message each way). Both exit 0.
+cmatose_ok() {
+    local a out
     a=$(addr_of "$2")
-    out=$(client_server "$1" "$2" "rping -s -d -a $a -C 20 -S 256 -V" \
-        "rping -c -d -a $a -C 20 -S 256 -V -v")
-    local rc=$?
-    echo "$out" | cut -c1-100
-    n=$(grep -c '^ping data: rdma-ping-' <<<"$out")
-    [ "$n" = 20 ] || { echo "$n pings of 20 printed"; return 1; }
+    out=$(client_server "$1" "$2" "ucmatose -b $a -c 2 -C 10" "ucmatose -s $a -c 2 -C 10") ||
+        { echo "$out"; return 1; }
+    echo "$out"
+    grep -q 'data transfers complete' <<<"$out" || { echo "ucmatose moved no data"; return 1; }
+    out=$(client_server "$1" "$2" "rdma_server -s $a" "rdma_client -s $a") ||
+        { echo "$out"; return 1; }
+    echo "$out"
+    grep -q 'rdma_client: end 0' <<<"$out"
+}
+
+# udaddy_refused END: udaddy, rdma_cm's UD example, is refused cleanly on an iWARP device
+# (iWARP has no UD): it says its QP cannot be made and exits non-zero, in time.
+udaddy_refused() {
+    local out rc peer
+    [ "$(guest_of "$1")" = 1 ] && peer=192.168.77.2 || peer=192.168.77.1
+    out=$(timeout 30 "$qhca" exec "$(guest_of "$1")" -- "udaddy -s $peer 2>&1")
+    rc=$?
+    echo "$out"
+    [ "$rc" != 0 ] && [ "$rc" != 124 ] || { echo "udaddy exited $rc"; return 1; }
+    grep -q 'unable to create QP: Operation not supported' <<<"$out"
+}
+
+# killed_ok CLIENT_END SERVER_END: a client killed (SIGKILL) in the middle of ib_write_bw:
+# its QP and rdma_cm ID go as the process does (the QP's destroy waits until iw_cm lets go
+# of it; iw_cm's abort before that crashed the guest once), the connection's end reaches
+# the server, which exits, and neither guest keeps an rdma_cm ID. The kernel logs are
+# checked at the end of the tier.
+killed_ok() {
+    local cg sg a left
+    cg=$(guest_of "$1") sg=$(guest_of "$2") a=$(addr_of "$2")
+    "$qhca" exec "$sg" -- "rm -f /tmp/iw-srv.rc; setsid sh -c 'ib_write_bw -R -d $(dev_of "$2") -n 1000000 -s 65536 > /tmp/iw-srv.log 2>&1; echo \$? > /tmp/iw-srv.rc' < /dev/null > /dev/null 2>&1 &" ||
+        return 1
+    eventually 15 "$qhca" exec "$sg" -- 'rdma resource show cm_id | grep -q "state LISTEN"' ||
+        { echo "the server does not listen"; return 1; }
+    "$qhca" exec "$cg" -- "setsid sh -c 'ib_write_bw -R -d $(dev_of "$1") -n 1000000 -s 65536 $a > /tmp/iw-cli.log 2>&1' < /dev/null > /dev/null 2>&1 &" ||
+        return 1
+    # killed once data moves: its QP is in RTS
+    eventually 30 "$qhca" exec "$cg" -- "rdma resource show qp link $(dev_of "$1")/1 | grep -q 'state RTS'" ||
+        { echo "the client's QP never got to RTS"; "$qhca" exec "$cg" -- cat /tmp/iw-cli.log; return 1; }
+    "$qhca" exec "$cg" -- 'pkill -9 -x ib_write_bw' || { echo "no client to kill"; return 1; }
+    eventually 30 "$qhca" exec "$sg" -- 'test -s /tmp/iw-srv.rc' ||
+        { echo "the server did not see its client go"; "$qhca" exec "$sg" -- 'pkill -x ib_write_bw'; return 1; }
+    echo "server exited $("$qhca" exec "$sg" -- cat /tmp/iw-srv.rc) after its client was killed"
+    for g in "$cg" "$sg"; do
+        eventually 20 "$qhca" exec "$g" -- '! rdma resource show cm_id | grep -q .' ||
+            { left=$("$qhca" exec "$g" -- rdma resource show cm_id); echo "vm$g keeps: $left"; return 1; }
+    done
+}
+
+# siw_stalled SERVER_END OUT TRY: the first try of a pair whose server is Linux siw hung
+# with nothing done (OUT: the client's output). siw's receive path can miss the first FPDU
+# that arrives while it moves the QP to RTS after its MPA reply: TCP acknowledges it and
+# nothing follows (captures show it siw <-> siw too, on a busy host; docs/iwarp.md). Such a
+# try is made once more and counted; qhca as the server gets no second try.
+siw_stalled() {
+    [ "$3" = 1 ] && [ "$(dev_of "$1")" = siw0 ] && grep -q 'the client ran 40 s' <<<"$2" ||
+        return 1
+    echo "# siw, the server, stalled after the set-up (siw's receive race): once more"
+    echo "$1" >> "$stalls"	# check runs this in a subshell: counted in a file
+}
+
+rping_ok() {	# rping_ok CLIENT_END SERVER_END [COUNT [SIZE]]: COUNT pings (20) of SIZE
+    # bytes (256) over rdma_cm, the client checking each one's data (-V) and printing it
+    # (-v): all COUNT there (-d: each step shown, for a failure's output)
+    local a out n k=${3:-20} sz=${4:-256} rc try
+    a=$(addr_of "$2")
+    for try in 1 2; do
+        out=$(client_server "$1" "$2" "rping -s -d -a $a -C $k -S $sz -V" \
+            "rping -c -d -a $a -C $k -S $sz -V -v")
+        rc=$?
+        echo "$out" | cut -c1-100 | grep -v '^ping data: rdma-ping-'
+        n=$(grep -c '^ping data: rdma-ping-' <<<"$out")
+        [ "$n" = 0 ] && siw_stalled "$2" "$out" "$try" || break
+    done
+    [ "$n" = "$k" ] || { echo "$n pings of $k printed"; return 1; }
     return $rc
+}
+
+csum_errors() {	# csum_errors GUEST: the TCP segments its stack found with a bad checksum
+    # (InCsumErrors, the last field of /proc/net/snmp's second Tcp line)
+    local v
+    v=$("$qhca" exec "$1" -- "awk '/^Tcp:/ { if (++n == 2) print \$NF }' /proc/net/snmp")
+    [[ $v =~ ^[0-9]+$ ]] || { echo "vm$1: no InCsumErrors in /proc/net/snmp: '$v'" >&2; return 1; }
+    echo "$v"
+}
+
+# impaired_ok: the fabric lost, reordered, duplicated and corrupted frames on every port
+# (its counters), and TCP's checksum caught the corrupted ones: a segment the device cannot
+# verify goes to the guest's stack, which counts it (InCsumErrors) and drops it, as for a
+# NIC without checksum offload. $csum0 holds the counts before.
+impaired_ok() {
+    local out g n bad=0
+    out=$("$qhca" fabric show) || return 1
+    echo "$out" | sed -n '/DROPPED/,/^$/p'
+    awk '$2 == "in" || $2 == "out" { d += $4; r += $5; u += $6; c += $7 }
+         END { printf "dropped %d, reordered %d, duplicated %d, corrupted %d\n", d, r, u, c
+               exit !(d > 0 && r > 0 && u > 0 && c > 0) }' <<<"$out" || bad=1
+    for g in 1 2; do
+        [[ ${csum0[g]} =~ ^[0-9]+$ ]] || { echo "vm$g: no count from before"; bad=1; continue; }
+        n=$(csum_errors "$g") || return 1
+        echo "vm$g: $((n - ${csum0[g]})) segments with a bad TCP checksum dropped"
+        [ "$((n - ${csum0[g]}))" -gt 0 ] || bad=1
+    done
+    [ "$bad" = 0 ]
 }
 
 # perf_ok PROG CLIENT_END SERVER_END: perftest PROG through rdma_cm (-R), ITERS messages of
@@ -133,9 +254,13 @@ perf_ok() {
             "$p -R -d $d -n $ITERS -s 65536 $a")
         rc=$?
         echo "$out"
-        [ "$rc" != 0 ] && [ "$try" = 1 ] && grep -q "Can't produce a report" <<<"$out" &&
-            grep -q 'Correlation coefficient r^2' <<<"$out" || break
-        echo "# perftest could not time its run (the TSC sample above): once more"
+        if [ "$rc" != 0 ] && [ "$try" = 1 ] && grep -q "Can't produce a report" <<<"$out" &&
+            grep -q 'Correlation coefficient r^2' <<<"$out"; then
+            echo "# perftest could not time its run (the TSC sample above): once more"
+            continue
+        fi
+        [ "$rc" != 0 ] && ! grep -q '^ *#bytes' <<<"$out" && siw_stalled "$s" "$out" "$try" ||
+            break
     done
     [ "$rc" = 0 ] || return 1
     grep -qE "Device +: $d\b" <<<"$out" || { echo "not run on $d"; return 1; }
@@ -149,11 +274,12 @@ perf_ok() {
 }
 
 t0=$SECONDS
-vm_up 2 --siw
+vm_up 2 --siw --iwarp
 for e in "${ENDS[@]}"; do
-    check "$e: $(dev_of "$e") in vm$(guest_of "$e") is iWARP, ACTIVE on the virtio-net NIC" \
+    check "$e: $(dev_of "$e") in vm$(guest_of "$e") is iWARP, ACTIVE on its netdev" \
         device_ok "$e"
 done
+check "subnets where qhca meets siw: 192.168.79/24 and 192.168.80/24" cross_subnets
 for pr in "${PAIRS[@]}"; do
     c=${pr%%:*} s=${pr#*:}
     what="$c -> $s ($(dev_of "$c") vm$(guest_of "$c") to $(dev_of "$s") vm$(guest_of "$s"))"
@@ -164,7 +290,37 @@ for pr in "${PAIRS[@]}"; do
     check "$what: ib_write_bw -R" on_nics "$n 0 0 $n" "$c" "$s" perf_ok ib_write_bw "$c" "$s"
     check "$what: ib_read_bw -R" on_nics "0 $n $n 0" "$c" "$s" perf_ok ib_read_bw "$c" "$s"
 done
+for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
+    c=${pr%%:*} s=${pr#*:}
+    check "$c -> $s: ucmatose (2 connections x 10 messages), rdma_server/rdma_client" \
+        cmatose_ok "$c" "$s"
+done
+check "qhca1: udaddy (rdma_cm over UD) refused cleanly on iWARP" udaddy_refused qhca1
+for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
+    c=${pr%%:*} s=${pr#*:}
+    check "$c -> $s: a client killed in the middle of ib_write_bw -R, both ends clean up" \
+        killed_ok "$c" "$s"
+done
+
+# The fabric's impairments on iWARP traffic (issue point 5): 2% of frames lost, 2% reordered,
+# 1% duplicated and 1% with a bit flipped, on every port, both ways; TCP brings every byte
+# back (rping checks each ping's data), between qhca's and between qhca and siw.
+declare -a csum0
+for g in 1 2; do csum0[g]=$(csum_errors "$g") || csum0[g]=x; done
+check "fabric impairments on every port: loss 2%, reorder 2%, dup 1%, corrupt 1%" \
+    "$qhca" fabric set all loss=2% reorder=2% dup=1% corrupt=1%
+for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
+    c=${pr%%:*} s=${pr#*:}
+    k=100
+    [ "$c" = qhca1 ] && [ "$s" = qhca2 ] || k=40
+    check "$c -> $s through the impairments: rping, $k pings of 4 KiB, data verified" \
+        on_nics "$((k * 4096)) $((k * 4096)) $((k * 4096)) $((k * 4096))" "$c" "$s" \
+        rping_ok "$c" "$s" "$k" 4096
+done
+check "the fabric impaired frames of each kind, TCP's checksum caught the corrupted" impaired_ok
+"$qhca" fabric clear > /dev/null
 while read -r l; do echo "# $l"; done < "$figures"
+echo "# tries made again after siw, the server, stalled at the set-up: $(wc -l < "$stalls")"
 for g in 1 2; do
     check "vm$g: the kernel log has no BUG, oops or warning" kernel_log_clean "$g"
 done

@@ -160,6 +160,9 @@ def add_up_options(p):
                    help="--rxe's virtio-net NIC, and on it Linux siw (soft-iWARP) as the RDMA "
                         "device siw0 in each guest (siw.ko built from Debian's source: "
                         "make siw)")
+    p.add_argument("--iwarp", action="store_true",
+                   help="iWARP: the qhca ports are RNICs (link=iwarp) that terminate TCP "
+                        "and run MPA/DDP/RDMAP; rdma_cm programs use them (docs/iwarp.md)")
     p.add_argument("--ib", action="store_true",
                    help="InfiniBand: the qhca ports are IB (link=ib), the fabric an IB switch; "
                         "a subnet manager in a guest brings them up (opensm -B)")

@@ -59,6 +59,8 @@ def migratable(state, vm):
         return "a --disk guest's writes live in its QEMU's snapshot file, which does not move"
     if state.get("shares"):
         return "a guest with --share directories (9p) cannot migrate"
+    if state.get("iwarp"):
+        return "--iwarp: the device's TCP connections are not in its migration state yet"
     if state.get("rxe"):
         return ("--%s: the virtio-net NIC's fabric port would need moving too"
                 % ("siw" if state.get("siw") else "rxe"))

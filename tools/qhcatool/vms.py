@@ -107,6 +107,11 @@ def disk_format(path):
     return "qcow2"
 
 
+def port_link(args):
+    """The qhca device's link property: ib (--ib), iwarp (--iwarp), or the default (roce)."""
+    return "ib" if args.ib else "iwarp" if getattr(args, "iwarp", False) else None
+
+
 def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DEFAULT_MEM,
                  link=None, shares=(), disk=None, siw=False):
     """Guest I's QEMU booting IMAGE (kernel, initrd), or with DISK that disk image through
@@ -428,10 +433,13 @@ def cmd_up(args):
     if args.snapshot:
         why = ("--disk" if args.disk else "--libvirt" if args.libvirt else
                "--share" if args.share or args.share_rw else
+               "--iwarp (its TCP connections are not saved yet)" if args.iwarp else
                "--netdev %s" % netdev if netdev != "fabric" else None)
         if why:
             die("--snapshot restores guests the launcher boots from its image onto the fabric: "
                 "not with %s" % why)
+    if args.ib and args.iwarp:
+        die("--ib and --iwarp are two link layers of the port: one of them")
     if args.ib and (not on_fabric or args.rxe or args.siw or trunks or args.fabric_tcp
                     or args.spare_ports):
         die("--ib makes an InfiniBand subnet of one switch, the fabric: it goes with none of "
@@ -587,7 +595,8 @@ def cmd_up(args):
                 pass
     state = {"started": time.time(), "accel": accel, "mem": mem, "vms": [], "fabric_pid": None,
              "control": CONTROL_SOCK if control else None, "first": first, "netdev": netdev,
-             "ib": bool(args.ib), "flavour": args.flavour, "rxe": bool(nic),
+             "ib": bool(args.ib), "iwarp": bool(args.iwarp), "flavour": args.flavour,
+             "rxe": bool(nic),
              "siw": bool(args.siw)}
 
     if on_fabric:
@@ -708,11 +717,11 @@ def cmd_up(args):
                     cmdline="console=ttyS0 panic=-1 quiet qhcavm=%d" % i, disk=disk,
                     disk_format=disk_format(disk) if disk else None,
                     fabric_netdev=None if args.bridge else nd, bridge=args.bridge,
-                    link="ib" if args.ib else None, extra=extra + dump))
+                    link=port_link(args), extra=extra + dump))
         else:
             vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
                                       rxe_port=n + k + 1 if nic else None, mem=mem,
-                                      link="ib" if args.ib else None, shares=shares, disk=disk,
+                                      link=port_link(args), shares=shares, disk=disk,
                                       siw=args.siw)
         snap = snapshot_path(vm["argv"], i) if args.snapshot else None
         try:

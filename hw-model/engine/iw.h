@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The iWARP port's connections (iw.c): TCP the device terminates, MPA's set-up, the
+ * QHCA_CMD_IW_* commands and QHCA_EVENT_IW_* events. Only on a port of link=iwarp.
+ */
+#ifndef QHCA_IW_H
+#define QHCA_IW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qhca_abi.h"
+#include "tcp.h"
+
+#define QHCA_IW_MAX_CONN	1024	/* connections of a device, in every state */
+#define QHCA_IW_MAX_LISTEN	64
+
+struct qhca_engine;
+
+int qhca_iw_init(struct qhca_engine *e);	/* nothing unless link=iwarp */
+void qhca_iw_fini(struct qhca_engine *e);
+void qhca_iw_reset(struct qhca_engine *e);
+/* A frame for one of our connections or listeners: taken (true), else the netdev's. */
+bool qhca_iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+void qhca_iw_timer(struct qhca_engine *e, uint64_t now);
+struct qhca_qp;
+/* The QP's send queue on its connection (from qhca_req_run); its connection reset when it
+ * goes (destroy, reset, error). */
+void qhca_iw_req_run(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_iw_qp_gone(struct qhca_engine *e, struct qhca_qp *qp);
+uint64_t qhca_iw_deadline(const struct qhca_engine *e);
+
+/* SipHash-2-4 of @len bytes at @m with the key (@k0, @k1): the ISNs' keyed PRF. */
+uint64_t qhca_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len);
+/* A record for a command's argument or answer (NULL unless link=iwarp). */
+struct qhca_iw_conn *qhca_iw_scratch(struct qhca_engine *e);
+uint16_t qhca_iw_listen(struct qhca_engine *e, const struct qhca_iw_listen *a, uint32_t *handle);
+uint16_t qhca_iw_unlisten(struct qhca_engine *e, uint32_t handle);
+uint16_t qhca_iw_connect(struct qhca_engine *e, uint32_t qpn, const struct qhca_iw_conn *a,
+			 uint32_t *handle);
+uint16_t qhca_iw_accept(struct qhca_engine *e, uint32_t handle, const struct qhca_iw_conn *a);
+uint16_t qhca_iw_reject(struct qhca_engine *e, uint32_t handle, const struct qhca_iw_conn *a);
+uint16_t qhca_iw_query(struct qhca_engine *e, uint32_t handle, struct qhca_iw_conn *out);
+uint16_t qhca_iw_disconnect(struct qhca_engine *e, uint32_t handle,
+			    const struct qhca_iw_conn *a);
+
+#endif /* QHCA_IW_H */
