@@ -402,6 +402,18 @@ static int status_errno(u64 st)
 	}
 }
 
+/* What QUERY_CONN told of a connection, into an upcall: @c must outlive it (iw_cm copies
+ * the private data before the upcall returns). */
+static void ev_from_conn(struct iw_cm_event *ev, struct qhca_iw_conn *c)
+{
+	sockaddr_from_addr(&ev->local_addr, c->local_addr, c->local_port);
+	sockaddr_from_addr(&ev->remote_addr, c->remote_addr, c->remote_port);
+	ev->private_data = c->private_data;
+	ev->private_data_len = (u8)min_t(u16, c->pd_len, U8_MAX);
+	ev->ird = (u8)min_t(u32, c->ird, U8_MAX);
+	ev->ord = (u8)min_t(u32, c->ord, U8_MAX);
+}
+
 static void connect_request(struct qhca_dev *dev, u32 conn, u32 listener)
 {
 	struct iw_cm_event ev = { .event = IW_CM_EVENT_CONNECT_REQUEST };
@@ -420,12 +432,7 @@ static void connect_request(struct qhca_dev *dev, u32 conn, u32 listener)
 	}
 	ep->passive = true;
 	ep->iw_cm_has = true;
-	sockaddr_from_addr(&ev.local_addr, c->local_addr, c->local_port);
-	sockaddr_from_addr(&ev.remote_addr, c->remote_addr, c->remote_port);
-	ev.private_data = c->private_data;
-	ev.private_data_len = (u8)min_t(u16, c->pd_len, 255);
-	ev.ird = (u8)min_t(u32, c->ird, U8_MAX);
-	ev.ord = (u8)min_t(u32, c->ord, U8_MAX);
+	ev_from_conn(&ev, c);
 	ev.provider_data = ep;
 	if (lep->cm_id->event_handler(lep->cm_id, &ev)) {
 		struct qhca_iw_conn no = {};
@@ -443,12 +450,7 @@ static void connect_reply(struct qhca_dev *dev, struct qhca_iw_ep *ep, u64 st)
 
 	if (c && !qhca_obj_cmd(dev, QHCA_CMD_IW_QUERY_CONN, ep->conn, NULL, 0, c, sizeof(*c),
 			       NULL)) {
-		sockaddr_from_addr(&ev.local_addr, c->local_addr, c->local_port);
-		sockaddr_from_addr(&ev.remote_addr, c->remote_addr, c->remote_port);
-		ev.private_data = c->private_data;
-		ev.private_data_len = (u8)min_t(u16, c->pd_len, 255);
-		ev.ird = (u8)min_t(u32, c->ird, U8_MAX);
-		ev.ord = (u8)min_t(u32, c->ord, U8_MAX);
+		ev_from_conn(&ev, c);
 	} else if (!ev.status) {
 		ev.status = -ECONNRESET;
 	}
