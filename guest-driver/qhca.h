@@ -223,6 +223,7 @@ struct qhca_qp {
 	 * waits for it, as siw and irdma do (ib_core frees the QP when destroy returns) */
 	refcount_t iw_refs;
 	struct completion iw_free;
+	bool live;		/* created and not being destroyed: iw_cm may take it */
 };
 
 struct qhca_srq {

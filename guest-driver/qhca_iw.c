@@ -178,10 +178,9 @@ static void fill_conn(struct qhca_iw_conn *c, u32 qpn, u32 ird, u32 ord, const v
 		memcpy(c->private_data, pd, c->pd_len);
 }
 
-static void upcall(struct qhca_iw_ep *ep, struct iw_cm_event *ev)
+static int upcall(struct qhca_iw_ep *ep, struct iw_cm_event *ev)
 {
-	if (ep->cm_id)
-		ep->cm_id->event_handler(ep->cm_id, ev);
+	return ep->cm_id ? ep->cm_id->event_handler(ep->cm_id, ev) : -ENOENT;
 }
 
 /* ---------------------------------------------------------------- iw_cm's calls */
@@ -363,7 +362,7 @@ static struct ib_qp *qhca_iw_get_qp(struct ib_device *ibdev, int qpn)
 {
 	struct qhca_qp *qp = xa_load(&to_qdev(ibdev)->qps, qpn);
 
-	return qp ? &qp->ibqp : NULL;
+	return qp && READ_ONCE(qp->live) ? &qp->ibqp : NULL;
 }
 
 /* The QP is being closed by iw_cm (SQD: gracefully, ERROR: abruptly): so is its
@@ -445,6 +444,7 @@ static void connect_request(struct qhca_dev *dev, u32 conn, u32 listener)
 
 static void connect_reply(struct qhca_dev *dev, struct qhca_iw_ep *ep, u64 st)
 {
+	struct qhca_iw_conn abort = { .flags = QHCA_IW_ABORT };
 	struct iw_cm_event ev = { .event = IW_CM_EVENT_CONNECT_REPLY, .status = status_errno(st) };
 	struct qhca_iw_conn *c = kzalloc(sizeof(*c), GFP_KERNEL);
 
@@ -452,10 +452,15 @@ static void connect_reply(struct qhca_dev *dev, struct qhca_iw_ep *ep, u64 st)
 			       NULL)) {
 		ev_from_conn(&ev, c);
 	} else if (!ev.status) {
-		ev.status = -ECONNRESET;
+		ev.status = -ECONNRESET;	/* and the device's connection goes too */
+		conn_cmd(dev, QHCA_CMD_IW_DISCONNECT, ep->conn, &abort, NULL);
 	}
-	ep->connected = !ev.status;
-	upcall(ep, &ev);
+	/* iw_cm stays in CONN_SENT if it could not take the event (no memory for the
+	 * private data): a CLOSE then would be a BUG in it, so the connection goes */
+	if (upcall(ep, &ev) && !ev.status)
+		conn_cmd(dev, QHCA_CMD_IW_DISCONNECT, ep->conn, &abort, NULL);
+	else
+		ep->connected = !ev.status;
 	kfree(c);
 }
 

@@ -264,6 +264,8 @@ int qhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_u
 		if (err)
 			goto err_xa;
 	}
+	/* only now may iw_cm take a reference: a failed create frees without waiting */
+	WRITE_ONCE(qp->live, true);
 	return 0;
 
 err_xa:
@@ -287,6 +289,7 @@ int qhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct qhca_qp *qp = to_qqp(ibqp);
 	int err;
 
+	WRITE_ONCE(qp->live, false);
 	err = qhca_obj_cmd(dev, QHCA_CMD_DESTROY_QP, qp->qpn, NULL, 0, NULL, 0, NULL);
 	if (err && !qhca_admin_dead(dev))
 		return err;

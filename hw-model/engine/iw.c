@@ -46,6 +46,10 @@
  * first (ucmatose) run against initiators that send no RTR (siw by default), and siw as the
  * initiator refuses FPDUs that come before it has taken the reply ("extra data"). */
 #define IW_RESPONDER_HOLD_NS	200000000ull
+/* A connection that is closing (a FIN or Terminate of ours queued) is reset after this:
+ * a peer that acknowledges nothing but zero-window probes holds it no longer, nor the
+ * destroy of a QP that iw_cm holds until its CLOSE. */
+#define IW_CLOSE_TIMEOUT_NS	10000000000ull
 
 enum iwc_state {
 	IWC_FREE = 0,
@@ -79,6 +83,7 @@ struct iw_conn {
 	uint32_t live_idx;	/* its place in qhca_iw.live */
 	uint64_t mpa_deadline;	/* waiting for the peer's MPA frame, or the driver's answer */
 	struct iw_tcp_seg tmpl;	/* the 4-tuple and MACs, kept once TCP is gone (CLOSED) */
+	uint64_t close_deadline;	/* closing: reset at this time (IW_CLOSE_TIMEOUT_NS) */
 	/* what the peer's request or reply said, and its private data */
 	struct qhca_iw_conn peer;
 	uint8_t mpa[IW_MPA_BUF];	/* the request or reply as it arrives */
@@ -270,6 +275,13 @@ static void unpend(struct iw_conn *c)
 		l->pending--;
 }
 
+/* Our side is closing: it ends in IW_CLOSE_TIMEOUT_NS at the latest. */
+static void closing(struct iw_conn *c)
+{
+	if (c->close_deadline == UINT64_MAX)
+		c->close_deadline = now_ns(c->e) + IW_CLOSE_TIMEOUT_NS;
+}
+
 /* The end of the connection's TCP: tell the driver, once. */
 static void conn_gone(struct iw_conn *c, uint8_t status)
 {
@@ -278,6 +290,7 @@ static void conn_gone(struct iw_conn *c, uint8_t status)
 	if (c->state == IWC_FREE || c->gone)
 		return;			/* the first end's status is the one told */
 	unpend(c);
+	closing(c);
 	if (c->state == IWC_RTS && status != QHCA_IW_ST_OK && status != QHCA_IW_ST_LOCAL) {
 		/* reset, timed out or broken under RDMA: the QP to error, as an RNIC's */
 		struct qhca_qp *qp = qp_of(c);
@@ -417,6 +430,7 @@ static void tcp_peer_closed(void *opaque)
 		if (!c->peer_closed)
 			conn_event(c, QHCA_EVENT_IW_DISCONNECTED, 0);
 		c->peer_closed = true;
+		closing(c);
 		qtcp_close(c->tcp, now_ns(c->e));
 		return;
 	}
@@ -539,6 +553,7 @@ static void terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t e
 		}
 	}
 	c->terminated = true;
+	closing(c);
 	qtcp_close(c->tcp, now_ns(c->e));
 qp_error:
 	if (qp && qp->state != QHCA_QPS_ERR)
@@ -1107,7 +1122,7 @@ static struct iw_conn *conn_new(struct qhca_engine *e)
 	c->state = IWC_TCP;
 	c->active = c->peer_closed = c->p2p = c->peer_enhanced = false;
 	c->announced = c->pending = c->gone = c->replied = false;
-	c->mpa_deadline = UINT64_MAX;
+	c->mpa_deadline = c->close_deadline = UINT64_MAX;
 	c->listener = c->qpn = 0;
 	c->status = QHCA_IW_ST_OK;
 	c->mpa_len = 0;
@@ -1266,6 +1281,13 @@ void qhca_iw_timer(struct qhca_engine *e, uint64_t now)
 			qtcp_abort(c->tcp, now);
 			conn_gone(c, QHCA_IW_ST_TIMEOUT);
 		}
+		if (c->close_deadline <= now && c->tcp->state != QTCP_CLOSED &&
+		    c->tcp->state != QTCP_TIME_WAIT) {
+			qhca_log_guest(e, "iWARP connection 0x%x: not closed in time: reset",
+				       c->handle);
+			qtcp_abort(c->tcp, now);
+			conn_gone(c, QHCA_IW_ST_TIMEOUT);
+		}
 	}
 	reap(e);
 }
@@ -1292,6 +1314,8 @@ uint64_t qhca_iw_deadline(const struct qhca_engine *e)
 		if ((c->state == IWC_MPA_WAIT || c->state == IWC_REQ_PENDING ||
 		     (c->state == IWC_RTS && c->tx_hold)) && c->mpa_deadline < next)
 			next = c->mpa_deadline;
+		if (c->close_deadline < next && c->tcp->state != QTCP_TIME_WAIT)
+			next = c->close_deadline;
 	}
 	return next;
 }
@@ -1529,10 +1553,18 @@ uint16_t qhca_iw_disconnect(struct qhca_engine *e, uint32_t handle, const struct
 		conn_free(e, c);
 		return QHCA_ST_OK;
 	}
-	if (a->flags & QHCA_IW_ABORT)
+	if (a->flags & QHCA_IW_ABORT) {
 		qtcp_abort(c->tcp, now_ns(e));
-	else
+	} else {
+		struct qhca_qp *qp = c->state == IWC_RTS ? qp_of(c) : NULL;
+
+		/* what a responder held for the initiator's first FPDU goes before the FIN */
+		if (qp && c->tx_hold) {
+			c->tx_hold = false;
+			req_run(c, qp);
+		}
 		qtcp_close(c->tcp, now_ns(e));
+	}
 	if (c->state != IWC_CLOSING)
 		conn_gone(c, QHCA_IW_ST_LOCAL);
 	reap(e);

@@ -601,7 +601,7 @@ static void test_unanswered_request(void)
 	struct qhca_iw_listen l = { .port = 4300, .backlog = 1 };
 	struct qhca_iw_conn a, none;
 	uint32_t lh, ch, pch, h;
-	uint64_t d, hb0;
+	uint64_t d, hb0, t0;
 	struct qp x;
 	int i;
 
@@ -615,8 +615,16 @@ static void test_unanswered_request(void)
 	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
 	CHECK(wait_event(1, QHCA_EVENT_IW_CONNECT_REQUEST, &pch, &d));
 	CHECK(nodes[1].e.host_bytes > hb0);
+	while (link_n)
+		pump_steps(1);
+	t0 = now;
 	CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, ch, &none), QHCA_ST_OK);	/* a FIN */
-	CHECK(wait_event(1, QHCA_EVENT_IW_CLOSED, &h, &d));
+	CHECK_EQ(link_n, 1);
+	drop_pct = 100;		/* whatever answers it is lost: no ACK of a FIN of ours comes */
+	pump_steps(1);
+	CHECK(event(1, QHCA_EVENT_IW_CLOSED, &h, &d));	/* at once: a RST ended it */
+	CHECK_EQ(now, t0);
+	drop_pct = 0;
 	CHECK_EQ(h, pch);
 	CHECK_EQ(d, QHCA_IW_ST_RESET);
 	CHECK_EQ(nodes[1].e.host_bytes, hb0);	/* not released yet, its TCP gone all the same */
@@ -714,6 +722,39 @@ static void test_responder_waits(void)
 	}
 }
 
+/*
+ * A closing connection ends in 10 s at the latest: a peer that takes nothing more (here
+ * every frame is lost; a hostile one would answer only zero-window probes) cannot hold it,
+ * its slot and memory, nor the destroy of a QP that iw_cm keeps until the CLOSE, for as
+ * long as TCP's retransmissions would go on.
+ */
+static void test_close_bounded(void)
+{
+	struct qhca_iw_conn none;
+	uint64_t t0, st;
+	uint32_t h;
+	struct qp x, y;
+	int i;
+
+	iw_setup();
+	iw_pair(&x, &y, 2);
+	memset(&none, 0, sizeof(none));
+	drop_pct = 100;
+	t0 = now;
+	CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, 1, &none), QHCA_ST_OK);	/* a FIN */
+	for (i = 0; i < 30 && !event(0, QHCA_EVENT_IW_CLOSED, &h, &st); i++) {
+		now += 1000000000ull;
+		qhca_engine_timer(&nodes[0].e);
+		pump_steps(100);
+	}
+	CHECK(now - t0 >= 10000000000ull && now - t0 <= 12000000000ull);
+	CHECK_EQ(h, 1);
+	CHECK_EQ(st, QHCA_IW_ST_LOCAL);	/* the status of the first end: ours */
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, x.qpn)->state, QHCA_QPS_ERR);
+	CHECK_EQ(host_errors, 0);
+	teardown();
+}
+
 /* A listener's backlog: with 1, a second request waits until the first is answered. */
 static void test_backlog(void)
 {
@@ -771,6 +812,7 @@ static const struct unit_test tests[] = {
 	{ "graceful_close", test_graceful_close },
 	{ "unanswered_request", test_unanswered_request },
 	{ "responder_waits", test_responder_waits },
+	{ "close_bounded", test_close_bounded },
 	{ "send_done_when_queued", test_send_done_when_queued },
 	{ "backlog", test_backlog },
 	{ "connect_accept", test_connect_accept },

@@ -60,8 +60,8 @@ nothing_running() {	# no live process of this run (ps must list the processes: a
 
 # What a kernel prints when it goes wrong: a BUG (also "kernel BUG at"), an oops, a general
 # protection fault, an invalid opcode, a warning, a hung task; and qhca's own errors: an
-# admin command timed out, a registration that failed.
-KERNEL_LOG_BAD='BUG:|BUG at|Oops|general protection fault|invalid opcode|WARNING:|blocked for more than|qhca.*timed out|ib_register_device failed'
+# admin command timed out, a registration that failed, a QP destroy waiting on iw_cm.
+KERNEL_LOG_BAD='BUG:|BUG at|Oops|general protection fault|invalid opcode|WARNING:|blocked for more than|qhca.*timed out|ib_register_device failed|iw_cm still holds'
 
 # kernel_log_clean I [REGEX]: guest I's kernel log could be read (dmesg ran and printed it) and
 # has no line matching REGEX (default: a BUG, an oops or a warning). A failed dmesg or an
