@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver siw provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-net bench-qp bench-migrate soak down clean \
+.PHONY: help all host qemu driver flavour-driver siw provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-families bench-net bench-qp bench-migrate soak down clean \
 	cache-rule print-cache
 
 help:
@@ -31,6 +31,8 @@ help:
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
 	@echo "make bench     qhca against Linux rxe between the same two VMs, the device and the"
 	@echo "               fabric alone (figures, not a test); PROFILE=1 adds QEMU profiles"
+	@echo "make bench-families  perftest on RoCE v2, RoCE v1, iWARP and InfiniBand, one after"
+	@echo "               the other between the same two VMs, beside Linux rxe and siw"
 	@echo "make bench-qp  16384 QPs on one device (QHCA_QPS=N, 0: until refused): time per"
 	@echo "               create, modify, message and destroy, memory per QP in guest and host"
 	@echo "make bench-net ib_write_bw/lat on the fabric, a bridge, VXLAN between two namespaces"
@@ -146,6 +148,11 @@ demo: all
 # qhca against Linux rxe in the same two VMs, and the host memcpy baseline (not a test).
 bench: all
 	@bash bench/run.sh
+
+# The RDMA families one after the other between the same two VMs, beside Linux's software
+# devices: RoCE v2 and v1 with rxe, iWARP with siw, InfiniBand (perftest; not a test).
+bench-families: all
+	@bash bench/families.sh
 
 # QPs on one device until QHCA_QPS (16384) or the device's limit, each connected and used
 # once: time per create and memory per QP, guest and host (one VM; make bench runs it too).

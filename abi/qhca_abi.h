@@ -748,6 +748,12 @@ enum qhca_wr_opcode {
 #define QHCA_WQE_SOLICITED		(1u << 1)
 #define QHCA_WQE_FENCE			(1u << 2)
 #define QHCA_WQE_INLINE			(1u << 3)
+/* An RDMA_READ of one SGE that invalidates the key of that SGE, its sink, locally once it
+ * completes: the verbs' RDMA_READ_WITH_INV, which the kernel's rdma_rw posts on iWARP (RFC
+ * 5040's Read with Local Invalidate). As in siw, the sink's key is the one invalidated:
+ * rdma_rw gives the region a new key after it set ex.invalidate_rkey, so that one is stale.
+ * The READ's completion says RDMA_READ. */
+#define QHCA_WQE_READ_INV		(1u << 4)
 
 struct qhca_sge {
 	uint64_t addr;
@@ -882,11 +888,20 @@ QHCA_ABI_ASSERT_SIZE(struct qhca_mcast, 24);
 #define QHCA_IW_P2P			(1u << 1)	/* peer-to-peer: the active side sends
 							 * first, a zero-length RDMA WRITE
 							 * (CONNECT; out: the peer asked) */
+/*
+ * A listener's address, as a TCP socket's: one address (IPv4 as ::ffff:a.b.c.d), every IPv4
+ * address (::ffff:0.0.0.0), or every address (::), IPv6 ones only with QHCA_IW_V6ONLY (an
+ * AF_INET6 socket's IPV6_V6ONLY; rdma_cm's afonly; on one IPv6 address it changes nothing,
+ * on an IPv4 one it is refused). Two listeners on one port may not cover
+ * a common address.
+ */
+#define QHCA_IW_V6ONLY		(1u << 0)
+
 struct qhca_iw_listen {
 	uint8_t addr[16];
 	uint16_t port;
 	uint16_t backlog;		/* connections not yet accepted, 1..1024 */
-	uint32_t rsvd;
+	uint32_t flags;			/* QHCA_IW_V6ONLY */
 };
 QHCA_ABI_ASSERT_SIZE(struct qhca_iw_listen, 24);
 

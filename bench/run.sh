@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # make bench: qhca against Linux rxe between the same two VMs in one run (verbs, UCX,
-# libfabric and MPI, NVMe-oF and NFS over RDMA), the device alone
+# libfabric and MPI, NVMe-oF and NFS over RDMA), the RDMA families one after the other
+# beside rxe and siw (bench/families.sh), the device alone
 # (bench-engine) and the fabric switch alone (bench-fabric), the host's memcpy as the
 # throughput baseline, 16384 QPs on one device in a VM of its own (bench/qp-scale.sh), and
 # live migration and snapshots (bench/migration.sh).
@@ -119,6 +120,11 @@ awk '$2 == "B" { printf "{\"test\":\"fabric\",\"frame\":%s,\"frames/s\":%s,\"MB/
 step "bench: 16384 QPs on one device (bench/qp-scale.sh)"
 qps_out=$(QHCA_RUN="$QHCA_CACHE/run-qps" QHCA_BENCH_OUT="$out" bash "$QHCA_ROOT/bench/qp-scale.sh" 2>&1) ||
     qps_out="QPs: failed (make bench-qp shows why)"
+# The RDMA families one after the other, beside rxe and siw (bench/families.sh).
+"$qhca" down > /dev/null 2>&1
+step "bench: RoCE v2, RoCE v1, iWARP and InfiniBand beside rxe and siw (bench/families.sh)"
+fam_out=$(QHCA_RUN="$QHCA_CACHE/run-bench-families" bash "$QHCA_ROOT/bench/families.sh" 2>&1) ||
+    fam_out="families: failed (make bench-families shows why)"
 # Live migration and snapshots (bench/migration.sh), in guests of their own.
 "$qhca" down > /dev/null 2>&1
 step "bench: live migration and snapshots (bench/migration.sh)"
@@ -128,4 +134,5 @@ echo "$engine_out" | sed -n '1,2p;/^WRITE/p' | head -n 6
 echo "$fabric_out"
 grep -E '^(created|create:|modify|first message|destroy:|guest memory|host memory|QPs: failed)' <<<"$qps_out"
 sed -n '/^qhca migrate 1/,/^two guests ready after up --snapshot/p;/B\/QP/p;/^migration: failed/p' <<<"$mig_out"
+sed -n '/RoCE v2 .*RoCE v1/,/^TCG guests/p;/^families: failed/p' <<<"$fam_out"
 echo "host memcpy 1 MiB: $memcpy_mb MB/s; results in $out"

@@ -6,6 +6,8 @@
 # every completion checked, at MTU 4096. Prints the time it took, the bytes, the devices'
 # retransmissions, timeouts and dropped corrupt frames, and the fabric's counters, and
 # appends them as a JSON line to results.txt in the run directory. Fails on any error.
+# Before it, the device alone runs rping's exchange over iWARP through an impaired link for
+# QHCA_SOAK_IW_SEEDS (4000) seeds.
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 qhca="$QHCA_ROOT/tools/qhca"
@@ -18,6 +20,14 @@ counter() {	# counter GUEST NAME
     "$qhca" exec "$1" -- "rdma statistic show link qhca_0/1" | tr ' ' '\n' |
         awk -v k="$2" 'prev == k { print; exit } { prev = $0 }'
 }
+
+# First the device alone: rping's exchange over iWARP, 100 rounds a seed through loss,
+# duplication, reordering and links slow enough for spurious timeouts (unit test-iw-cm).
+iw_seeds=${QHCA_SOAK_IW_SEEDS:-4000}
+host_build=$(bash "$QHCA_ROOT/scripts/build-host.sh" plain) || die "host build failed"
+step "soak: iWARP, rping's exchange through an impaired link, $iw_seeds seeds (device alone)"
+QHCA_IW_RPING_SEEDS=$iw_seeds "$host_build/test-iw-cm" rping_impaired ||
+    die "rping over iWARP failed through the impaired link (QHCA_HARNESS_LOG=1 QHCA_IW_RPING_ONE=SEED, the seed it names, for its story)"
 
 "$qhca" down > /dev/null 2>&1
 trap '"$qhca" down > /dev/null 2>&1' EXIT

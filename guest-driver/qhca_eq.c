@@ -58,8 +58,11 @@ void qhca_eq_destroy(struct qhca_dev *dev, struct qhca_eq *eq)
 
 int qhca_async_eq_init(struct qhca_dev *dev)
 {
-	return qhca_eq_create(dev, &dev->async_eq, QHCA_ASYNC_EQ_LOG2, QHCA_VEC_ADMIN,
-			      QHCA_EQ_ASYNC);
+	/* An iWARP port's connections (up to QHCA_IW_MAX_CONN) bring their events here too:
+	 * room for 4 of each, the most the device allows (64 KiB), so that all of them
+	 * closing at once overflows nothing. */
+	return qhca_eq_create(dev, &dev->async_eq, qhca_link_iwarp(dev) ? QHCA_EQ_MAX_LOG2 :
+			      QHCA_ASYNC_EQ_LOG2, QHCA_VEC_ADMIN, QHCA_EQ_ASYNC);
 }
 
 void qhca_async_eq_fini(struct qhca_dev *dev)

@@ -95,8 +95,29 @@ static void sockaddr_from_addr(struct sockaddr_storage *ss, const u8 addr[16], u
 	}
 }
 
+/* Is @ss one of our netdev's own addresses? */
+static bool addr_ours(struct net_device *nd, const struct sockaddr_storage *ss)
+{
+	struct net_device *owner;
+	bool ours = false;
+
+	if (ss->ss_family == AF_INET) {
+		owner = ip_dev_find(dev_net(nd), ((const struct sockaddr_in *)ss)->sin_addr.s_addr);
+		ours = owner == nd;
+		if (owner)
+			dev_put(owner);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	else if (ss->ss_family == AF_INET6)
+		ours = ipv6_chk_addr(dev_net(nd), &((const struct sockaddr_in6 *)ss)->sin6_addr,
+				     nd, 1);
+#endif
+	return ours;
+}
+
 /* The MAC of the next hop to @ss on our netdev: rdma_cm resolved it (its neighbour entry)
- * before it asked for the connection. */
+ * before it asked for the connection. To one of our own addresses it is our own MAC: the
+ * card loops the connection back, as an RNIC does. */
 static int next_hop_mac(struct qhca_dev *dev, const struct sockaddr_storage *ss, u8 mac[ETH_ALEN])
 {
 	struct neighbour *n = NULL;
@@ -104,6 +125,10 @@ static int next_hop_mac(struct qhca_dev *dev, const struct sockaddr_storage *ss,
 
 	if (!dev->netdev)
 		return -ENODEV;
+	if (addr_ours(dev->netdev, ss)) {
+		ether_addr_copy(mac, dev->netdev->dev_addr);
+		return 0;
+	}
 	if (ss->ss_family == AF_INET)
 		n = neigh_lookup(&arp_tbl, &((const struct sockaddr_in *)ss)->sin_addr.s_addr,
 				 dev->netdev);
@@ -300,9 +325,10 @@ static int qhca_iw_create_listen(struct iw_cm_id *cm_id, int backlog)
 	err = addr_from_sockaddr(&cm_id->m_local_addr, l.addr, &l.port);
 	if (err)
 		return err;
-	if (ipv6_addr_v4mapped((struct in6_addr *)l.addr) &&
-	    !((struct in6_addr *)l.addr)->s6_addr32[3])
-		memset(l.addr, 0, sizeof(l.addr));	/* 0.0.0.0: every address */
+	/* 0.0.0.0 stays ::ffff:0.0.0.0, every IPv4 address; :: is every address, or every
+	 * IPv6 one where rdma_cm says afonly (nfsd listens on both, each afonly) */
+	if (cm_id->afonly && !ipv6_addr_v4mapped((struct in6_addr *)l.addr))
+		l.flags = QHCA_IW_V6ONLY;
 	l.backlog = clamp(backlog, 1, QHCA_IW_MAX_BACKLOG);
 	lep = kzalloc(sizeof(*lep), GFP_KERNEL);
 	if (!lep)
@@ -498,6 +524,10 @@ static void iw_work(struct work_struct *w)
 			ev.event = IW_CM_EVENT_CLOSE;
 			ev.status = iw->data == QHCA_IW_ST_OK || iw->data == QHCA_IW_ST_LOCAL ? 0 :
 				    status_errno(iw->data);
+			if (ev.status)	/* a reset or a timeout: say which (the device says why) */
+				dev_info_ratelimited(&dev->pdev->dev,
+						     "iWARP connection %#x ended: %pe\n",
+						     iw->handle, ERR_PTR(ev.status));
 			upcall(ep, &ev);
 		}
 		ep_close(ep);
@@ -536,7 +566,8 @@ int qhca_iw_init(struct qhca_dev *dev)
 	mutex_init(&dev->iw_lock);
 	if (!qhca_link_iwarp(dev))
 		return 0;
-	dev->iw_wq = alloc_ordered_workqueue("qhca_iw", 0);
+	/* NFS and NVMe-oF over iWARP connect from memory reclaim: a rescuer thread */
+	dev->iw_wq = alloc_ordered_workqueue("qhca_iw", WQ_MEM_RECLAIM);
 	if (!dev->iw_wq)
 		return -ENOMEM;
 	dev->ibdev.node_type = RDMA_NODE_RNIC;

@@ -509,6 +509,7 @@ static int qhca_wr_opcode(enum ib_wr_opcode op, u8 *out)
 		*out = QHCA_WR_SEND_WITH_IMM;
 		return 0;
 	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:	/* with QHCA_WQE_READ_INV */
 		*out = QHCA_WR_RDMA_READ;
 		return 0;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -569,7 +570,10 @@ static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void
 	h->flags = (wr->send_flags & IB_SEND_SIGNALED ? QHCA_WQE_SIGNALED : 0) |
 		   (wr->send_flags & IB_SEND_SOLICITED ? QHCA_WQE_SOLICITED : 0) |
 		   (wr->send_flags & IB_SEND_FENCE ? QHCA_WQE_FENCE : 0);
-	if (wr->opcode == IB_WR_SEND_WITH_INV || wr->opcode == IB_WR_LOCAL_INV)
+	if (wr->opcode == IB_WR_RDMA_READ_WITH_INV)
+		h->flags |= QHCA_WQE_READ_INV;
+	if (wr->opcode == IB_WR_SEND_WITH_INV || wr->opcode == IB_WR_LOCAL_INV ||
+	    wr->opcode == IB_WR_RDMA_READ_WITH_INV)
 		h->imm_inv = wr->ex.invalidate_rkey;
 	else
 		h->imm_inv = be32_to_cpu(wr->ex.imm_data);
@@ -582,6 +586,7 @@ static int qhca_build_send(struct qhca_qp *qp, const struct ib_send_wr *wr, void
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
 		h->remote_addr = rdma_wr(wr)->remote_addr;
 		h->rkey = rdma_wr(wr)->rkey;
 		break;

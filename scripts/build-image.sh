@@ -163,7 +163,8 @@ echo "driver qhca" > "$layer/etc/libibverbs.d/qhca.driver"
 # Every tests/vm/qhca_NAME.c becomes the guest program qhca-NAME.
 for src in "$QHCA_ROOT"/tests/vm/qhca_*.c; do
     prog=$(basename "$src" .c)
-    bcc gcc -O2 -Wall -Wextra -o "$inner/usr/local/bin/${prog//_/-}" "/qhca/tests/vm/$prog.c" -libverbs ||
+    bcc gcc -O2 -Wall -Wextra -o "$inner/usr/local/bin/${prog//_/-}" "/qhca/tests/vm/$prog.c" \
+        -libverbs -lrdmacm ||
         die "test program $src does not build"
 done
 # Guest benchmarks: bench/qp_scale.c becomes qhca-qp-scale (bench/qp-scale.sh runs it).

@@ -59,8 +59,19 @@ unit_tests() {	# unit_tests plain|sanitize
     # The transport and IB tests once more with the nodes' engines saved and loaded every
     # few steps (test-migrate.c): every 3 steps, every 11 under the sanitizers (slower).
     [ "$1" = sanitize ] && every=11
-    for t in test-engine test-roce test-iwarp test-tcp test-ib test-transport test-bounds test-timers \
-             test-fabric test-ibswitch test-migrate migrate:test-transport migrate:test-ib; do
+    local list=(test-engine test-roce test-iwarp test-tcp test-iw-cm test-ib test-transport test-bounds
+                test-timers test-fabric test-ibswitch test-migrate migrate:test-transport
+                migrate:test-ib)
+    # Every unit test meson builds runs here: one left out of the list would never fail.
+    local built
+    built=$(sed -n "s/.*executable('\(test-[a-z0-9-]*\)'.*/\1/p" "$QHCA_ROOT/meson.build")
+    [ "$(wc -w <<<"$built")" -ge 10 ] ||
+        { echo "not ok - found only '$built' in meson.build's unit tests"; rc=1; }
+    for t in $built; do
+        [[ " ${list[*]} " == *" $t "* ]] ||
+            { echo "not ok - $t: meson builds it, tests/check.sh does not run it"; rc=1; }
+    done
+    for t in "${list[@]}"; do
         local env=()
         if [ "${t%%:*}" = migrate ]; then
             t=${t#migrate:}
@@ -206,7 +217,10 @@ for tier in "${tiers[@]}"; do
     vm) need_pkgs $VM_HOST_PKGS
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
-        done ;;
+        done
+        # the kernel's storage protocols once more, over the device as an iWARP RNIC
+        run_tier "vm: test-storage over iWARP (NVMe-oF, NFS, iSER)" \
+            env QHCA_STORAGE_DEV=iwarp bash "$QHCA_ROOT/tests/vm/test-storage.sh" ;;
     # The other flavours' short tiers (the vm tier runs the default flavour, $QHCA_FLAVOUR).
     flavours) need_pkgs $VM_HOST_PKGS
         for f in $FLAVOURS; do

@@ -522,15 +522,17 @@ static uint16_t cmd_query_counters(struct qhca_engine *e, const struct qhca_cmd 
 {
 	const struct qhca_counters *c = &e->cnt;
 	struct qhca_counters_block b;
+	uint64_t tcp_retransmits, tcp_timeouts;
 
 	OBJ_ARGS(NULL, 0, sizeof(b));
 	memset(&b, 0, sizeof(b));
+	qhca_iw_tcp_counts(e, &tcp_retransmits, &tcp_timeouts);	/* 0 but on iWARP */
 	b.value[QHCA_CNT_TX_PKTS] = c->roce_tx_pkts;
 	b.value[QHCA_CNT_TX_BYTES] = c->roce_tx_bytes;
 	b.value[QHCA_CNT_RX_PKTS] = c->roce_rx_pkts;
 	b.value[QHCA_CNT_RX_BYTES] = c->roce_rx_bytes;
-	b.value[QHCA_CNT_RETRANSMITS] = c->retransmits;
-	b.value[QHCA_CNT_TIMEOUTS] = c->timeouts;
+	b.value[QHCA_CNT_RETRANSMITS] = c->retransmits + tcp_retransmits;
+	b.value[QHCA_CNT_TIMEOUTS] = c->timeouts + tcp_timeouts;
 	b.value[QHCA_CNT_NAKS_SENT] = c->naks_sent;
 	b.value[QHCA_CNT_NAKS_RECEIVED] = c->naks_received;
 	b.value[QHCA_CNT_RNR_NAKS_SENT] = c->rnr_naks_sent;
@@ -629,6 +631,17 @@ static uint16_t iw_conn_args(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	return obj_args(e, &cmd->obj, *c, sizeof(**c), 0);
 }
 
+/* One of iw.c's commands on a connection handle and its struct qhca_iw_conn. */
+static uint16_t iw_conn_cmd(struct qhca_engine *e, const struct qhca_cmd *cmd,
+			    uint16_t (*fn)(struct qhca_engine *, uint32_t,
+					   const struct qhca_iw_conn *))
+{
+	struct qhca_iw_conn *c;
+	uint16_t st = iw_conn_args(e, cmd, &c);
+
+	return st ? st : fn(e, cmd->obj.handle, c);
+}
+
 static uint16_t cmd_iw_connect(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			       struct admin_result *res)
 {
@@ -641,28 +654,19 @@ static uint16_t cmd_iw_connect(struct qhca_engine *e, const struct qhca_cmd *cmd
 static uint16_t cmd_iw_accept(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
-	struct qhca_iw_conn *c;
-	uint16_t st = iw_conn_args(e, cmd, &c);
-
-	return st ? st : qhca_iw_accept(e, cmd->obj.handle, c);
+	return iw_conn_cmd(e, cmd, qhca_iw_accept);
 }
 
 static uint16_t cmd_iw_reject(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
-	struct qhca_iw_conn *c;
-	uint16_t st = iw_conn_args(e, cmd, &c);
-
-	return st ? st : qhca_iw_reject(e, cmd->obj.handle, c);
+	return iw_conn_cmd(e, cmd, qhca_iw_reject);
 }
 
 static uint16_t cmd_iw_disconnect(struct qhca_engine *e, const struct qhca_cmd *cmd,
 				  struct admin_result *res)
 {
-	struct qhca_iw_conn *c;
-	uint16_t st = iw_conn_args(e, cmd, &c);
-
-	return st ? st : qhca_iw_disconnect(e, cmd->obj.handle, c);
+	return iw_conn_cmd(e, cmd, qhca_iw_disconnect);
 }
 
 static uint16_t cmd_iw_query_conn(struct qhca_engine *e, const struct qhca_cmd *cmd,

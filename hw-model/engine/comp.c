@@ -60,6 +60,24 @@ void qhca_comp_ready(struct qhca_engine *e, struct qhca_qp *qp)
 
 		if (qhca_wr_is_rd_atomic(sw->hdr.opcode) && qp->rd_atomic_out)
 			qp->rd_atomic_out--;
+		if (sw->status == QHCA_WC_SUCCESS && (sw->hdr.flags & QHCA_WQE_READ_INV)) {
+			const char *why;
+
+			/* the sink's key (its one SGE, qhca_wqe_load), now that the data
+			 * is in, if it still names the region the READ placed into (not
+			 * one registered anew meanwhile); a failure completes the READ
+			 * with it, as a LOCAL_INV's */
+			if (qhca_mr_find(e, sw->sgl.sge[0].lkey) != sw->sgl.mr[0]) {
+				sw->status = QHCA_WC_LOC_QP_OP_ERR;
+				why = "its key names another region now";
+			} else {
+				sw->status = qhca_mr_invalidate(e, qp, sw->sgl.sge[0].lkey, false,
+								&why);
+			}
+			if (sw->status != QHCA_WC_SUCCESS)
+				qhca_log_guest(e, "QP 0x%x: READ with invalidate of key 0x%x: %s",
+					       qp->qpn, sw->sgl.sge[0].lkey, why);
+		}
 		if (sw->status != QHCA_WC_SUCCESS || qp->sig_all ||
 		    (sw->hdr.flags & QHCA_WQE_SIGNALED))
 			post_send_cqe(e, qp, qp->sq.ci, sw->hdr.wr_id, sw->hdr.opcode, sw->status,

@@ -489,9 +489,11 @@ void qhca_engine_reg_write(struct qhca_engine *e, uint32_t offset, uint32_t v)
 		return;
 	case QHCA_REG_ASQ_TAIL:
 		qhca_admin_sq_doorbell(e, v);
+		qhca_loopback_drain(e);		/* iWARP: a connection to our own address */
 		return;
 	case QHCA_REG_ACQ_HEAD:
 		qhca_admin_cq_doorbell(e, v);
+		qhca_loopback_drain(e);
 		return;
 	case QHCA_REG_INTR_MASK:
 		e->intr_mask = v;
@@ -694,8 +696,19 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 	}
 	/* iWARP: our connections' segments to TCP, the rest (RoCE too) to the netdev. */
 	if (e->cfg.link == QHCA_LINK_IWARP) {
-		if (!qhca_iw_receive(e, frame, len))
+		/* Our own MAC as the source: what we send ourselves loops back inside
+		 * (qhca_xmit_frame), so from the wire it is forged, or the network loops.
+		 * Never a segment of our connections (taken, it would make one of them
+		 * loop back to us); the netdev sees it, as a plain NIC's stack would (a
+		 * bridge's loop detection among them). */
+		if (len >= 12 && !memcmp(frame + 6, e->mac, 6)) {
+			qhca_step(e, "iw rx size=%zu: our own MAC as the source, to the netdev",
+				  len);
 			qhca_eth_receive(e, frame, len);
+		} else if (!qhca_iw_receive(e, frame, len)) {
+			qhca_eth_receive(e, frame, len);
+		}
+		qhca_loopback_drain(e);
 		return;
 	}
 	/* Ordinary frames go to the netdev; RoCEv2 to our own MAC goes to the transport. */

@@ -631,6 +631,18 @@ static inline bool qhca_wr_is_rd_atomic(uint8_t op)
 	       op == QHCA_WR_ATOMIC_FETCH_AND_ADD || op == QHCA_WR_ATOMIC_WRITE;
 }
 
+/* A send WQE's flags: known ones only; READ_INV only on a READ of one SGE, not inline
+ * (qhca_wqe_load, and a loaded stream's snapshots). */
+static inline bool qhca_wqe_flags_ok(const struct qhca_sq_wqe *h)
+{
+	if (h->flags & ~(QHCA_WQE_SIGNALED | QHCA_WQE_SOLICITED | QHCA_WQE_FENCE |
+			 QHCA_WQE_INLINE | QHCA_WQE_READ_INV))
+		return false;
+	return !(h->flags & QHCA_WQE_READ_INV) ||
+	       (h->opcode == QHCA_WR_RDMA_READ && h->num_sge == 1 &&
+		!(h->flags & QHCA_WQE_INLINE));
+}
+
 /* Memory operations the device executes itself, sending nothing. */
 static inline bool qhca_wr_is_local(uint8_t op)
 {
@@ -701,6 +713,7 @@ static inline bool qhca_tx_stopped(const struct qhca_engine *e)
 /* Send @p built from the QP's address vector; loops back frames to our own MAC. */
 uint8_t *qhca_tx_payload(struct qhca_engine *e, const struct qhca_av *av, uint8_t opcode);
 void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p);
+void qhca_xmit_frame(struct qhca_engine *e, const uint8_t *frame, size_t len);
 void qhca_timer_update(struct qhca_engine *e);
 int qhca_timer_init(struct qhca_engine *e);
 void qhca_timer_fini(struct qhca_engine *e);

@@ -17,8 +17,9 @@
  *            IW_ACCEPT (MPA reply, RTS) or IW_REJECT (reply with R set, FIN)
  *   then:    FIN from the peer -> DISCONNECTED; IW_DISCONNECT -> FIN or RST; CLOSED
  *            event once TCP is done, and the handle is free.
- * Not yet here: the datapath (FPDUs to and from QPs), migration of connections.
+ * Not yet here: migration of connections.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ struct iw_conn {
 	bool pending;		/* passive, counted in its listener's pending and half_open */
 	bool gone;		/* conn_gone ran: its status is kept */
 	bool replied;		/* active: the peer's reply came (peer holds it) */
+	bool looped;		/* to the port itself: its segments only ever loop back */
 	uint32_t live_idx;	/* its place in qhca_iw.live */
 	uint64_t mpa_deadline;	/* waiting for the peer's MPA frame, or the driver's answer */
 	struct iw_tcp_seg tmpl;	/* the 4-tuple and MACs, kept once TCP is gone (CLOSED) */
@@ -89,7 +91,6 @@ struct iw_conn {
 	uint8_t mpa[IW_MPA_BUF];	/* the request or reply as it arrives */
 	uint32_t mpa_len;
 	/* RDMA mode (the datapath) */
-	uint64_t tx_queued, tx_acked;	/* stream bytes handed to TCP, and acknowledged */
 	uint32_t send_msn, read_msn;	/* MSNs of our next SEND and READ request */
 	uint32_t rx_send_msn, rx_read_msn;	/* the ones the peer's must have */
 	struct iw_rresp {		/* a Read Request to answer (IRD of them at most) */
@@ -108,6 +109,7 @@ struct iw_listener {
 	uint8_t addr[16];
 	uint16_t port;
 	uint16_t backlog, pending;
+	bool v6only;		/* addr :: covers IPv6 addresses only */
 };
 
 struct qhca_iw {
@@ -122,6 +124,8 @@ struct qhca_iw {
 	uint32_t nlive;
 	uint32_t half_open;		/* passive connections not yet accepted, all listeners */
 	bool reap_due;			/* a connection may be CLOSED: the timer reaps it now */
+	uint64_t gone_retransmits;	/* TCP's of the connections already freed */
+	uint64_t gone_timeouts;
 	struct qhca_iw_conn scratch;	/* a command's argument or answer (admin.c) */
 	uint8_t txbuf[IW_TXBUF];	/* one FPDU being built */
 };
@@ -187,8 +191,10 @@ static void hash_del(struct qhca_iw *iw, struct iw_conn *c)
 	c->hnext = 0;
 }
 
-/* The connection a segment @s (as received) belongs to, or NULL. */
-static struct iw_conn *conn_of_seg(struct qhca_iw *iw, const struct iw_tcp_seg *s)
+/* The connection a segment @s (as received) belongs to, or NULL: one of ours to ourselves
+ * if @looped (the segment looped back inside the device), one on the wire if not. The two
+ * never meet, and one 4-tuple may be in use by one of each. */
+static struct iw_conn *conn_of_seg(struct qhca_iw *iw, const struct iw_tcp_seg *s, bool looped)
 {
 	uint32_t i = iw->hash[tuple_hash(s->dgid, s->dport, s->sgid, s->sport)];
 
@@ -197,7 +203,7 @@ static struct iw_conn *conn_of_seg(struct qhca_iw *iw, const struct iw_tcp_seg *
 		const struct iw_tcp_seg *t = &c->tcp->tmpl;
 
 		if (t->sport == s->dport && t->dport == s->sport && !memcmp(t->sgid, s->dgid, 16) &&
-		    !memcmp(t->dgid, s->sgid, 16))
+		    !memcmp(t->dgid, s->sgid, 16) && c->looped == looped)
 			return c;
 		i = c->hnext;
 	}
@@ -211,6 +217,41 @@ static struct iw_conn *conn_find(struct qhca_engine *e, uint32_t handle)
 	return i < 0 ? NULL : &e->iw->conn[i];
 }
 
+static const uint8_t v4_any[16] = { [10] = 0xff, [11] = 0xff };	/* ::ffff:0.0.0.0 */
+
+static bool addr_is_v4(const uint8_t a[16])
+{
+	return !memcmp(a, v4_any, 12);
+}
+
+/* What a listener's address covers, as a TCP socket's (abi: struct qhca_iw_listen). */
+enum lsn_kind { LSN_ONE, LSN_V4_ANY, LSN_V6_ANY, LSN_ANY };
+
+static enum lsn_kind lsn_kind(const uint8_t addr[16], bool v6only)
+{
+	if (!memcmp(addr, v4_any, 16))
+		return LSN_V4_ANY;
+	if (!memcmp(addr, zero_addr, 16))
+		return v6only ? LSN_V6_ANY : LSN_ANY;
+	return LSN_ONE;
+}
+
+/* Does a listener of @addr (@kind) take a connection to @to? */
+static bool lsn_covers(const uint8_t addr[16], enum lsn_kind kind, const uint8_t to[16])
+{
+	switch (kind) {
+	case LSN_V4_ANY:
+		return addr_is_v4(to);
+	case LSN_V6_ANY:
+		return !addr_is_v4(to);
+	case LSN_ANY:
+		return true;
+	default:
+		return !memcmp(addr, to, 16);
+	}
+}
+
+/* The listener of a SYN: at most one covers its address (qhca_iw_listen). */
 static struct iw_listener *listener_of_syn(struct qhca_iw *iw, const struct iw_tcp_seg *s)
 {
 	unsigned i;
@@ -219,7 +260,7 @@ static struct iw_listener *listener_of_syn(struct qhca_iw *iw, const struct iw_t
 		struct iw_listener *l = &iw->lsn[i];
 
 		if (l->handle && l->port == s->dport &&
-		    (!memcmp(l->addr, zero_addr, 16) || !memcmp(l->addr, s->dgid, 16)))
+		    lsn_covers(l->addr, lsn_kind(l->addr, l->v6only), s->dgid))
 			return l;
 	}
 	return NULL;
@@ -238,6 +279,52 @@ static uint64_t now_ns(const struct qhca_engine *e)
 	return e->ops->now_ns(e->opaque);
 }
 
+/* A TCP segment in the teaching trace (trace.c: tx and rx with wire=tcp). */
+static void step_seg(struct qhca_engine *e, const char *kind, uint32_t qpn, uint32_t conn,
+		     const struct iw_tcp_seg *s, size_t size)
+{
+	static const char *const names[] = { "FIN", "SYN", "RST", "PSH", "ACK", "URG" };
+	char flags[32] = "";
+	size_t at = 0;
+	unsigned int i;
+
+	if (!qhca_tracing(e))
+		return;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (s->flags & (1u << i))
+			at += (size_t)snprintf(flags + at, sizeof(flags) - at, "%s%s",
+					       at ? "," : "", names[i]);
+	qhca_stepf(e, "%s wire=tcp qp=0x%x conn=0x%x sport=%u dport=%u seq=%u ack=%u flags=%s "
+		   "win=%u len=%u size=%zu", kind, qpn, conn, s->sport, s->dport, s->seq, s->ack,
+		   at ? flags : "none", s->window, s->payload_len, size);
+}
+
+/* An FPDU in the teaching trace: built (dir=out) or taken whole with its CRC good (in). */
+static void step_fpdu(struct iw_conn *c, const char *dir, const struct iw_pkt *p,
+		      const uint8_t *fpdu, size_t len)
+{
+	const struct iw_opcode_info *oi = iw_opcode_info(p->opcode);
+	char hdr[160];
+
+	if (!qhca_tracing(c->e) || len < IW_MPA_HLEN + 4)
+		return;
+	if (oi->flags & IW_F_TAGGED)
+		snprintf(hdr, sizeof(hdr), "stag=0x%x to=0x%llx", p->stag,
+			 (unsigned long long)p->to);
+	else if (p->opcode == IW_OP_READ_REQ)
+		snprintf(hdr, sizeof(hdr), "qn=%u msn=%u mo=%u sink_stag=0x%x sink_to=0x%llx "
+			 "size=%u src_stag=0x%x src_to=0x%llx", oi->qn, p->msn, p->mo,
+			 p->sink_stag, (unsigned long long)p->sink_to, p->read_size,
+			 p->src_stag, (unsigned long long)p->src_to);
+	else
+		snprintf(hdr, sizeof(hdr), "qn=%u msn=%u mo=%u", oi->qn, p->msn, p->mo);
+	qhca_stepf(c->e, "fpdu dir=%s qp=0x%x conn=0x%x op=\"%s\" ulpdu=%u len=%u last=%d %s "
+		   "crc=0x%08x fpdu=%zu", dir, c->qpn, c->handle, oi->name,
+		   (unsigned int)fpdu[0] << 8 | fpdu[1], p->payload_len, p->last, hdr,
+		   (uint32_t)fpdu[len - 4] << 24 | (uint32_t)fpdu[len - 3] << 16 |
+		   (uint32_t)fpdu[len - 2] << 8 | fpdu[len - 1], len);
+}
+
 static void tcp_xmit(void *opaque, const struct iw_tcp_seg *seg)
 {
 	struct iw_conn *c = opaque;
@@ -248,10 +335,10 @@ static void tcp_xmit(void *opaque, const struct iw_tcp_seg *seg)
 		qhca_log(e, QHCA_LOG_ERR, "iWARP connection 0x%x: a segment not built", c->handle);
 		return;
 	}
+	step_seg(e, "tx", c->qpn, c->handle, seg, len);
 	e->cnt.roce_tx_pkts++;
 	e->cnt.roce_tx_bytes += len;
-	if (e->link_up)
-		e->ops->xmit(e->opaque, e->pkt, len);
+	qhca_xmit_frame(e, e->pkt, len);
 }
 
 static void conn_event(struct iw_conn *c, uint8_t type, uint64_t data)
@@ -326,6 +413,12 @@ static void mpa_send(struct iw_conn *c, bool reply, bool reject, const uint8_t *
 	uint8_t buf[IW_MPA_BUF];
 	size_t n = iw_mpa_rr_build(&rr, buf, sizeof(buf));
 
+	/* in the trace before TCP sends it, if TCP takes it */
+	if (n && qtcp_send_space(c->tcp) >= n)
+		qhca_step(c->e, "mpa dir=out qp=0x%x conn=0x%x what=%s rev=%u ird=%u ord=%u "
+			  "pdata=%u", c->qpn, c->handle,
+			  reject ? "reject" : reply ? "reply" : "request", rr.rev, rr.ird, rr.ord,
+			  pd_len);
 	if (!n || !tcp_queue(c, buf, n)) {
 		qhca_log(c->e, QHCA_LOG_EVENT, "iWARP connection 0x%x: MPA %s not sent",
 			 c->handle, reply ? "reply" : "request");
@@ -350,6 +443,9 @@ static void mpa_received(struct iw_conn *c, const struct iw_mpa_rr *rr)
 	struct qhca_iw_conn *p = &c->peer;
 	struct qhca_qp *qp;
 
+	qhca_step(c->e, "mpa dir=in qp=0x%x conn=0x%x what=%s rev=%u ird=%u ord=%u pdata=%u",
+		  c->qpn, c->handle, rr->reject ? "reject" : rr->reply ? "reply" : "request",
+		  rr->rev, rr->ird, rr->ord, rr->pdata_len);
 	memset(p->private_data, 0, sizeof(p->private_data));
 	memcpy(p->private_data, rr->pdata, rr->pdata_len);
 	p->pd_len = rr->pdata_len;
@@ -457,12 +553,19 @@ static void tcp_reset(void *opaque)
 	struct iw_conn *c = opaque;
 
 	qhca_step(c->e, "iw conn=0x%x TCP reset in state %u", c->handle, c->state);
+	if (c->state != IWC_TCP)	/* a refused connect is no news */
+		qhca_log_guest(c->e, "iWARP connection 0x%x: reset by the peer", c->handle);
 	conn_gone(c, c->state == IWC_TCP ? QHCA_IW_ST_REFUSED : QHCA_IW_ST_RESET);
 }
 
 static void tcp_error(void *opaque, enum qtcp_error err)
 {
-	conn_gone(opaque, QHCA_IW_ST_TIMEOUT);
+	struct iw_conn *c = opaque;
+
+	qhca_step(c->e, "iw conn=0x%x TCP error \"%s\"", c->handle, qtcp_error_name(err));
+	qhca_log_guest(c->e, "iWARP connection 0x%x: TCP gave up: %s", c->handle,
+		       qtcp_error_name(err));
+	conn_gone(c, QHCA_IW_ST_TIMEOUT);
 }
 
 static const struct qtcp_ops tcp_ops = {
@@ -494,7 +597,6 @@ static bool tcp_queue(struct iw_conn *c, const uint8_t *buf, size_t n)
 			 c->handle);
 		return false;
 	}
-	c->tx_queued += n;
 	return true;
 }
 
@@ -510,6 +612,8 @@ static bool fpdu_out(struct iw_conn *c, const struct iw_pkt *p)
 			 c->handle, p->opcode);
 		return true;	/* nothing to wait for */
 	}
+	if (qtcp_send_space(c->tcp) >= n)	/* in the trace before TCP sends it */
+		step_fpdu(c, "out", p, buf, n);
 	return tcp_queue(c, buf, n);
 }
 
@@ -934,8 +1038,7 @@ static void rx_fpdu(struct iw_conn *c, struct qhca_qp *qp, const uint8_t *f, siz
 			  iw_parse_result_name(r));
 		return;
 	}
-	qhca_step(c->e, "iw rx conn=0x%x qp=0x%x op=%s len=%u last=%d", c->handle, qp->qpn,
-		  iw_opcode_info(p.opcode)->name, p.payload_len, p.last);
+	step_fpdu(c, "in", &p, f, len);
 	switch (p.opcode) {
 	case IW_OP_WRITE:
 	case IW_OP_READ_RESP:
@@ -1016,7 +1119,8 @@ static void tcp_acked(void *opaque, uint32_t n)
 	struct iw_conn *c = opaque;
 	struct qhca_qp *qp;
 
-	c->tx_acked += n;
+	/* room in TCP's send buffer: the queue may go on */
+	qhca_step(c->e, "acked qp=0x%x conn=0x%x bytes=%u", c->qpn, c->handle, n);
 	if (c->state == IWC_RTS && (qp = qp_of(c)) != NULL)
 		req_run(c, qp);
 }
@@ -1121,12 +1225,11 @@ static struct iw_conn *conn_new(struct qhca_engine *e)
 	c->e = e;
 	c->state = IWC_TCP;
 	c->active = c->peer_closed = c->p2p = c->peer_enhanced = false;
-	c->announced = c->pending = c->gone = c->replied = false;
+	c->announced = c->pending = c->gone = c->replied = c->looped = false;
 	c->mpa_deadline = c->close_deadline = UINT64_MAX;
 	c->listener = c->qpn = 0;
 	c->status = QHCA_IW_ST_OK;
 	c->mpa_len = 0;
-	c->tx_queued = c->tx_acked = 0;
 	c->rr_n = 0;
 	c->terminated = false;
 	memset(&c->peer, 0, sizeof(c->peer));
@@ -1139,6 +1242,8 @@ static void conn_shed(struct qhca_engine *e, struct iw_conn *c)
 {
 	if (c->tcp) {
 		c->tmpl = c->tcp->tmpl;
+		e->iw->gone_retransmits += c->tcp->stats.retransmits;
+		e->iw->gone_timeouts += c->tcp->stats.timeouts;
 		qtcp_destroy(c->tcp);
 		c->tcp = NULL;
 		e->host_bytes -= qtcp_footprint(&e->iw->tcfg);
@@ -1208,20 +1313,28 @@ static void reap(struct qhca_engine *e)
 }
 
 /* ---------------------------------------------------------------- the wire */
-bool qhca_iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
+/* A frame from the wire, or one of ours looped back (@looped: to our MAC, or to the one
+ * the port had when the connection began). */
+static bool iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len, bool looped)
 {
 	struct qhca_iw *iw = e->iw;
 	struct iw_tcp_seg s;
 	struct iw_conn *c;
 	struct iw_listener *l;
 
-	if (!iw || len < 14 || memcmp(frame, e->mac, 6) ||
+	if (!iw || len < 14 || (!looped && memcmp(frame, e->mac, 6)) ||
 	    iw_tcp_parse(frame, len, &s) != IW_OK)
 		return false;
-	c = conn_of_seg(iw, &s);
+	/* From the wire, nothing has its destination's address as its source (a stack drops
+	 * such a martian: the netdev's); and nothing from the wire reaches a connection to
+	 * ourselves, whose segments only loop back (conn_of_seg). */
+	if (!looped && !memcmp(s.sgid, s.dgid, 16))
+		return false;
+	c = conn_of_seg(iw, &s, looped);
 	if (c) {
 		e->cnt.roce_rx_pkts++;		/* the port's frames, whatever they carry */
 		e->cnt.roce_rx_bytes += len;
+		step_seg(e, "rx", c->qpn, c->handle, &s, len);
 		qtcp_input(c->tcp, &s, now_ns(e));
 		reap(e);
 		qhca_timer_update(e);
@@ -1240,6 +1353,12 @@ bool qhca_iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 		return true;	/* dropped: the peer's SYN comes again */
 	}
 	c->listener = l->handle;
+	c->looped = looped;
+	step_seg(e, "rx", 0, c->handle, &s, len);
+	/* to ourselves: answered to the MAC the SYN came to, ours (its source may be one we
+	 * had before a SET_MAC), so that qhca_xmit_frame loops back all the connection sends */
+	if (looped)
+		memcpy(s.smac, s.dmac, 6);
 	if (qtcp_accept(c->tcp, &s, isn_of(e, &s), now_ns(e))) {
 		conn_free(e, c);
 		return true;
@@ -1250,6 +1369,31 @@ bool qhca_iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 	hash_add(iw, c);
 	qhca_timer_update(e);
 	return true;
+}
+
+bool qhca_iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
+{
+	return iw_receive(e, frame, len, false);
+}
+
+/*
+ * A segment we sent to our own MAC (a connection from the guest to its own address): for a
+ * connection or a listener of ours, as from the wire; anything else is refused with a RST,
+ * as the guest's stack would refuse it on the wire (a looped-back frame never reaches it).
+ */
+void qhca_iw_loop_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
+{
+	struct iw_tcp_seg s, r;
+	size_t n;
+
+	if (iw_receive(e, frame, len, true) || iw_tcp_parse(frame, len, &s) != IW_OK ||
+	    !qtcp_rst_reply(&s, &r))
+		return;
+	qhca_step(e, "iw loopback: port %u refused", s.dport);
+	memcpy(r.dmac, r.smac, 6);	/* looped back too, never to the wire */
+	n = iw_tcp_build(&r, e->pkt, LOOP_FRAME);
+	if (n)
+		qhca_xmit_frame(e, e->pkt, n);
 }
 
 void qhca_iw_timer(struct qhca_engine *e, uint64_t now)
@@ -1330,18 +1474,32 @@ uint16_t qhca_iw_listen(struct qhca_engine *e, const struct qhca_iw_listen *a, u
 {
 	struct qhca_iw *iw = e->iw;
 	struct iw_listener *l;
+	enum lsn_kind k;
 	uint32_t h;
 	unsigned i;
 
 	if (!iw)
 		return QHCA_ST_BAD_STATE;
-	if (!port_ok(a->port) || !a->backlog || a->backlog > QHCA_IW_MAX_BACKLOG || a->rsvd)
+	if (!port_ok(a->port) || !a->backlog || a->backlog > QHCA_IW_MAX_BACKLOG ||
+	    (a->flags & ~QHCA_IW_V6ONLY))
 		return QHCA_ST_BAD_FIELD;
-	for (i = 0; i < QHCA_IW_MAX_LISTEN; i++)
-		if (iw->lsn[i].handle && iw->lsn[i].port == a->port &&
-		    (!memcmp(iw->lsn[i].addr, a->addr, 16) ||
-		     !memcmp(iw->lsn[i].addr, zero_addr, 16) || !memcmp(a->addr, zero_addr, 16)))
-			return QHCA_ST_BUSY;	/* EADDRINUSE */
+	/* V6ONLY on an IPv4 address is a contradiction; on one IPv6 address it changes
+	 * nothing, as on a socket (rdma_cm sets afonly on every listener of nvmet, nfsd) */
+	if ((a->flags & QHCA_IW_V6ONLY) && addr_is_v4(a->addr))
+		return QHCA_ST_BAD_FIELD;
+	k = lsn_kind(a->addr, a->flags & QHCA_IW_V6ONLY);
+	for (i = 0; i < QHCA_IW_MAX_LISTEN; i++) {
+		const struct iw_listener *o = &iw->lsn[i];
+		enum lsn_kind ok = lsn_kind(o->addr, o->v6only);
+
+		/* two listeners of one port may not share an address (EADDRINUSE) */
+		if (o->handle && o->port == a->port &&
+		    ((k == LSN_ONE && lsn_covers(o->addr, ok, a->addr)) ||
+		     (ok == LSN_ONE && lsn_covers(a->addr, k, o->addr)) ||
+		     (k != LSN_ONE && ok != LSN_ONE &&
+		      (k == ok || k == LSN_ANY || ok == LSN_ANY))))
+			return QHCA_ST_BUSY;
+	}
 	h = qhca_obj_alloc(&iw->lsn_table, 0);
 	if (!h)
 		return QHCA_ST_NO_RESOURCES;
@@ -1351,6 +1509,7 @@ uint16_t qhca_iw_listen(struct qhca_engine *e, const struct qhca_iw_listen *a, u
 	l->port = a->port;
 	l->backlog = a->backlog;
 	l->pending = 0;
+	l->v6only = a->flags & QHCA_IW_V6ONLY;
 	*handle = h;
 	qhca_step(e, "iw listen=0x%x port %u backlog %u", h, a->port, a->backlog);
 	return QHCA_ST_OK;
@@ -1424,6 +1583,10 @@ uint16_t qhca_iw_connect(struct qhca_engine *e, uint32_t qpn, const struct qhca_
 	memset(&t, 0, sizeof(t));
 	memcpy(t.smac, e->mac, 6);
 	memcpy(t.dmac, a->dmac, 6);
+	/* to our own address: looped back, whatever MAC the driver resolved it to (one the
+	 * port had before a SET_MAC): a peer on the wire would be a martian's */
+	if (!memcmp(a->local_addr, a->remote_addr, 16))
+		memcpy(t.dmac, e->mac, 6);
 	memcpy(t.sgid, a->local_addr, 16);
 	memcpy(t.dgid, a->remote_addr, 16);
 	t.ipv6 = !roce_gid_is_v4(a->local_addr);
@@ -1436,13 +1599,14 @@ uint16_t qhca_iw_connect(struct qhca_engine *e, uint32_t qpn, const struct qhca_
 		memcpy(probe.dgid, t.sgid, 16);
 		probe.sport = t.dport;
 		probe.dport = t.sport;
-		if (conn_of_seg(e->iw, &probe))
+		if (conn_of_seg(e->iw, &probe, !memcmp(t.dmac, e->mac, 6)))
 			return QHCA_ST_BUSY;	/* that 4-tuple is in use */
 	}
 	c = conn_new(e);
 	if (!c)
 		return QHCA_ST_NO_RESOURCES;
 	c->active = true;
+	c->looped = !memcmp(t.dmac, e->mac, 6);	/* as qhca_xmit_frame will loop them */
 	c->qpn = qpn;
 	c->ird = a->ird;
 	c->ord = a->ord;
@@ -1599,6 +1763,23 @@ int qhca_iw_init(struct qhca_engine *e)
 	iw->tcfg.mtu = 1500;	/* Ethernet's, as the peers' (siw on a virtio-net NIC) */
 	e->iw = iw;
 	return 0;
+}
+
+void qhca_iw_tcp_counts(const struct qhca_engine *e, uint64_t *retransmits, uint64_t *timeouts)
+{
+	const struct qhca_iw *iw = e->iw;
+	uint32_t i;
+
+	*retransmits = iw ? iw->gone_retransmits : 0;
+	*timeouts = iw ? iw->gone_timeouts : 0;
+	for (i = 0; iw && i < iw->nlive; i++) {
+		const struct iw_conn *c = &iw->conn[iw->live[i]];
+
+		if (c->tcp) {
+			*retransmits += c->tcp->stats.retransmits;
+			*timeouts += c->tcp->stats.timeouts;
+		}
+	}
 }
 
 /* Every connection reset, every listener gone (device reset). */

@@ -22,6 +22,8 @@ void qhca_iw_fini(struct qhca_engine *e);
 void qhca_iw_reset(struct qhca_engine *e);
 /* A frame for one of our connections or listeners: taken (true), else the netdev's. */
 bool qhca_iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
+/* A frame of ours looped back (xmit.c): to a connection or listener, or answered by a RST. */
+void qhca_iw_loop_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
 void qhca_iw_timer(struct qhca_engine *e, uint64_t now);
 struct qhca_qp;
 /* The QP's send queue on its connection (from qhca_req_run); its connection reset when it
@@ -29,6 +31,9 @@ struct qhca_qp;
 void qhca_iw_req_run(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_iw_qp_gone(struct qhca_engine *e, struct qhca_qp *qp);
 uint64_t qhca_iw_deadline(const struct qhca_engine *e);
+/* TCP's segments sent again and its retransmission timeouts, every connection's since the
+ * device began (an iWARP port's RETRANSMITS and TIMEOUTS counters). */
+void qhca_iw_tcp_counts(const struct qhca_engine *e, uint64_t *retransmits, uint64_t *timeouts);
 
 /* SipHash-2-4 of @len bytes at @m with the key (@k0, @k1): the ISNs' keyed PRF. */
 uint64_t qhca_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len);

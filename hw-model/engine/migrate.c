@@ -1101,6 +1101,9 @@ static bool send_wqe_get(struct mig_in *in, struct qhca_qp *qp, struct qhca_send
 	}
 	CHECK(in, sw->sgl.num == sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE),
 	      "a bad SGE count");
+	CHECK(in, qhca_wqe_flags_ok(&sw->hdr) &&
+		  (!(sw->hdr.flags & QHCA_WQE_READ_INV) || sw->sgl.mr[0]),
+	      "flags its work request cannot have");
 	CHECK(in, (sw->hdr.flags & QHCA_WQE_INLINE) ? inl == sw->hdr.inline_len &&
 		  !sw->sgl.num && !rd_atomic : !inl, "bad inline data");
 	CHECK(in, qhca_wr_allowed(qp->type, sw->hdr.opcode), "a work request its QP cannot do");

@@ -63,7 +63,7 @@ uint8_t qhca_wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		  (unsigned long long)sw->hdr.wr_id, sw->hdr.num_sge, sw->hdr.flags,
 		  sw->hdr.flags & QHCA_WQE_INLINE ? sw->hdr.inline_len : 0, sw->hdr.rkey,
 		  (unsigned long long)sw->hdr.remote_addr);
-	if (!qhca_wr_allowed(qp->type, sw->hdr.opcode) || (sw->hdr.flags & ~0xfu))
+	if (!qhca_wr_allowed(qp->type, sw->hdr.opcode) || !qhca_wqe_flags_ok(&sw->hdr))
 		return QHCA_WC_LOC_QP_OP_ERR;
 	if (qhca_wr_is_local(sw->hdr.opcode)) {
 		if (sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE))
@@ -113,6 +113,10 @@ uint8_t qhca_wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 			return QHCA_WC_LOC_PROT_ERR;
 		}
 		total = sw->sgl.length;
+		/* READ_INV invalidates the region its sink holds: a sink of no bytes holds
+		 * none (qhca_sgl_load checks nothing of it) */
+		if ((sw->hdr.flags & QHCA_WQE_READ_INV) && !sw->sgl.mr[0])
+			return QHCA_WC_LOC_QP_OP_ERR;
 	}
 	if (total > 0x80000000ull)
 		return QHCA_WC_LOC_LEN_ERR;

@@ -883,10 +883,32 @@ static void new_ack(struct qtcp_conn *c, uint32_t ack, uint64_t now)
 			rtt_sample(c, now - c->rtt_start);
 		c->timing = false;
 	} else if (c->retries) {
-		/* the backoff ends with progress, not only with a new sample: after a timeout
-		 * every segment up to snd_max is sent again, so Karn's rule may find no sample
-		 * for a whole window, and each loss meanwhile would double the RTO again */
+		/* Progress after a timeout, with no sample: Karn's rule keeps an ACK of a
+		 * segment sent twice from being one. The backoff ends here all the same, not at
+		 * the next sample as RFC 6298 has it: after a timeout every segment up to
+		 * snd_max is sent again, so there may be no sample for a whole window, and each
+		 * loss meanwhile would double the RTO again. But the ACK bounds the RTT: at
+		 * least the time since the last copy went, whichever copy it answers (unless the
+		 * ACK of that copy was lost, and this one came later). Where that bound as a
+		 * sample gives a higher RTO than the estimate so far, it is taken: a path that
+		 * turned slower than the RTO (a busy host's) lifts the RTO with it, instead of
+		 * the RTO coming back down to where every segment times out. (Without TCP
+		 * timestamps, which qtcp does not send, nothing tells which copy an ACK
+		 * answers.) */
+		uint64_t srtt = c->srtt, rttvar = c->rttvar, collapsed;
+		bool had_rtt = c->have_rtt;
+
 		rto_update(c);
+		collapsed = c->rto;
+		if (now >= c->rto_sent_ns) {
+			rtt_sample(c, now - c->rto_sent_ns);
+			if (c->rto < collapsed) {	/* no news: as it was */
+				c->srtt = srtt;
+				c->rttvar = rttvar;
+				c->have_rtt = had_rtt;
+				c->rto = collapsed;
+			}
+		}
 	}
 	c->retries = 0;
 
@@ -1250,6 +1272,7 @@ static void rtx_timeout(struct qtcp_conn *c, uint64_t now)
 	/* go back: the first segment now, whatever the peer's window; the rest as ACKs come */
 	c->snd_nxt = c->snd_una;
 	retransmit_first(c, now);
+	c->rto_sent_ns = now;
 	timer_set(c, QTCP_T_RTX, after(now, c->rto));
 }
 

@@ -233,6 +233,7 @@ struct qtcp_conn {
 	uint32_t rtt_seq;		/* the timed segment is acknowledged by this */
 	uint64_t rtt_start;
 	uint32_t retries;		/* timeouts in a row */
+	uint64_t rto_sent_ns;		/* when the last timeout sent the first segment again */
 	uint32_t probes;		/* zero-window probes not answered */
 	uint32_t tw_restarts;		/* TIME_WAIT restarted by the peer's FIN again */
 	uint32_t persist_shift;		/* backoff of the persist timer */

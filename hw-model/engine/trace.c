@@ -13,6 +13,15 @@
  *   dma    payload moved: dir (to-guest, from-guest), key, va, len, gpa
  *   tx/rx  a packet sent or received: qp, dqp, op, psn, len (payload), size (frame), the
  *          headers' fields (va, rkey, dmalen, aeth, msn, cmp, swap_add, imm, dlid, slid)
+ *          iWARP (wire=tcp): qp, conn, sport, dport, seq, ack, flags (SYN,ACK,...), win,
+ *          len (payload), size (frame)
+ *   fpdu   iWARP: an FPDU built and queued into TCP (dir=out) or taken whole, its CRC good
+ *          (dir=in): qp, conn, op, ulpdu (MPA's length), len (payload), last, stag and to
+ *          (tagged) or qn, msn, mo (untagged; a Read Request adds sink_stag, sink_to, size,
+ *          src_stag, src_to), crc (the MPA CRC32c), fpdu (its bytes)
+ *   mpa    iWARP: an MPA request, reply or reject sent or taken: dir, qp, conn, what, rev,
+ *          ird, ord, pdata (private data bytes)
+ *   acked  iWARP: the peer's TCP ACK freed bytes of TCP's send buffer: qp, conn, bytes
  *   drop   a received packet dropped: why, and the packet's fields
  *   nak    a NAK or RNR NAK taken by the requester: qp, psn, aeth
  *   retx   the requester sends again: qp, psn, why (timeout, nak, rnr)

@@ -125,13 +125,33 @@ void qhca_xmit_pkt(struct qhca_engine *e, struct qhca_qp *qp, struct roce_pkt *p
 	}
 }
 
+/* A whole Ethernet frame of the port (an iWARP TCP segment): to our own MAC it loops back
+ * (a connection within the guest), else to the wire. A frame to its own source MAC loops
+ * back too: a connection within the guest made before the port's MAC changed (SET_MAC)
+ * keeps the old one in its headers, and its frames must not reach whoever has it now. */
+void qhca_xmit_frame(struct qhca_engine *e, const uint8_t *frame, size_t len)
+{
+	if (len < 14 || len > LOOP_FRAME) {
+		qhca_log(e, QHCA_LOG_ERR, "a frame of %zu bytes not sent", len);
+		return;
+	}
+	if (!memcmp(frame, own_mac(e), 6) || !memcmp(frame, frame + 6, 6)) {
+		e->cnt.loopback_pkts++;
+		loopback_enqueue(e, frame, len);
+	} else if (e->link_up) {
+		e->ops->xmit(e->opaque, frame, len);
+	}
+}
+
 /* ---------------------------------------------------------------- loopback */
 
 static void loopback_enqueue(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
 	unsigned slot_i;
 
-	if (e->loop_count == LOOP_QUEUE) {
+	/* While a frame is delivered (in_loop) its slot is no longer counted but still read:
+	 * a frame sent meanwhile must not overwrite it. */
+	if (e->loop_count >= LOOP_QUEUE - (e->in_loop ? 1u : 0u)) {
 		qhca_log(e, QHCA_LOG_EVENT, "loopback queue full: frame dropped");
 		return;		/* like a full link: the transport recovers */
 	}
@@ -170,7 +190,10 @@ void qhca_loopback_drain(struct qhca_engine *e)
 
 			e->loop_head = (e->loop_head + 1) % LOOP_QUEUE;
 			e->loop_count--;
-			qhca_roce_receive(e, e->loop_q[i], e->loop_len[i]);
+			if (e->cfg.link == QHCA_LINK_IWARP)
+				qhca_iw_loop_receive(e, e->loop_q[i], e->loop_len[i]);
+			else
+				qhca_roce_receive(e, e->loop_q[i], e->loop_len[i]);
 		}
 		if (e->loop_blocked) {
 			/* Drained: the requesters that stopped for the queue go on. */

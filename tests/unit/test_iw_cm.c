@@ -356,6 +356,215 @@ static void datapath(unsigned loss)
 	teardown();
 }
 
+/*
+ * READ with local invalidate over iWARP (what rdma_rw posts for every READ there): the Read
+ * Responses placed by the sink's STag, the sink's key invalid after the READ completes.
+ * Then the key invalidated and registered anew behind a READ, unfenced (the device runs
+ * local work requests as it loads them): the responses go to the new registration, which
+ * holds the STag now, but the READ may not invalidate it; it fails, the new one stays.
+ */
+static void test_read_with_inv(void)
+{
+	uint64_t yb, buf, list, iova = 0x6600000000ull;
+	uint32_t yk, frkey, key, i;
+	struct qhca_sq_wqe *w;
+	struct qp x, y;
+	struct qhca_mr *m;
+
+	iw_setup();
+	iw_pair(&x, &y, 4);
+	yk = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_READ, &yb);
+	fill(&nodes[1], yb, 6000, 4);
+	frkey = make_frmr(&nodes[0], 4);
+	buf = galloc(&nodes[0], 8192);
+	list = pbl_for(&nodes[0], buf, 8192).addr;
+	key = frkey;
+	for (i = 0; i < 2; i++) {
+		key = variant(key, (uint8_t)(key + 1));
+		post_reg(&x, 10 * i + 1, key, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE,
+			 iova, 6000, list, 2);
+		w = sq_wqe(&x, QHCA_WR_RDMA_READ, 10 * i + 2, iova, 6000, key);
+		w->remote_addr = yb;
+		w->rkey = yk;
+		w->flags |= QHCA_WQE_READ_INV;
+		post_send(&x);
+		if (i) {	/* behind it: LOCAL_INV, and REG_MR of the same key */
+			inv_wqe(&x, 13, key);
+			post_send(&x);
+			post_reg(&x, 14, key, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE |
+				 QHCA_ACCESS_REMOTE_READ, iova, 6000, list, 2);
+		}
+		pump();
+		expect_cqe(&nodes[0], &x.scq, 10 * i + 1, QHCA_WC_SUCCESS, QHCA_WC_REG_MR, 0);
+		m = qhca_mr_find(&nodes[0].e, key);
+		if (!i) {
+			expect_cqe(&nodes[0], &x.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 6000);
+			CHECK(!memcmp(gptr(&nodes[0], buf), gptr(&nodes[1], va_to_gpa(yb)), 6000));
+			CHECK(m && m->invalid);
+			continue;
+		}
+		expect_cqe(&nodes[0], &x.scq, 12, QHCA_WC_LOC_QP_OP_ERR, QHCA_WC_RDMA_READ,
+			   UINT32_MAX);
+		CHECK(m && !m->invalid);	/* the new registration, untouched */
+		CHECK_EQ(m ? m->access & QHCA_ACCESS_REMOTE_READ : 0, QHCA_ACCESS_REMOTE_READ);
+	}
+	CHECK_EQ(host_errors, 0);
+	teardown();
+}
+
+/* Step the link until @cq has a completion (an application reacting to it at once, as
+ * rping does), then take it: its status, or -1 if none came. */
+static int await_cqe(struct node *n, struct cq *cq, uint64_t *wr_id)
+{
+	struct qhca_cqe c;
+	unsigned k;
+
+	for (k = 0; k < 400000; k++) {
+		if (poll_cq(n, cq, &c)) {
+			*wr_id = c.wr_id;
+			return cqe_status(&c);
+		}
+		if (pump_steps(1))
+			break;	/* nothing left to do: none will come */
+	}
+	return poll_cq(n, cq, &c) ? (*wr_id = c.wr_id, cqe_status(&c)) : -1;
+}
+
+/*
+ * rping's exchange, @rounds times, through a link that loses, duplicates and reorders
+ * (the fabric's impairments in test-iwarp): x SENDs its buffer's address, y READs it, y
+ * SENDs, x SENDs again, y WRITEs it back and SENDs. Each step starts as soon as the one
+ * before completes, so ACKs, retransmissions and new data overlap as they do in a VM. Every
+ * completion succeeds, the bytes arrive, and neither side closes the connection.
+ */
+static void rping_through(unsigned seed, unsigned rounds, unsigned delay_ms, bool lossy,
+			  uint64_t *retransmits, uint64_t *timeouts)
+{
+	uint64_t rt[2], to[2];
+	const uint32_t sz = 4096;
+	uint64_t xb, yb, xm, ym, id, st;
+	uint32_t xk, yk, xmk, ymk, h, r;
+	struct qhca_sq_wqe *w;
+	struct qp x, y;
+	int bad = 0;
+
+	iw_setup();
+	srand(seed);
+	iw_pair(&x, &y, 4);
+	if (lossy) {
+		drop_pct = 2;
+		dup_pct = 1;
+		reorder_pct = 2;	/* with a delay, its jitter reorders instead */
+	}
+	link_delay_ns = delay_ms * 1000000ull;
+	link_jitter_ns = 3 * link_delay_ns;
+	if (getenv("QHCA_HARNESS_LOG")) {
+		qhca_engine_set_tracing(&nodes[0].e, true);
+		qhca_engine_set_tracing(&nodes[1].e, true);
+	}
+	xk = make_mr(&nodes[0], sz, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE |
+		     QHCA_ACCESS_REMOTE_READ, &xb);
+	yk = make_mr(&nodes[1], sz, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE, &yb);
+	xmk = make_mr(&nodes[0], 64, QHCA_ACCESS_LOCAL_WRITE, &xm);
+	ymk = make_mr(&nodes[1], 64, QHCA_ACCESS_LOCAL_WRITE, &ym);
+	for (r = 0; r < rounds && !bad; r++) {
+		fill(&nodes[0], xb, sz, (uint8_t)r);
+		post_recv(&y, 1, ym, 64, ymk);
+		post_recv(&x, 2, xm, 64, xmk);
+		sq_wqe(&x, QHCA_WR_SEND, 3, xm, 16, xmk);
+		post_send(&x);
+		bad |= await_cqe(&nodes[1], &y.rcq, &id) != QHCA_WC_SUCCESS || id != 1;
+		bad |= await_cqe(&nodes[0], &x.scq, &id) != QHCA_WC_SUCCESS || id != 3;
+		w = sq_wqe(&y, QHCA_WR_RDMA_READ, 4, yb, sz, yk);
+		w->remote_addr = xb;
+		w->rkey = xk;
+		post_send(&y);
+		bad |= await_cqe(&nodes[1], &y.scq, &id) != QHCA_WC_SUCCESS || id != 4;
+		bad |= !same(&nodes[0], xb, &nodes[1], yb, sz);
+		sq_wqe(&y, QHCA_WR_SEND, 5, ym, 16, ymk);
+		post_send(&y);
+		bad |= await_cqe(&nodes[0], &x.rcq, &id) != QHCA_WC_SUCCESS || id != 2;
+		bad |= await_cqe(&nodes[1], &y.scq, &id) != QHCA_WC_SUCCESS || id != 5;
+		post_recv(&y, 6, ym, 64, ymk);
+		post_recv(&x, 7, xm, 64, xmk);
+		sq_wqe(&x, QHCA_WR_SEND, 8, xm, 16, xmk);
+		post_send(&x);
+		bad |= await_cqe(&nodes[1], &y.rcq, &id) != QHCA_WC_SUCCESS || id != 6;
+		bad |= await_cqe(&nodes[0], &x.scq, &id) != QHCA_WC_SUCCESS || id != 8;
+		fill(&nodes[1], yb, sz, (uint8_t)(r + 100));
+		w = sq_wqe(&y, QHCA_WR_RDMA_WRITE, 9, yb, sz, yk);
+		w->remote_addr = xb;
+		w->rkey = xk;
+		w->flags = 0;
+		post_send(&y);
+		sq_wqe(&y, QHCA_WR_SEND, 10, ym, 16, ymk);
+		post_send(&y);
+		bad |= await_cqe(&nodes[0], &x.rcq, &id) != QHCA_WC_SUCCESS || id != 7;
+		bad |= await_cqe(&nodes[1], &y.scq, &id) != QHCA_WC_SUCCESS || id != 10;
+		bad |= !same(&nodes[0], xb, &nodes[1], yb, sz);
+		if (bad)
+			fprintf(stderr, "  seed %u: round %u of rping failed\n", seed, r);
+	}
+	CHECK(!bad);
+	CHECK(!event(0, QHCA_EVENT_IW_CLOSED, &h, &st));
+	CHECK(!event(1, QHCA_EVENT_IW_CLOSED, &h, &st));
+	pump();				/* the last ACKs arrive */
+	for (r = 0; r < 2; r++)
+		qhca_iw_tcp_counts(&nodes[r].e, &rt[r], &to[r]);
+	*retransmits = rt[0] + rt[1];
+	*timeouts = to[0] + to[1];
+	if (!lossy) {
+		/* The connections close on a link with no loss and no delay (nothing is sent
+		 * again): what they counted stays with the devices, and QUERY_COUNTERS reads
+		 * it, unchanged. */
+		struct qhca_iw_conn none;
+
+		memset(&none, 0, sizeof(none));
+		link_delay_ns = link_jitter_ns = 0;
+		CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, 1, &none), QHCA_ST_OK);
+		CHECK(wait_event(1, QHCA_EVENT_IW_CLOSED, &h, &st));
+		CHECK(wait_event(0, QHCA_EVENT_IW_CLOSED, &h, &st));
+		CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, 1, &none), QHCA_ST_OK);	/* released */
+		CHECK_EQ(qhca_iw_disconnect(&nodes[1].e, 1, &none), QHCA_ST_OK);
+		pump();
+		for (r = 0; r < 2; r++) {
+			CHECK_EQ(node_counter(&nodes[r], QHCA_CNT_RETRANSMITS), rt[r]);
+			CHECK_EQ(node_counter(&nodes[r], QHCA_CNT_TIMEOUTS), to[r]);
+		}
+	}
+	CHECK_EQ(host_errors, 0);
+	teardown();
+}
+
+/*
+ * Seeds 1001 on, through a lossy link (2% lost, 1% duplicated), each with one of four
+ * delays: none (2% reordered), 20 ms, 80 ms and 150 ms (each + up to three times that of
+ * jitter, which reorders). Then, as seed 0, a link that loses nothing but holds frames 150
+ * to 600 ms, past TCP's retransmission timeout: the timeouts are spurious, and the exchange
+ * rides them out. QHCA_IW_RPING_SEEDS=N: N lossy seeds, 8 unless set;
+ * QHCA_IW_RPING_ONE=S: seed S alone (0: the lossless one).
+ */
+static void test_rping_impaired(void)
+{
+	static const unsigned delay_ms[4] = { 0, 20, 80, 150 };
+	const char *env = getenv("QHCA_IW_RPING_SEEDS"), *one = getenv("QHCA_IW_RPING_ONE");
+	unsigned first = one ? (unsigned)atoi(one) : 1001, seeds = env ? (unsigned)atoi(env) : 8;
+	uint64_t rt, to, rt_all = 0;
+	unsigned s;
+
+	if (!one || first) {
+		for (s = first; s < first + (one ? 1 : seeds); s++) {
+			rping_through(s, 100, delay_ms[s % 4], true, &rt, &to);
+			rt_all += rt;
+		}
+		CHECK(rt_all > 0);	/* the losses were made good by sending again */
+	}
+	if (!one || !first) {
+		rping_through(0, 30, 150, false, &rt, &to);
+		CHECK(to > 0);		/* nothing was lost: each timeout was the delay's */
+	}
+}
+
 static void test_datapath(void)
 {
 	datapath(0);
@@ -802,10 +1011,454 @@ static void test_siphash(void)
 		 0x93f5f5799a932462ull);
 }
 
+/*
+ * The teaching trace of iWARP ('qhca explain'): the handshake's segments and the MPA request
+ * and reply; a WRITE's FPDUs as built (STag, tagged offset, CRC32c) and queued, the
+ * segments that carry them, each FPDU taken whole with the same CRC and placed after its
+ * rkey check, the completion, and the peer's ACKs freeing TCP's copy; off, nothing.
+ */
+static void test_teaching_trace(void)
+{
+	char q[32], k[32], to[48], crc[32];
+	const char *at, *c;
+	uint64_t xb, yb;
+	uint32_t xk, yk;
+	struct qhca_sq_wqe *w;
+	struct qp x, y;
+
+	iw_setup();
+	step_len = 0;
+	qhca_engine_set_tracing(&nodes[0].e, true);
+	qhca_engine_set_tracing(&nodes[1].e, true);
+	iw_pair(&x, &y, 2);
+	step_log[step_len] = 0;
+	at = step_log;
+	STEP(at, "0 tx wire=tcp ", "flags=SYN ", "len=0 ");
+	STEP(at, "1 rx wire=tcp ", "qp=0x0 ", "flags=SYN ");
+	STEP(at, "1 tx wire=tcp ", "flags=SYN,ACK ");
+	STEP(at, "0 mpa dir=out ", "what=request rev=2 ird=2 ord=2 ");
+	STEP(at, "1 mpa dir=in ", "what=request rev=2 ");
+	STEP(at, "1 mpa dir=out ", "what=reply ");
+	STEP(at, "0 mpa dir=in ", "what=reply ");
+
+	xk = make_mr(&nodes[0], 8192, QHCA_ACCESS_LOCAL_WRITE, &xb);
+	yk = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE, &yb);
+	fill(&nodes[0], xb, 3000, 6);
+	step_len = 0;
+	w = sq_wqe(&x, QHCA_WR_RDMA_WRITE, 0x77, xb, 3000, xk);
+	w->remote_addr = yb + 8;
+	w->rkey = yk;
+	post_send(&x);
+	pump();
+	expect_cqe(&nodes[0], &x.scq, 0x77, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 3000);
+	CHECK(same(&nodes[0], xb, &nodes[1], yb + 8, 3000));
+	step_log[step_len] = 0;
+	snprintf(q, sizeof(q), "qp=0x%x ", x.qpn);
+	snprintf(k, sizeof(k), "stag=0x%x ", yk);
+	snprintf(to, sizeof(to), "to=0x%llx ", (unsigned long long)yb + 8);
+	at = step_log;
+	STEP(at, "0 wqe ", q, "op=RDMA_WRITE ");
+	STEP(at, "0 fpdu dir=out ", q, "op=\"RDMA Write\" ", k, to, "last=0 ");
+	/* that line's CRC: the receiver's step names the same, its check good */
+	for (c = at - 1; c > step_log && c[-1] != '\n'; c--)
+		;
+	c = strstr(c, "crc=");
+	CHECK(c != NULL);
+	snprintf(crc, sizeof(crc), "%.14s", c ? c : "");
+	STEP(at, "0 tx wire=tcp ", q, "flags=PSH,ACK ");
+	STEP(at, "0 fpdu dir=out ", "op=\"RDMA Write\" ", k, "last=1 ");
+	STEP(at, "0 cqe ", "status=SUCCESS ", "wr_id=0x77 ");
+	at = step_log;
+	STEP(at, "1 rx wire=tcp ");
+	STEP(at, "1 fpdu dir=in ", "op=\"RDMA Write\" ", k, to, crc);
+	STEP(at, "1 key kind=rkey ", "result=\"ok\"");
+	STEP(at, "1 dma dir=to-guest ");
+	STEP(at, "1 tx wire=tcp ", "flags=ACK ", "len=0 ");
+	STEP(at, "0 acked ", q);
+
+	/* off: nothing */
+	qhca_engine_set_tracing(&nodes[0].e, false);
+	qhca_engine_set_tracing(&nodes[1].e, false);
+	step_len = 0;
+	w = sq_wqe(&x, QHCA_WR_RDMA_WRITE, 0x78, xb, 100, xk);
+	w->remote_addr = yb;
+	w->rkey = yk;
+	post_send(&x);
+	pump();
+	expect_cqe(&nodes[0], &x.scq, 0x78, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 100);
+	CHECK_EQ(step_len, 0);
+	teardown();
+}
+
+/*
+ * A connection to the node's own address (rdma_cm within one guest, pyverbs' way): the
+ * segments loop back inside the device, both ends are ours, a WRITE lands byte-exact; a
+ * connection to a port of ours where nobody listens is refused (our own RST, as the guest's
+ * stack would answer on the wire). Nothing of it reaches the link.
+ */
+/* test_loopback's flood: while the device delivers a looped segment into [lo, hi) of guest
+ * memory, as many frames as the loopback queue holds and more are looped back to it (RSTs
+ * to a port with nobody on it: taken and ignored when their turn comes). */
+static struct {
+	uint64_t lo, hi;
+	uint8_t frame[128];
+	size_t len;
+	unsigned queued;	/* the queue's frames after the flood, the delivered one not counted */
+	bool fired;
+} flood;
+
+static void flood_hook(struct node *n, uint64_t gpa, size_t len)
+{
+	unsigned i;
+
+	if (flood.fired || !n->e.in_loop || gpa < flood.lo || gpa >= flood.hi)
+		return;
+	flood.fired = true;
+	for (i = 0; i < LOOP_QUEUE + 8; i++)
+		qhca_xmit_frame(&n->e, flood.frame, flood.len);
+	flood.queued = n->e.loop_count;
+	(void)len;
+}
+
+static void flood_frame(struct node *n)
+{
+	struct iw_tcp_seg rst = { .hop_limit = 64, .sport = 7001, .dport = 7002,
+				  .seq = 1, .flags = IW_TCP_RST, .window = 0 };
+
+	memcpy(rst.dmac, n->mac, 6);
+	memcpy(rst.smac, n->mac, 6);
+	memcpy(rst.sgid, n->gid, 16);
+	memcpy(rst.dgid, n->gid, 16);
+	flood.len = iw_tcp_build(&rst, flood.frame, sizeof(flood.frame));
+	CHECK(flood.len > 0);
+}
+
+/* Frames a node handed its netdev (the guest's stack), taken or not for want of a buffer. */
+static uint64_t netdev_frames(struct node *n)
+{
+	return n->e.cnt.eth_rx_frames + n->e.cnt.eth_rx_no_buffer + n->e.cnt.eth_rx_stopped +
+	       n->e.cnt.eth_rx_too_long;
+}
+
+/* Hand node @n a TCP segment with a byte of data (none on a SYN) from @sgid:@sport to
+ * @dgid:@dport, with @flags, far out of any window; from the wire (node 1's MAC as its
+ * source), or looped back inside the device if @looped (with @smac as its source). */
+static void forge_seg(struct node *n, const uint8_t *sgid, uint16_t sport, const uint8_t *dgid,
+		      uint16_t dport, uint8_t flags, bool looped, const uint8_t *smac)
+{
+	static const uint8_t one = 0x55;
+	struct iw_tcp_seg g;
+	uint8_t f[128];
+	size_t len;
+
+	memset(&g, 0, sizeof(g));
+	memcpy(g.dmac, n->e.mac, 6);
+	memcpy(g.smac, smac ? smac : nodes[1].mac, 6);
+	memcpy(g.sgid, sgid, 16);
+	memcpy(g.dgid, dgid, 16);
+	g.hop_limit = 64;
+	g.sport = sport;
+	g.dport = dport;
+	g.seq = 7;
+	g.ack = flags & IW_TCP_ACK ? 7 : 0;
+	g.flags = flags;
+	g.window = 8192;
+	if (!(flags & IW_TCP_SYN)) {
+		g.payload = &one;
+		g.payload_len = 1;
+	} else {
+		g.mss = 1460;
+	}
+	len = iw_tcp_build(&g, f, sizeof(f));
+	CHECK(len > 0);
+	if (looped)
+		qhca_iw_loop_receive(&n->e, f, len);
+	else
+		qhca_engine_receive(&n->e, f, len);
+}
+
+static void test_loopback(void)
+{
+	struct qhca_iw_listen l = { .port = 4300, .backlog = 2 };
+	struct qhca_iw_conn a;
+	uint32_t lh, ch, pch, h, xk, yk;
+	uint64_t d, xb, yb;
+	struct qhca_sq_wqe *w;
+	struct qp x, y;
+
+	iw_setup();
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	y = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	to_init(&y);
+	CHECK_EQ(qhca_iw_listen(&nodes[0].e, &l, &lh), QHCA_ST_OK);
+	a = conn_args(0, 5300, 4301, "");	/* nobody listens there */
+	memcpy(a.remote_addr, nodes[0].gid, 16);
+	memcpy(a.dmac, nodes[0].mac, 6);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
+	/* the admin doorbell that carried the command delivers what it looped back: the
+	 * refusal is there with no time passing */
+	qhca_engine_reg_write(&nodes[0].e, QHCA_REG_ASQ_TAIL, 0);
+	CHECK(event(0, QHCA_EVENT_IW_CONNECT_REPLY, &h, &d));
+	CHECK(h == ch && d == QHCA_IW_ST_REFUSED);
+	CHECK(closed_event(0, ch, &d));
+	memset(&a, 0, sizeof(a));
+	CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, ch, &a), QHCA_ST_OK);	/* released */
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);	/* the refused connect took x to error */
+	to_init(&x);
+
+	a = conn_args(0, 5301, 4300, "hello");
+	memcpy(a.remote_addr, nodes[0].gid, 16);
+	memcpy(a.dmac, nodes[0].mac, 6);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
+	qhca_engine_reg_write(&nodes[0].e, QHCA_REG_ACQ_HEAD, 0);	/* as above */
+	CHECK(event(0, QHCA_EVENT_IW_CONNECT_REQUEST, &pch, &d));
+	CHECK(pch != ch && d == lh);
+	a = conn_args(0, 0, 0, "");
+	a.qpn = y.qpn;
+	CHECK_EQ(qhca_iw_accept(&nodes[0].e, pch, &a), QHCA_ST_OK);
+	CHECK(wait_event(0, QHCA_EVENT_IW_CONNECT_REPLY, &h, &d));
+	CHECK(h == ch && d == QHCA_IW_ST_OK);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, x.qpn)->state, QHCA_QPS_RTS);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, y.qpn)->state, QHCA_QPS_RTS);
+	/* 2 MiB, every byte checked */
+	xk = make_mr(&nodes[0], 2 << 20, QHCA_ACCESS_LOCAL_WRITE, &xb);
+	yk = make_mr(&nodes[0], (2 << 20) + 4096, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE,
+		     &yb);
+	fill(&nodes[0], xb, 2 << 20, 7);
+	w = sq_wqe(&x, QHCA_WR_RDMA_WRITE, 0x99, xb, 2 << 20, xk);
+	w->remote_addr = yb + 100;
+	w->rkey = yk;
+	post_send(&x);
+	pump();
+	expect_cqe(&nodes[0], &x.scq, 0x99, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 2 << 20);
+	CHECK(same(&nodes[0], xb, &nodes[0], yb + 100, 2 << 20));
+
+	/* The loopback queue filled, past full, while it delivers a segment: the slot being
+	 * delivered is not taken (LOOP_QUEUE - 1 others queued; the rest dropped, as a full
+	 * link drops), the segment's FPDU, whose placement a page boundary splits, is placed
+	 * whole, and TCP recovers what the flood pushed out. */
+	flood_frame(&nodes[0]);
+	flood.lo = va_to_gpa(yb);
+	flood.hi = va_to_gpa(yb) + 8192;
+	dma_write_hook = flood_hook;
+	fill(&nodes[0], xb, 64 << 10, 8);
+	w = sq_wqe(&x, QHCA_WR_RDMA_WRITE, 0x9a, xb, 64 << 10, xk);
+	w->remote_addr = yb + 4096 - 100;	/* the first FPDU's first 100 B in page 0 */
+	w->rkey = yk;
+	post_send(&x);
+	pump();
+	dma_write_hook = NULL;
+	expect_cqe(&nodes[0], &x.scq, 0x9a, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 64 << 10);
+	CHECK(flood.fired);
+	CHECK_EQ(flood.queued, LOOP_QUEUE - 1);
+	CHECK(same(&nodes[0], xb, &nodes[0], yb + 4096 - 100, 64 << 10));
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, y.qpn)->state, QHCA_QPS_RTS);
+
+	/* The port's MAC changes (SET_MAC): the connection keeps the old one in its headers,
+	 * and its segments still loop back, never to the wire. */
+	nodes[0].e.mac[5] ^= 0x40;
+	fill(&nodes[0], xb, 64 << 10, 9);
+	w = sq_wqe(&x, QHCA_WR_RDMA_WRITE, 0x9b, xb, 64 << 10, xk);
+	w->remote_addr = yb;
+	w->rkey = yk;
+	post_send(&x);
+	pump();
+	expect_cqe(&nodes[0], &x.scq, 0x9b, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 64 << 10);
+	CHECK(same(&nodes[0], xb, &nodes[0], yb, 64 << 10));
+	CHECK_EQ(frames_sent, 0);	/* nothing went out */
+	CHECK(nodes[0].e.cnt.loopback_pkts > 0);
+
+	/* From the wire, nothing reaches a connection to ourselves: wire and loopback are
+	 * two worlds, one 4-tuple may be in use in each. A segment for the 4-tuple of one
+	 * (out of its window: a connection would answer it) goes to the netdev (whose stack
+	 * drops a source address of its own, a martian): for a connection from our address to
+	 * itself, and for one between two of the port's addresses; so does a SYN from our
+	 * address to itself for a listener. None is answered, nothing changes. */
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	y = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	to_init(&y);
+	a = conn_args(0, 5302, 4300, "");
+	a.remote_addr[15] = 9;			/* 192.168.77.9, another of the port's */
+	memcpy(a.dmac, nodes[0].e.mac, 6);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
+	qhca_engine_reg_write(&nodes[0].e, QHCA_REG_ACQ_HEAD, 0);
+	CHECK(event(0, QHCA_EVENT_IW_CONNECT_REQUEST, &pch, &d));
+	a = conn_args(0, 0, 0, "");
+	a.qpn = y.qpn;
+	CHECK_EQ(qhca_iw_accept(&nodes[0].e, pch, &a), QHCA_ST_OK);
+	CHECK(wait_event(0, QHCA_EVENT_IW_CONNECT_REPLY, &h, &d));
+	CHECK(h == ch && d == QHCA_IW_ST_OK);
+	pump();
+	{
+		uint64_t loops = nodes[0].e.cnt.loopback_pkts, netdev = netdev_frames(&nodes[0]);
+		const uint8_t *me = nodes[0].gid;
+		uint8_t other[16];
+
+		memcpy(other, me, 16);
+		other[15] = 9;
+		forge_seg(&nodes[0], me, 5301, me, 4300, IW_TCP_ACK, false, NULL);
+		forge_seg(&nodes[0], other, 4300, me, 5302, IW_TCP_ACK, false, NULL);
+		forge_seg(&nodes[0], me, 7000, me, 4300, IW_TCP_SYN, false, NULL);
+		CHECK_EQ(netdev_frames(&nodes[0]), netdev + 3);
+		pump();
+		CHECK_EQ(nodes[0].e.cnt.loopback_pkts, loops);	/* nothing answered */
+		CHECK(!event(0, QHCA_EVENT_IW_CONNECT_REQUEST, &h, &d));
+		CHECK_EQ(qhca_qp_find(&nodes[0].e, x.qpn)->state, QHCA_QPS_RTS);
+
+		/* A SYN looped back with another MAC as its source (the port's before a
+		 * SET_MAC): the connection it makes answers inside the device, not to that
+		 * MAC on the wire; so does the RST that ends it (nobody connected), and the
+		 * RST to a looped segment for no connection. */
+		forge_seg(&nodes[0], other, 7001, me, 4300, IW_TCP_SYN, true, nodes[1].mac);
+		forge_seg(&nodes[0], other, 7002, me, 4301, IW_TCP_ACK, true, nodes[1].mac);
+		pump();
+		CHECK(nodes[0].e.cnt.loopback_pkts >= loops + 3);	/* SYN-ACK, 2 RSTs */
+	}
+	CHECK_EQ(frames_sent, 0);
+
+	/* Our own address as both ends, resolved to a MAC not the port's (one it had): the
+	 * connection loops back all the same, never to the wire. */
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	y = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	to_init(&y);
+	a = conn_args(0, 5303, 4300, "");
+	memcpy(a.remote_addr, nodes[0].gid, 16);
+	memcpy(a.dmac, nodes[1].mac, 6);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
+	CHECK(wait_event(0, QHCA_EVENT_IW_CONNECT_REQUEST, &pch, &d));
+	a = conn_args(0, 0, 0, "");
+	a.qpn = y.qpn;
+	CHECK_EQ(qhca_iw_accept(&nodes[0].e, pch, &a), QHCA_ST_OK);
+	CHECK(wait_event(0, QHCA_EVENT_IW_CONNECT_REPLY, &h, &d));
+	CHECK(h == ch && d == QHCA_IW_ST_OK);
+	CHECK_EQ(frames_sent, 0);
+	CHECK_EQ(host_errors, 0);
+	teardown();
+}
+
+/*
+ * Listeners' addresses as TCP sockets have them: every IPv4 address (::ffff:0.0.0.0) and
+ * every IPv6 one (::, V6ONLY: rdma_cm's afonly, nfsd's two listeners) share a port; every
+ * address (::) conflicts with both, one address with the wildcard that covers it; an IPv4
+ * SYN goes to the IPv4 wildcard's listener. Unknown flags are refused.
+ */
+static void test_listen_addresses(void)
+{
+	static const uint8_t v4_any[16] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t v6_one[16] = { 0xfd, [15] = 1 };
+	struct qhca_iw_listen l = { .port = 4400, .backlog = 2 };
+	uint32_t any4, any6, one, h, ch;
+	uint64_t netdev_in;
+	struct qhca_iw_conn a;
+	struct qp x;
+	uint64_t d;
+
+	iw_setup();
+	CHECK(!memcmp(nodes[1].gid, v4_any, 12));	/* the harness's addresses are IPv4 */
+	/* the IPv6 wildcard first: a scan in slot order finds it before the IPv4 one */
+	l.flags = QHCA_IW_V6ONLY;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &any6), QHCA_ST_OK);
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);
+	memcpy(l.addr, v6_one, 16);
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);	/* under :: V6ONLY */
+	l.flags = 0;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);	/* the same */
+	memcpy(l.addr, v4_any, 16);
+	l.flags = QHCA_IW_V6ONLY;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BAD_FIELD);
+	l.flags = 0;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &any4), QHCA_ST_OK);	/* beside it */
+	memset(l.addr, 0, 16);
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);	/* :: takes IPv4 too */
+	l.flags = 2;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BAD_FIELD);
+	l.flags = 0;
+	memcpy(l.addr, nodes[1].gid, 16);
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);	/* under 0.0.0.0 */
+	l.port = 4401;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &one), QHCA_ST_OK);
+	memcpy(l.addr, v4_any, 16);
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);	/* covers it */
+	memcpy(l.addr, v6_one, 16);
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_OK);	/* IPv6 beside IPv4 */
+	l.port = 4403;		/* one IPv6 address, afonly as nvmet and nfsd set it */
+	l.flags = QHCA_IW_V6ONLY;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_OK);
+	l.flags = 0;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_BUSY);
+	/* a port with only the IPv6 wildcard takes no IPv4 SYN */
+	memset(l.addr, 0, 16);
+	l.flags = QHCA_IW_V6ONLY;
+	l.port = 4402;
+	CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &h), QHCA_ST_OK);
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	a = conn_args(0, 5402, 4402, "");
+	netdev_in = netdev_frames(&nodes[1]);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
+	pump_steps(2000);	/* the SYN (and its retries) went to the guest's stack */
+	CHECK(netdev_frames(&nodes[1]) > netdev_in);
+	CHECK(!event(1, QHCA_EVENT_IW_CONNECT_REQUEST, &h, &d));
+
+	/* an IPv4 SYN to 4400: the IPv4 wildcard's, not the IPv6 one's */
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	a = conn_args(0, 5400, 4400, "");
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &ch), QHCA_ST_OK);
+	CHECK(wait_event(1, QHCA_EVENT_IW_CONNECT_REQUEST, &h, &d));
+	CHECK_EQ(d, any4);
+
+	/* A SYN from the wire with node 1's own MAC as its source is forged (what the device
+	 * sends itself loops back inside it): not for the device's TCP, no SYN-ACK, the
+	 * netdev's; the same SYN from node 0's MAC is answered. */
+	{
+		struct iw_tcp_seg syn;
+		uint8_t f[128];
+		unsigned long before;
+		uint64_t loops;
+		size_t n;
+		int k;
+
+		for (k = 0; k < 2; k++) {
+			memset(&syn, 0, sizeof(syn));
+			memcpy(syn.dmac, nodes[1].mac, 6);
+			memcpy(syn.smac, k ? nodes[0].mac : nodes[1].mac, 6);
+			memcpy(syn.sgid, nodes[0].gid, 16);
+			memcpy(syn.dgid, nodes[1].gid, 16);
+			syn.hop_limit = 64;
+			syn.sport = (uint16_t)(6000 + k);
+			syn.dport = 4400;
+			syn.seq = 1000;
+			syn.flags = IW_TCP_SYN;
+			syn.window = 8192;
+			syn.mss = 1460;
+			n = iw_tcp_build(&syn, f, sizeof(f));
+			CHECK(n > 0);
+			before = frames_sent;
+			loops = nodes[1].e.cnt.loopback_pkts;
+			netdev_in = netdev_frames(&nodes[1]);
+			qhca_engine_receive(&nodes[1].e, f, n);
+			CHECK_EQ(frames_sent - before, (unsigned long)k);
+			CHECK_EQ(nodes[1].e.cnt.loopback_pkts, loops);	/* nothing to itself */
+			/* the forged one to the netdev, as a plain NIC's */
+			CHECK_EQ(netdev_frames(&nodes[1]) - netdev_in, (uint64_t)!k);
+		}
+	}
+	teardown();
+}
+
 static const struct unit_test tests[] = {
+	{ "listen_addresses", test_listen_addresses },
+	{ "loopback", test_loopback },
+	{ "teaching_trace", test_teaching_trace },
 	{ "siphash", test_siphash },
 	{ "datapath", test_datapath },
+	{ "read_with_inv", test_read_with_inv },
 	{ "datapath_lossy", test_datapath_lossy },
+	{ "rping_impaired", test_rping_impaired },
 	{ "datapath_errors", test_datapath_errors },
 	{ "ord_and_fence", test_ord_and_fence },
 	{ "qp_destroyed", test_qp_destroyed },

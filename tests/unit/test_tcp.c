@@ -863,6 +863,48 @@ static void test_lossy(void)
 	lossy(24, 0, 1u << 20, 0xdeadbeef, 0xfeedface);	/* out of order dropped */
 }
 
+static bool all_acked(struct world *w)
+{
+	const struct qtcp_conn *c = w->n[0].c;
+
+	return w->n[0].tx_off == w->n[0].tx_total && c->snd_una == c->snd_max;
+}
+
+/*
+ * The path slows down past the RTO, as a busy host's can: RTT 100 us at the handshake,
+ * then 800 ms, nothing lost. Small messages go one at a time (each once the one before is
+ * acknowledged, as rping's). Karn's rule takes no sample from a segment sent twice; but
+ * the ACK bounds the RTT (at least the time since the copy sent again), which lifts the
+ * RTO towards the RTT: one timeout a message at most, not two as with the RTO put back
+ * to its 200 ms floor each time (without timestamps nothing says the RTT is 800 ms).
+ */
+static void test_rtt_rise(void)
+{
+	struct world *w = world_init(40, false, 40 * 100, 0);
+	uint64_t timeouts;
+	int k;
+
+	w->n[0].tx_total = 0;
+	establish(w);
+	w->l[0].delay_ns = w->l[1].delay_ns = 400 * MS;
+	for (k = 0; k < 40; k++) {
+		uint64_t before = w->n[0].c->stats.timeouts;
+
+		w->n[0].tx_total += 100;
+		pump(&w->n[0]);
+		CHECK(run(w, 60 * SEC, all_acked));
+		if (k >= 2)	/* past the first two, one timeout a message */
+			CHECK_EQ(w->n[0].c->stats.timeouts - before, 1);
+	}
+	timeouts = w->n[0].c->stats.timeouts;
+	printf("  40 messages, RTT 800 ms: %llu timeouts, RTO %llu ms\n",
+	       (unsigned long long)timeouts, (unsigned long long)(w->n[0].c->rto / MS));
+	CHECK(w->n[0].c->rto >= 600 * MS);
+	CHECK_EQ(w->n[1].rx_len, 40 * 100);
+	CHECK(!memcmp(w->n[1].rx, pattern[0], w->n[1].rx_len));
+	CHECK_EQ(w->n[0].error, 0);
+}
+
 /* Sequence numbers wrap during the transfer, both ways, through a lossy link. */
 static void test_wrap(void)
 {
@@ -1699,6 +1741,7 @@ static const struct unit_test tests[] = {
 	{ "accept_options", test_accept_options },
 	{ "bulk", test_bulk },
 	{ "lossy", test_lossy },
+	{ "rtt_rise", test_rtt_rise },
 	{ "wrap", test_wrap },
 	{ "rto_fail", test_rto_fail },
 	{ "close", test_close },

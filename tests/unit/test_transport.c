@@ -2077,44 +2077,6 @@ static void w_send_inv(struct qp *a, uint64_t wr_id, uint64_t lbuf, uint32_t lke
 	pump();
 }
 
-static uint32_t make_frmr(struct node *n, uint32_t max_pages)
-{
-	struct qhca_mr_create c = { .pd = n->pd, .flags = QHCA_MR_FAST_REG,
-				    .pbl.npages = max_pages };
-	uint32_t key;
-
-	CHECK_EQ(qhca_mr_create(&n->e, &c, &key), QHCA_ST_OK);
-	return key;
-}
-
-/* The key with its variant byte replaced (ib_update_fast_reg_key). */
-static uint32_t variant(uint32_t key, uint8_t v)
-{
-	return (key & QHCA_MR_KEY_INDEX_MASK) | v;
-}
-
-/* A REG_MR WQE on @q for @key; the caller fills the rest of the segment. */
-static struct qhca_reg_mr_seg *reg_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
-{
-	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_REG_MR, wr_id, 0, 0, 0);
-	struct qhca_reg_mr_seg *r = (struct qhca_reg_mr_seg *)(h + 1);
-
-	h->num_sge = 0;
-	memset(r, 0, sizeof(*r));
-	r->key = key;
-	r->access = QHCA_ACCESS_ALL;
-	r->page_shift = 12;
-	return r;
-}
-
-static void inv_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
-{
-	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_LOCAL_INV, wr_id, 0, 0, 0);
-
-	h->num_sge = 0;
-	h->imm_inv = key;
-}
-
 /*
  * @np pages of 2^@shift bytes at scattered, descending guest addresses, and a page list
  * for them in guest memory; returns the page list's address, the pages in @pages.
@@ -2304,6 +2266,118 @@ static void test_invalidate(void)
 	teardown();
 }
 
+/*
+ * RDMA READ with local invalidate (the verbs' READ_WITH_INV, which rdma_rw posts on iWARP): a
+ * READ into a fast-register region whose key (the sink's, whatever stale key imm_inv holds)
+ * is invalid once the READ has completed, its data in place; the flag on anything but a
+ * READ of one SGE of some bytes, or a READ into a region that cannot be invalidated,
+ * completes in error and leaves the key as it was.
+ */
+static void test_read_with_inv(void)
+{
+	uint64_t rbuf, pages[2], list, iova = 0x7700000000ull;
+	uint32_t rkey, frkey, key, lkey, i;
+	struct qhca_sq_wqe *w;
+	struct qp a, b;
+	uint64_t lbuf;
+	bool ok = true;
+
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	rkey = make_mr(&nodes[1], 8192, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_READ, &rbuf);
+	fill(&nodes[1], rbuf, 6000, 9);
+	frkey = make_frmr(&nodes[0], 4);
+	list = scattered_pages(&nodes[0], 2, 12, pages);
+	key = variant(frkey, (uint8_t)(frkey + 1));
+	post_reg(&a, 1, key, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE, iova, 6000,
+		 list, 2);
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 2, iova, 6000, key);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	w->flags |= QHCA_WQE_READ_INV;
+	w->imm_inv = frkey;	/* stale, as rdma_rw leaves it: the sink's key is the one */
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_REG_MR, 0);
+	expect_cqe(&nodes[0], &a.scq, 2, QHCA_WC_SUCCESS, QHCA_WC_RDMA_READ, 6000);
+	for (i = 0; i < 6000 && ok; i++)
+		ok = *(uint8_t *)gptr(&nodes[0], frmr_gpa(pages, 12, 0, i)) ==
+		     *(uint8_t *)gptr(&nodes[1], va_to_gpa(rbuf + i));
+	CHECK(ok);
+	CHECK(qhca_mr_find(&nodes[0].e, key) && qhca_mr_find(&nodes[0].e, key)->invalid);
+
+	/* the flag on a WRITE */
+	lkey = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, 3, lbuf, 64, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	w->flags |= QHCA_WQE_READ_INV;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 3, QHCA_WC_LOC_QP_OP_ERR, QHCA_WC_RDMA_WRITE, UINT32_MAX);
+	/* a READ that would invalidate an ordinary region's key */
+	fresh_pair(&a, &b);
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 4, lbuf, 64, lkey);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	w->flags |= QHCA_WQE_READ_INV;
+	w->imm_inv = lkey;
+	post_send(&a);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 4, QHCA_WC_LOC_QP_OP_ERR, QHCA_WC_RDMA_READ, UINT32_MAX);
+	CHECK(!qhca_mr_find(&nodes[0].e, lkey)->invalid);
+	/* a new registration of a region, then READ_INVs that may not touch it: two SGEs,
+	 * or a sink of no bytes (whose key nothing checked) */
+	fresh_pair(&a, &b);
+	key = variant(key, (uint8_t)(key + 1));
+	post_reg(&a, 5, key, QHCA_ACCESS_LOCAL_WRITE, iova, 6000, list, 2);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 5, QHCA_WC_SUCCESS, QHCA_WC_REG_MR, 0);
+	for (i = 0; i < 2; i++) {
+		unsigned long sent = frames_sent;
+
+		w = sq_wqe(&a, QHCA_WR_RDMA_READ, 6 + i, iova, i ? 0 : 64, key);
+		w->remote_addr = rbuf;
+		w->rkey = rkey;
+		w->flags |= QHCA_WQE_READ_INV;
+		if (!i) {	/* a second SGE, into the same region */
+			struct qhca_sge *s = (struct qhca_sge *)(w + 1) + 1;
+
+			s->addr = iova + 64;
+			s->length = 64;
+			s->lkey = key;
+			w->num_sge = 2;
+		}
+		post_send(&a);
+		pump();
+		expect_cqe(&nodes[0], &a.scq, 6 + i, QHCA_WC_LOC_QP_OP_ERR, QHCA_WC_RDMA_READ,
+			   UINT32_MAX);
+		CHECK_EQ(frames_sent, sent);	/* refused as loaded: nothing sent */
+		CHECK(qhca_mr_find(&nodes[0].e, key) && !qhca_mr_find(&nodes[0].e, key)->invalid);
+		fresh_pair(&a, &b);
+	}
+
+	/* The sink's key invalidated and registered anew behind the READ, unfenced: the
+	 * responses find their region invalid (on iWARP, placed by the sink's STag, they find
+	 * the new one: test-iw-cm's read_with_inv). The READ fails; the new registration,
+	 * which it may not invalidate, stays valid. */
+	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 9, iova, 6000, key);
+	w->remote_addr = rbuf;
+	w->rkey = rkey;
+	w->flags |= QHCA_WQE_READ_INV;
+	post_send(&a);
+	inv_wqe(&a, 10, key);
+	post_send(&a);
+	post_reg(&a, 11, key, QHCA_ACCESS_LOCAL_WRITE, iova, 4096, list, 1);
+	pump();
+	expect_cqe(&nodes[0], &a.scq, 9, QHCA_WC_LOC_PROT_ERR, QHCA_WC_RDMA_READ, UINT32_MAX);
+	CHECK(qhca_mr_find(&nodes[0].e, key) && !qhca_mr_find(&nodes[0].e, key)->invalid &&
+	      qhca_mr_find(&nodes[0].e, key)->length == 4096);
+	teardown();
+}
+
 /* Every malformed REG_MR and LOCAL_INV fails its WQE with the right status, and nothing
  * posted after it reaches the wire. */
 static void test_fast_reg_checks(void)
@@ -2473,7 +2547,6 @@ static void test_fenced_invalidate(void)
 {
 	uint64_t pages[4], list, rbuf;
 	uint32_t frkey, key, rkey;
-	struct qhca_reg_mr_seg *r;
 	struct qhca_sq_wqe *w;
 	struct qp a, b;
 
@@ -2486,13 +2559,7 @@ static void test_fenced_invalidate(void)
 	frkey = make_frmr(&nodes[0], 4);
 	list = scattered_pages(&nodes[0], 4, 12, pages);
 	key = variant(frkey, 9);
-	r = reg_wqe(&a, 1, key);
-	r->iova = 0x20000;
-	r->length = 16384;
-	r->pbl_addr = list;
-	r->npages = 4;
-	r->access = QHCA_ACCESS_LOCAL_WRITE;
-	post_send(&a);
+	post_reg(&a, 1, key, QHCA_ACCESS_LOCAL_WRITE, 0x20000, 16384, list, 4);
 	w = sq_wqe(&a, QHCA_WR_RDMA_READ, 2, 0x20000, 16384, key);
 	w->remote_addr = rbuf;
 	w->rkey = rkey;
@@ -3480,34 +3547,6 @@ static void test_xrc_srq_destroyed_in_message(void)
 	teardown();
 }
 
-/* The device's own view of its objects: the QPs with state and PSNs, the regions' keys. */
-/* The next line of the teaching trace from *at on that contains every one of @parts (NULL
- * ends them); *at moves past it. Steps between are allowed: this checks their order. */
-static bool step_next(const char **at, const char *const *parts)
-{
-	const char *line = *at;
-
-	while (*line) {
-		const char *end = strchr(line, '\n');
-		char buf[600];
-		size_t n = end ? (size_t)(end - line) : strlen(line), i;
-		bool all = true;
-
-		snprintf(buf, sizeof(buf), "%.*s", (int)n, line);
-		for (i = 0; parts[i]; i++)
-			all = all && strstr(buf, parts[i]) != NULL;
-		line += n + (end ? 1 : 0);
-		if (all) {
-			*at = line;
-			return true;
-		}
-	}
-	fprintf(stderr, "  no step with \"%s\"... after:\n%.400s\n", parts[0], *at);
-	return false;
-}
-
-#define STEP(at, ...) CHECK(step_next(&(at), (const char *const[]){ __VA_ARGS__, NULL }))
-
 static void test_teaching_trace(void)
 {
 	uint64_t lbuf, rbuf;
@@ -3573,6 +3612,7 @@ static void test_teaching_trace(void)
 	teardown();
 }
 
+/* The device's own view of its objects: the QPs with state and PSNs, the regions' keys. */
 static void test_describe(void)
 {
 	static char buf[65536];
@@ -3650,6 +3690,7 @@ static const struct unit_test tests[] = {
 	{ "fast_reg", test_fast_reg },
 	{ "invalidate", test_invalidate },
 	{ "fast_reg_checks", test_fast_reg_checks },
+	{ "read_with_inv", test_read_with_inv },
 	{ "reregister_in_flight", test_reregister_in_flight },
 	{ "fenced_invalidate", test_fenced_invalidate },
 	{ "mw_type2", test_mw_type2 },

@@ -28,10 +28,13 @@ struct node {
 	uint32_t eq, pd, uctx;
 	unsigned comp_events, async_events;
 	int id;
+	uint64_t aq;			/* the admin SQ, its CQ 4096 bytes on (4 entries each) */
+	uint32_t aq_tail, acq_head;	/* commands run (node_admin), completions taken */
 };
 
 struct frame {
 	int to;
+	uint64_t due;		/* with link_delay_ns: when it arrives */
 	size_t len;
 	uint8_t data[4200];
 };
@@ -44,6 +47,10 @@ static struct frame *link_q;
 static unsigned link_n;
 static uint64_t now;
 static unsigned drop_pct, dup_pct, reorder_pct;
+/* > 0: a frame arrives link_delay_ns after it was sent, plus up to link_jitter_ns (frames
+ * overtake one another by it), and timers fire meanwhile: ACKs late enough for spurious
+ * retransmission timeouts, as on a busy host. 0: frames arrive before any timer fires. */
+static uint64_t link_delay_ns, link_jitter_ns;
 static unsigned long frames_sent, frames_dropped;
 static unsigned long frames_v1;		/* of frames_sent, RoCE v1 ones (Ethertype 0x8915) */
 static unsigned link_cap;		/* > 0: push back when this many frames wait */
@@ -66,8 +73,13 @@ static inline int op_read(void *o, uint64_t a, void *b, size_t l)
 	return mem_rw(o, a, b, l, false);
 }
 
+/* A test's hook, run before every write the device makes to a node's memory (NULL: none). */
+static void (*dma_write_hook)(struct node *n, uint64_t gpa, size_t len);
+
 static inline int op_write(void *o, uint64_t a, const void *b, size_t l)
 {
+	if (dma_write_hook)
+		dma_write_hook(o, a, l);
 	return mem_rw(o, a, (void *)b, l, true);
 }
 
@@ -79,6 +91,17 @@ static inline void op_notify(void *o, unsigned v)
 		n->async_events++;
 	else
 		n->comp_events++;
+}
+
+/* QHCA_HARNESS_LOG set: every frame on the link, log line and teaching step to stderr,
+ * with the virtual time (for reading a failing test's story). */
+static int harness_log_on = -1;
+
+static inline bool harness_log(void)
+{
+	if (harness_log_on < 0)
+		harness_log_on = getenv("QHCA_HARNESS_LOG") != NULL;
+	return harness_log_on;
 }
 
 /* The link is a ring of frames: frame k (0: the oldest) of link_n is link_at(k). */
@@ -112,10 +135,13 @@ static inline void enqueue(int to, const void *f, size_t len)
 {
 	struct frame *fr;
 
-	if (link_n == MAX_FRAMES)
+	if (link_n == MAX_FRAMES) {
+		frames_dropped++;	/* as a full link drops */
 		return;
+	}
 	fr = link_at(link_n++);
 	fr->to = to;
+	fr->due = now + link_delay_ns + (link_jitter_ns ? (uint64_t)rand() % link_jitter_ns : 0);
 	fr->len = len;
 	memcpy(fr->data, f, len);
 }
@@ -128,6 +154,9 @@ static inline void op_xmit(void *o, const void *f, size_t len)
 	if (len >= 14 && ((const uint8_t *)f)[12] == 0x89 && ((const uint8_t *)f)[13] == 0x15)
 		frames_v1++;
 	if (drop_pct && (unsigned)rand() % 100 < drop_pct) {
+		if (harness_log())
+			fprintf(stderr, "  [%llu] link: lost a frame of node %d\n",
+				(unsigned long long)now, n->id);
 		frames_dropped++;
 		return;
 	}
@@ -155,6 +184,9 @@ static unsigned long host_errors;
 
 static inline void op_log(void *o, enum qhca_log_level level, const char *func, const char *msg)
 {
+	if (harness_log())
+		fprintf(stderr, "  [%llu] node %d: %s: %s\n", (unsigned long long)now,
+			((struct node *)o)->id, func, msg);
 	if (level == QHCA_LOG_ERR) {
 		host_errors++;
 		fprintf(stderr, "  host error from %s: %s\n", func, msg);
@@ -164,7 +196,7 @@ static inline void op_log(void *o, enum qhca_log_level level, const char *func, 
 /* Only host-side errors are looked at: the engine formats no other message. */
 static inline bool op_log_enabled(void *o, enum qhca_log_level level)
 {
-	return level == QHCA_LOG_ERR;
+	return level == QHCA_LOG_ERR || harness_log();
 }
 
 /* The teaching trace of both nodes, "N kind key=value ...\n" a step, in order. */
@@ -176,9 +208,40 @@ static inline void op_step(void *o, const char *line)
 	int n = snprintf(step_log + step_len, sizeof(step_log) - step_len, "%d %s\n",
 			 ((struct node *)o)->id, line);
 
+	if (harness_log())
+		fprintf(stderr, "  [%llu] %d %s\n", (unsigned long long)now,
+			((struct node *)o)->id, line);
+
 	if (n > 0 && step_len + (size_t)n < sizeof(step_log))
 		step_len += (size_t)n;
 }
+
+/* The next line of the teaching trace from *at on that contains every one of @parts (NULL
+ * ends them); *at moves past it. Steps between are allowed: this checks their order. */
+static inline bool step_next(const char **at, const char *const *parts)
+{
+	const char *line = *at;
+
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		char buf[600];
+		size_t n = end ? (size_t)(end - line) : strlen(line), i;
+		bool all = true;
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)n, line);
+		for (i = 0; parts[i]; i++)
+			all = all && strstr(buf, parts[i]) != NULL;
+		line += n + (end ? 1 : 0);
+		if (all) {
+			*at = line;
+			return true;
+		}
+	}
+	fprintf(stderr, "  no step with \"%s\"... after:\n%.400s\n", parts[0], *at);
+	return false;
+}
+
+#define STEP(at, ...) CHECK(step_next(&(at), (const char *const[]){ __VA_ARGS__, NULL }))
 
 static const struct qhca_engine_ops ops = {
 	.dma_read = op_read,
@@ -223,6 +286,26 @@ static inline void migrate_node(struct node *n)
 	harness_migrations++;
 }
 
+/* The frame that arrives first (of the earliest due, the oldest). */
+static inline unsigned link_earliest(void)
+{
+	unsigned i, best = 0;
+
+	for (i = 1; i < link_n; i++)
+		if (link_at(i)->due < link_at(best)->due)
+			best = i;
+	return best;
+}
+
+/* Hand frame @f (taken at place @i of the link) to its node. */
+static inline void link_deliver(struct frame *f, unsigned i)
+{
+	if (harness_log())
+		fprintf(stderr, "  [%llu] link: frame %u of %u to node %d, %zu bytes\n",
+			(unsigned long long)now, i, link_n + 1, f->to, f->len);
+	qhca_engine_receive(&nodes[f->to].e, f->data, f->len);
+}
+
 /* Deliver frames (maybe out of order) and fire timers, at most @steps of them: true if
  * nothing was left to do. */
 static inline bool pump_steps(unsigned steps)
@@ -232,17 +315,29 @@ static inline bool pump_steps(unsigned steps)
 	while (rounds++ < steps) {
 		if (harness_migrate_every && ++harness_steps % harness_migrate_every == 0)
 			migrate_node(&nodes[harness_steps / harness_migrate_every % 2]);
-		if (link_n) {
+		if (link_n && link_delay_ns) {
+			unsigned i = link_earliest();
+			struct frame f;
+
+			if (link_at(i)->due <= nodes[0].deadline &&
+			    link_at(i)->due <= nodes[1].deadline) {
+				if (link_at(i)->due > now)
+					now = link_at(i)->due;
+				link_take(i, &f);
+				link_deliver(&f, i);
+				continue;
+			}
+		} else if (link_n) {
 			unsigned i = 0;
 			struct frame f;
 
 			if (reorder_pct && link_n > 1 && (unsigned)rand() % 100 < reorder_pct)
 				i = 1 + (unsigned)rand() % (link_n - 1);
 			link_take(i, &f);
-			qhca_engine_receive(&nodes[f.to].e, f.data, f.len);
+			link_deliver(&f, i);
 			continue;
 		}
-		if (nodes[0].e.tx_blocked || nodes[1].e.tx_blocked) {
+		if ((nodes[0].e.tx_blocked || nodes[1].e.tx_blocked) && !link_n) {
 			/* The link drained: let blocked senders go on. */
 			if (nodes[0].e.tx_blocked)
 				qhca_engine_tx_resume(&nodes[0].e);
@@ -364,6 +459,8 @@ static inline void node_init_cfg(struct node *n, int id, struct qhca_engine_conf
 	n->gid[15] = (uint8_t)(id + 1);
 	CHECK_EQ(qhca_engine_init(&n->e, &c, &ops, n), 0);
 	aq = galloc(n, 8192);
+	n->aq = aq;
+	n->aq_tail = n->acq_head = 0;
 	qhca_engine_reg_write(&n->e, QHCA_REG_ASQ_BASE_LO, (uint32_t)aq);
 	qhca_engine_reg_write(&n->e, QHCA_REG_ACQ_BASE_LO, (uint32_t)aq + 4096);
 	qhca_engine_reg_write(&n->e, QHCA_REG_AQ_DEPTH, 2);
@@ -387,6 +484,35 @@ static inline void node_init(struct node *n, int id)
 	node_init_cfg(n, id, c);
 }
 
+/* Run one command on node @n's admin queue, as the driver does: its status, 0xffff if no
+ * completion came. */
+static inline uint16_t node_admin(struct node *n, struct qhca_cmd *cmd)
+{
+	struct qhca_cqe_admin *c = gptr(n, n->aq + 4096 + (n->acq_head % 4) * sizeof(*c));
+
+	cmd->hdr.cmd_id = (uint16_t)n->aq_tail;
+	memcpy(gptr(n, n->aq + (n->aq_tail % 4) * QHCA_CMD_SIZE), cmd, sizeof(*cmd));
+	qhca_engine_reg_write(&n->e, QHCA_REG_ASQ_TAIL, ++n->aq_tail % 4);
+	if ((c->flags & QHCA_CQE_PHASE) != (n->acq_head / 4 % 2 ? 0 : QHCA_CQE_PHASE) ||
+	    c->cmd_id != cmd->hdr.cmd_id)
+		return 0xffff;
+	qhca_engine_reg_write(&n->e, QHCA_REG_ACQ_HEAD, ++n->acq_head % 4);
+	return c->status;
+}
+
+/* Port counter @which of node @n (enum qhca_counter), read with QUERY_COUNTERS. */
+static inline uint64_t node_counter(struct node *n, unsigned which)
+{
+	struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_QUERY_COUNTERS,
+					 .len = sizeof(struct qhca_cmd_obj) } };
+	uint64_t out = galloc(n, sizeof(struct qhca_counters_block));
+
+	cmd.obj.out_addr = out;
+	cmd.obj.out_len = sizeof(struct qhca_counters_block);
+	CHECK_EQ(node_admin(n, &cmd), QHCA_ST_OK);
+	return ((struct qhca_counters_block *)gptr(n, out))->value[which];
+}
+
 /* Two nodes with the limits @c (NULL: small ones). */
 static inline void setup_cfg(const struct qhca_engine_config *c)
 {
@@ -402,8 +528,10 @@ static inline void setup_cfg(const struct qhca_engine_config *c)
 	frames_sent = frames_dropped = frames_v1 = 0;
 	now = 1000;
 	drop_pct = dup_pct = reorder_pct = link_cap = 0;
+	link_delay_ns = link_jitter_ns = 0;
 	tx_blocks = 0;
 	host_errors = 0;
+	dma_write_hook = NULL;
 	if (c) {
 		node_init_cfg(&nodes[0], 0, *c);
 		node_init_cfg(&nodes[1], 1, *c);
@@ -664,6 +792,60 @@ static inline void expect_empty(struct node *n, struct cq *cq)
 	struct qhca_cqe c;
 
 	CHECK_EQ(poll_cq(n, cq, &c), 0);
+}
+
+/* Fast-register regions: one with room for @max_pages, REG_MR and LOCAL_INV WQEs. */
+static inline uint32_t make_frmr(struct node *n, uint32_t max_pages)
+{
+	struct qhca_mr_create c = { .pd = n->pd, .flags = QHCA_MR_FAST_REG,
+				    .pbl.npages = max_pages };
+	uint32_t key;
+
+	CHECK_EQ(qhca_mr_create(&n->e, &c, &key), QHCA_ST_OK);
+	return key;
+}
+
+/* The key with its variant byte replaced (ib_update_fast_reg_key). */
+static inline uint32_t variant(uint32_t key, uint8_t v)
+{
+	return (key & QHCA_MR_KEY_INDEX_MASK) | v;
+}
+
+/* A REG_MR WQE on @q for @key; the caller fills the rest of the segment. */
+static inline struct qhca_reg_mr_seg *reg_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
+{
+	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_REG_MR, wr_id, 0, 0, 0);
+	struct qhca_reg_mr_seg *r = (struct qhca_reg_mr_seg *)(h + 1);
+
+	h->num_sge = 0;
+	memset(r, 0, sizeof(*r));
+	r->key = key;
+	r->access = QHCA_ACCESS_ALL;
+	r->page_shift = 12;
+	return r;
+}
+
+/* Post a REG_MR on @q: @key to @length bytes at @iova, of @npages 4 KiB pages listed at
+ * @pbl, with @access. */
+static inline void post_reg(struct qp *q, uint64_t wr_id, uint32_t key, uint32_t access,
+			    uint64_t iova, uint32_t length, uint64_t pbl, uint32_t npages)
+{
+	struct qhca_reg_mr_seg *r = reg_wqe(q, wr_id, key);
+
+	r->access = access;
+	r->iova = iova;
+	r->length = length;
+	r->pbl_addr = pbl;
+	r->npages = npages;
+	post_send(q);
+}
+
+static inline void inv_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
+{
+	struct qhca_sq_wqe *h = sq_wqe(q, QHCA_WR_LOCAL_INV, wr_id, 0, 0, 0);
+
+	h->num_sge = 0;
+	h->imm_inv = key;
 }
 
 /* Post an RDMA WRITE of @len bytes from @lbuf (@lkey) to @raddr (@rkey) on @a. */

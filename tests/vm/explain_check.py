@@ -5,11 +5,14 @@
   explain_check.py DIR OP
 
 OP is write, send, read, atomic, bad-rkey, loss (a write with one packet dropped by the
-fabric) or rnr. The story (story.jsonl) must have every expected step in the right order;
-each packet's values must agree with the capture as tshark decodes it (frame number, PSN,
-destination QP, RETH rkey and length, size); keys and lengths must agree between the sides;
-the SVG must be well-formed and name every actor. Exit status 0 when all holds; each
-failure is printed."""
+fabric) or rnr; iwarp-write, iwarp-send and iwarp-read are those on an iWARP port (up
+--iwarp). The story
+(story.jsonl) must have every expected step in the right order; each packet's values must
+agree with the capture as tshark decodes it (frame number, PSN, destination QP, RETH rkey
+and length, size; on iWARP the TCP sequence and acknowledgement numbers, and each FPDU's
+STag, tagged offset and CRC32c, which tshark checks); keys and lengths must agree between
+the sides; the SVG must be well-formed and name every actor. Exit status 0 when all holds;
+each failure is printed."""
 import json
 import os
 import re
@@ -107,6 +110,184 @@ def check_capture(story, frames):
                      e["n"], f["rkey"], f["dmalen"], e["frame"], fr["infiniband.reth.r_key"],
                      fr["infiniband.reth.dmalen"]))
     want(n >= 2, "only %d packet steps have a frame number" % n)
+
+
+TCP_FIELDS = ["frame.number", "frame.len", "tcp.seq_raw", "tcp.ack_raw", "tcp.len",
+              "iwarp_mpa.crc", "iwarp_mpa.crc_check", "iwarp_ddp.stag",
+              "iwarp_ddp.tagged_offset", "iwarp_rdma.opcode", "_ws.malformed", "tcp.payload"]
+
+
+def crc32c(data):
+    """CRC32c (Castagnoli, RFC 3385's), MPA's: computed here, not taken from tshark, whose
+    field shows the CRC the FPDU carries, good or bad."""
+    crc = 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+
+
+def fpdus(payload):
+    """(CRC the FPDU carries, CRC of its bytes) of each FPDU a segment's payload starts with
+    and holds whole (qhca aligns FPDUs with segments, RFC 5044's recommendation). The CRC
+    goes on the wire as iSCSI's does (RFC 3720 B.4), its low byte first; both are given as
+    its 4 bytes read in network order, as tshark and the story show it."""
+    out, at = [], 0
+    while at + 2 <= len(payload):
+        n = 2 + int.from_bytes(payload[at:at + 2], "big")
+        end = at + n + (-n % 4)
+        if end + 4 > len(payload):
+            break
+        out.append((int.from_bytes(payload[end:end + 4], "big"),
+                    int.from_bytes(crc32c(payload[at:end]).to_bytes(4, "little"), "big")))
+        at = end + 4
+    return out
+
+
+def tshark_tcp(cap):
+    """frame number -> TCP, MPA, DDP and RDMAP fields as tshark decodes them."""
+    p = subprocess.run(["tshark", "-r", cap, "-T", "fields", "-E", "separator=\t",
+                        "-E", "aggregator=;"] + [a for f in TCP_FIELDS for a in ("-e", f)],
+                       capture_output=True, text=True)
+    want(p.returncode == 0, "tshark failed: %s" % p.stderr.strip())
+    out = {}
+    for line in p.stdout.splitlines():
+        v = line.split("\t")
+        if v and v[0].isdigit():
+            out[int(v[0])] = dict(zip(TCP_FIELDS, v + [""] * (len(TCP_FIELDS) - len(v))))
+    return out
+
+
+def check_capture_tcp(story, frames):
+    """iWARP: every TCP step with a frame agrees with it; every FPDU the story tells is in
+    a frame with the same CRC32c, which is the CRC of its bytes (computed here), and, as
+    tshark decodes it, the same STag and TO; no frame is malformed."""
+    n = 0
+    crcs = {}
+    for no, fr in frames.items():
+        want(not fr["_ws.malformed"], "frame %d: tshark says malformed" % no)
+        # iwarp_mpa.crc appears only where tshark saw no CRC negotiated
+        want(not fr["iwarp_mpa.crc"], "frame %d: an FPDU without a negotiated CRC (%s)" %
+             (no, fr["iwarp_mpa.crc"]))
+        if not fr["iwarp_ddp.stag"] and not fr["iwarp_rdma.opcode"]:
+            continue	# no FPDU in it (the handshake, MPA's request and reply, ACKs)
+        for sent, computed in fpdus(bytes.fromhex(fr["tcp.payload"].replace(":", ""))):
+            if want(sent == computed, "frame %d: an FPDU carries CRC32c 0x%08x, its bytes "
+                    "make 0x%08x" % (no, sent, computed)):
+                crcs[sent] = (no, fr)
+    for e in story:
+        f = e["fields"]
+        if e["kind"] in ("tx", "rx") and f.get("wire") == "tcp" and "frame" in e:
+            n += 1
+            fr = frames.get(e["frame"])
+            if not want(fr is not None, "step %d: frame %s not in the capture" %
+                        (e["n"], e["frame"])):
+                continue
+            want(fr["tcp.seq_raw"] == f["seq"] and fr["tcp.ack_raw"] == f["ack"] and
+                 fr["tcp.len"] == f["len"],
+                 "step %d: seq %s ack %s len %s, frame %d has %s %s %s" % (
+                     e["n"], f["seq"], f["ack"], f["len"], e["frame"], fr["tcp.seq_raw"],
+                     fr["tcp.ack_raw"], fr["tcp.len"]))
+            if e["kind"] == "tx":
+                want(fr["frame.len"] == f["size"], "step %d: %s B, frame %d is %s B" % (
+                    e["n"], f["size"], e["frame"], fr["frame.len"]))
+        elif e["kind"] == "fpdu" and f["dir"] == "out":
+            got = crcs.get(int(f["crc"], 16))
+            if not want(got is not None, "step %d: no frame has an FPDU with CRC %s" %
+                        (e["n"], f["crc"])):
+                continue
+            no, fr = got
+            if "stag" in f:
+                want(int(f["stag"], 16) in [int(x, 16) for x in
+                                            fr["iwarp_ddp.stag"].split(";") if x] and
+                     int(f["to"], 16) in [int(x, 16) if x.startswith("0x") else int(x)
+                                          for x in fr["iwarp_ddp.tagged_offset"].split(";") if x],
+                     "step %d: STag %s TO %s, frame %d has %s %s" % (
+                         e["n"], f["stag"], f["to"], no, fr["iwarp_ddp.stag"],
+                         fr["iwarp_ddp.tagged_offset"]))
+    want(n >= 4, "only %d TCP steps have a frame number" % n)
+
+
+def iwarp_write(story):
+    """The WRITE on iWARP: the MPA negotiation, then FPDUs in TCP segments, placed by STag,
+    the requester's completion once TCP holds the data, the peer's TCP ACK freeing it."""
+    ok = lambda v: v == "ok"
+    rkey = next((e["fields"]["key"] for e in story if matches(e, "vm2", "mr")), None)
+    in_order(story, [("vm1", "mpa", {"dir": "out", "what": "request"}),
+                     ("vm2", "mpa", {"dir": "in", "what": "request"}),
+                     ("vm2", "mpa", {"dir": "out", "what": "reply"}),
+                     ("vm1", "mpa", {"dir": "in", "what": "reply"})])
+    in_order(story, [("vm1", "post", {}), ("vm1", "db", {"queue": "sq"}), ("vm1", "wqe", {}),
+                     ("vm1", "key", {"kind": "lkey", "result": ok}),
+                     ("vm1", "dma", {"dir": "from-guest"}),
+                     ("vm1", "fpdu", {"dir": "out", "op": "RDMA Write", "stag": rkey}),
+                     ("vm1", "tx", {"wire": "tcp", "len": lambda v: int(v) > 0}),
+                     ("vm1", "cqe", {"status": "SUCCESS", "op": "RDMA_WRITE"}),
+                     ("vm1", "irq", {"raised": "1"})])
+    steps = in_order(story, [
+        ("vm1", "tx", {"wire": "tcp", "len": lambda v: int(v) > 0}),
+        ("vm2", "rx", {"wire": "tcp", "len": lambda v: int(v) > 0}),
+        ("vm2", "fpdu", {"dir": "in", "op": "RDMA Write", "stag": rkey}),
+        ("vm2", "key", {"kind": "rkey", "key": rkey, "result": ok}),
+        ("vm2", "dma", {"dir": "to-guest"}),
+        ("vm2", "tx", {"wire": "tcp", "flags": lambda v: "ACK" in v.split(",")}),
+        ("vm1", "acked", {})])
+    sent = [e for e in story if matches(e, "vm1", "fpdu", dir="out", op="RDMA Write")]
+    got = [e for e in story if matches(e, "vm2", "fpdu", dir="in", op="RDMA Write")]
+    want(sum(int(e["fields"]["len"]) for e in sent) == 8192,
+         "the WRITE's FPDUs carry %d B" % sum(int(e["fields"]["len"]) for e in sent))
+    want([e["fields"]["crc"] for e in sent] == [e["fields"]["crc"] for e in got],
+         "the FPDUs' CRCs differ between the sides: %s, %s" %
+         ([e["fields"]["crc"] for e in sent], [e["fields"]["crc"] for e in got]))
+    want(sent and sent[-1]["fields"]["last"] == "1", "the last FPDU has no L bit")
+    return steps
+
+
+def fpdu_bytes(story, vm, dir, op):
+    return sum(int(e["fields"]["len"]) for e in story
+               if matches(e, vm, "fpdu", dir=dir, op=op))
+
+
+def iwarp_send(story):
+    """A SEND on iWARP: untagged FPDUs into vm2's posted receive, at their offsets."""
+    in_order(story, [("vm2", "post", {}), ("vm2", "db", {"queue": "rq"}),
+                     ("vm1", "post", {}), ("vm1", "db", {"queue": "sq"}), ("vm1", "wqe", {}),
+                     ("vm1", "fpdu", {"dir": "out", "op": "Send", "msn": "1", "mo": "0"}),
+                     ("vm2", "fpdu", {"dir": "in", "op": "Send", "msn": "1", "mo": "0"}),
+                     ("vm2", "rwqe", {"status": "ok"}), ("vm2", "dma", {"dir": "to-guest"}),
+                     ("vm2", "cqe", {"status": "SUCCESS", "op": "RECV", "len": "8192"})])
+    in_order(story, [("vm1", "fpdu", {"dir": "out", "op": "Send", "last": "1"}),
+                     ("vm1", "cqe", {"status": "SUCCESS", "op": "SEND"})])
+    got = [e["fields"] for e in story if matches(e, "vm2", "fpdu", dir="in", op="Send")]
+    want(sum(int(f["len"]) for f in got) == 8192, "the SEND's FPDUs carry %d B" %
+         sum(int(f["len"]) for f in got))
+    at = 0
+    for f in got:	# each where the one before ended (DDP's message offset)
+        want(int(f["mo"]) == at, "an FPDU at MO %s, not %d" % (f["mo"], at))
+        at += int(f["len"])
+
+
+def iwarp_read(story):
+    """A READ on iWARP: one Read Request FPDU; the Read Responses come back tagged, into
+    the requester's sink by its STag."""
+    ok = lambda v: v == "ok"
+    rkey = next((e["fields"]["key"] for e in story if matches(e, "vm2", "mr")), None)
+    sink = next((e["fields"]["key"] for e in story if matches(e, "vm1", "mr")), None)
+    in_order(story, [("vm1", "post", {}), ("vm1", "db", {"queue": "sq"}), ("vm1", "wqe", {}),
+                     ("vm1", "fpdu", {"dir": "out", "op": "RDMA Read Request",
+                                      "src_stag": rkey, "sink_stag": sink, "size": "8192"}),
+                     ("vm2", "fpdu", {"dir": "in", "op": "RDMA Read Request"}),
+                     ("vm2", "key", {"kind": "rkey", "key": rkey, "need": "0x4",
+                                     "result": ok}),
+                     ("vm2", "dma", {"dir": "from-guest"}),
+                     ("vm2", "fpdu", {"dir": "out", "op": "RDMA Read Response", "stag": sink}),
+                     ("vm1", "fpdu", {"dir": "in", "op": "RDMA Read Response", "stag": sink}),
+                     ("vm1", "key", {"key": sink, "need": "0x2", "result": ok}),
+                     ("vm1", "dma", {"dir": "to-guest"}),
+                     ("vm1", "cqe", {"status": "SUCCESS", "op": "RDMA_READ"})])
+    want(fpdu_bytes(story, "vm1", "in", "RDMA Read Response") == 8192,
+         "the Read Responses carry %d B" % fpdu_bytes(story, "vm1", "in", "RDMA Read Response"))
 
 
 def check_svg(d):
@@ -220,9 +401,18 @@ def main():
             ("vm1", "retx", {"why": "rnr"}),
             ("vm2", "rwqe", {"status": "ok"}),
             ("vm2", "cqe", {"status": "SUCCESS", "op": "RECV"})] + tail("SEND"))
+    elif op == "iwarp-write":
+        iwarp_write(story)
+    elif op == "iwarp-send":
+        iwarp_send(story)
+    elif op == "iwarp-read":
+        iwarp_read(story)
     else:
         fail("unknown operation %s" % op)
-    check_capture(story, tshark(os.path.join(d, "capture.pcapng")))
+    if op.startswith("iwarp"):
+        check_capture_tcp(story, tshark_tcp(os.path.join(d, "capture.pcapng")))
+    else:
+        check_capture(story, tshark(os.path.join(d, "capture.pcapng")))
     check_svg(d)
     print("%s: %d steps checked, %s" % (op, len(story), "all agree" if not fails else
                                          "%d failures" % len(fails)))

@@ -12,6 +12,12 @@
  * -t T: the QPs' local ACK timeout, 4.096 us * 2^T (default 14: 67 ms), 7 retries; -W FILE:
  * the client posts only once FILE exists (docs/migration.md: a WRITE that spans a move).
  *
+ * On an iWARP port (link=iwarp) a QP connects through rdma_cm, as iWARP wants (iw_cm sets
+ * up the TCP connection and the MPA negotiation): the server listens on PORT + 1, the
+ * client connects there, and the two then swap keys and addresses over TCP as on the other
+ * wires. iWARP has write, send and read; no atomics, and no RNR (a SEND into no receive
+ * ends the connection), so the other lessons are refused there.
+ *
  * OP is write, send, read, atomic (fetch and add), cas (compare and swap), bad-rkey (a
  * WRITE with a forged rkey: the responder refuses it, the client's completion says
  * REMOTE_ACCESS_ERROR) or rnr (a SEND that arrives before the server posted its receive:
@@ -20,6 +26,8 @@
  */
 #include <getopt.h>
 #include <poll.h>
+
+#include <rdma/rdma_cma.h>
 
 #include "vm_verbs.h"
 
@@ -66,6 +74,66 @@ static int wait_completion(struct ibv_comp_channel *ch, struct ibv_cq *cq, struc
 	return n < 0 ? die("ibv_poll_cq") : 0;
 }
 
+/* The next rdma_cm event, which must be @want; 0 if it is (the event's ID in *id). */
+static int cm_event(struct rdma_event_channel *ech, enum rdma_cm_event_type want,
+		    struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+	int ok;
+
+	if (rdma_get_cm_event(ech, &ev))
+		return die("rdma_get_cm_event");
+	ok = ev->event == want;
+	if (!ok)
+		fprintf(stderr, "%s: rdma_cm: %s, not %s (status %d)\n", PROG,
+			rdma_event_str(ev->event), rdma_event_str(want), ev->status);
+	else if (id)
+		*id = ev->id;
+	rdma_ack_cm_event(ev);
+	return ok ? 0 : 1;
+}
+
+/*
+ * iWARP: the server's rdma_cm ID listening on @port (@host NULL), or the client's ID, its
+ * address and route resolved to @host. The client's ID has its device in ->verbs.
+ */
+static struct rdma_cm_id *cm_start(const char *host, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct rdma_event_channel *ech = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+
+	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
+		die("rdma_create_id");
+		return NULL;
+	}
+	if (!host) {
+		if (rdma_bind_addr(id, (struct sockaddr *)&sa) || rdma_listen(id, 1)) {
+			die("rdma_listen");
+			return NULL;
+		}
+		return id;
+	}
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&sa, 2000) ||
+	    cm_event(ech, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) ||
+	    rdma_resolve_route(id, 2000) || cm_event(ech, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL)) {
+		fprintf(stderr, "%s: rdma_cm cannot resolve %s\n", PROG, host);
+		return NULL;
+	}
+	return id;
+}
+
+/* iWARP: connect (client) or accept (server) @id's QP; 0 once the connection is up. */
+static int cm_connect(int server, struct rdma_cm_id *id)
+{
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+
+	if (server ? rdma_accept(id, &cp) : rdma_connect(id, &cp))
+		return die(server ? "rdma_accept" : "rdma_connect");
+	return cm_event(id->channel, RDMA_CM_EVENT_ESTABLISHED, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	size_t size = 8192;
@@ -89,7 +157,8 @@ int main(int argc, char **argv)
 	char done = 'd';
 	const char *wait_file = NULL;
 	int server, sock, c, i, ok = 1, timeout = 14;
-	int gid_index = -1;
+	int gid_index = -1, iwarp;
+	struct rdma_cm_id *id = NULL;
 
 	if (argc < 2)
 		return usage();
@@ -123,6 +192,26 @@ int main(int argc, char **argv)
 	ctx = vm_open("qhca_0");
 	if (!ctx)
 		return die("no device qhca_0");
+	iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+	if (iwarp && op != OP_WRITE && op != OP_SEND && op != OP_READ) {
+		fprintf(stderr, "%s: %s is no iWARP lesson: iWARP has write, send and read (no "
+			"atomics; a SEND into no receive ends the connection, no RNR)\n", PROG,
+			op_names[op]);
+		return 2;
+	}
+	if (iwarp) {
+		/* rdma_cm's own context of the device: the QP must be made on it. The
+		 * server listens before it takes the client's TCP connection, the client
+		 * connects its QP only after that: it never finds nobody listening. */
+		ibv_close_device(ctx);
+		id = cm_start(server ? NULL : argv[argc - 1], (uint16_t)(port + 1));
+		if (!id)
+			return 1;
+		vm_meet_host(PROG, server, server ? NULL : argv[argc - 1], port, 10, &sock);
+		if (server && cm_event(id->channel, RDMA_CM_EVENT_CONNECT_REQUEST, &id))
+			return 1;
+		ctx = id->verbs;
+	}
 	if (ibv_query_port(ctx, 1, &pa))
 		return die("ibv_query_port");
 	pd = ibv_alloc_pd(ctx);
@@ -133,7 +222,7 @@ int main(int argc, char **argv)
 	if (op == OP_ATOMIC || op == OP_CAS)
 		*(uint64_t *)buf = server ? 41 : 0;
 	mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+			IBV_ACCESS_REMOTE_READ | (iwarp ? 0 : IBV_ACCESS_REMOTE_ATOMIC));
 	ch = ibv_create_comp_channel(ctx);
 	cq = ch ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
 	if (!mr || !cq)
@@ -143,6 +232,21 @@ int main(int argc, char **argv)
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 2;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (iwarp) {
+		if (rdma_create_qp(id, pd, &qa))
+			return die("rdma_create_qp");
+		qp = id->qp;
+		if (ibv_req_notify_cq(cq, 0))
+			return die("ibv_req_notify_cq");
+		if (cm_connect(server, id))
+			return 1;
+		me.qpn = qp->qp_num;
+		me.rkey = mr->rkey;
+		me.va = (uintptr_t)buf;
+		vm_xfer(sock, &me, sizeof(me), 1);
+		vm_xfer(sock, &peer, sizeof(peer), 0);
+		goto connected;
+	}
 	qp = ibv_create_qp(pd, &qa);
 	if (!qp)
 		return die("ibv_create_qp");
@@ -174,6 +278,7 @@ int main(int argc, char **argv)
 	if (ibv_req_notify_cq(cq, 0))
 		return die("ibv_req_notify_cq");
 
+connected:
 	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = (uint32_t)size,
 				.lkey = mr->lkey };
 	if (server) {
@@ -209,6 +314,8 @@ int main(int argc, char **argv)
 		printf("%s: the server's buffer %s\n", PROG, ok ? "is as the lesson expects" :
 		       "is NOT as the lesson expects");
 		vm_xfer(sock, &done, 1, 1);
+		if (id)		/* iWARP: a graceful close (FIN), not a reset at exit */
+			rdma_disconnect(id);
 		return ok ? 0 : 1;
 	}
 
@@ -270,5 +377,7 @@ int main(int argc, char **argv)
 	vm_xfer(sock, &done, 1, 1);
 	vm_xfer(sock, &done, 1, 0);
 	printf("%s: %s\n", PROG, ok ? "as the lesson expects" : "NOT as the lesson expects");
+	if (id)
+		rdma_disconnect(id);
 	return ok ? 0 : 1;
 }

@@ -9,7 +9,8 @@
 # ib_write_bw and ib_read_bw through rdma_cm (-R), each seen on the ends' byte counters (the
 # NIC's for siw, the device's own for qhca, whose TCP never reaches the guest's stack); then
 # rping byte-exact through the fabric's loss, reordering, duplication and corruption, TCP's
-# checksum seen catching the corrupted segments. One 'up'.
+# checksum seen catching the corrupted segments; pyverbs' rdma_cm tests (test_rdmacm) on
+# qhca_0 and on siw0, none failing on qhca_0, the skips listed with their reasons. One 'up'.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -226,12 +227,78 @@ rping_ok() {	# rping_ok CLIENT_END SERVER_END [COUNT [SIZE]]: COUNT pings (20) o
     return $rc
 }
 
+# decodes CLIENT_END SERVER_END: the fabric's capture of an rping between the two ends decodes
+# in tshark as TCP, MPA (its request and reply, FPDUs) and DDP/RDMAP (Read Request and
+# Response, Send, Write: rping's each), with no frame malformed and no FPDU's CRC bad
+# (tshark checks each: "Bad CRC32" in its verbose output)
+decodes() {
+    local cap=$QHCA_RUN/iwarp-$1-$2.pcapng out n
+    rm -f "$cap"
+    "$qhca" fabric capture "$cap" > /dev/null || return 1
+    rping_ok "$1" "$2" 5 > /dev/null || { "$qhca" fabric capture stop > /dev/null; echo "rping failed"; return 1; }
+    "$qhca" fabric capture stop > /dev/null || return 1
+    out=$(tshark -r "$cap" -T fields -e frame.number -e iwarp_mpa.req -e iwarp_mpa.rep \
+        -e iwarp_rdma.opcode -e _ws.malformed 2>&1) || { echo "$out" | tail -5; return 1; }
+    n=$(awk -F'\t' '$4 != ""' <<<"$out" | wc -l)
+    echo "$(wc -l <<<"$out") frames, $n with RDMAP"
+    [ "$n" -ge 20 ] || { echo "too few RDMAP frames"; return 1; }
+    for op in 0 1 2 3; do	# Write, Read Request, Read Response, Send
+        # (tshark writes the opcode as 0x03, or 3: either)
+        awk -F'\t' -v o="$op" '{ split($4, a, ","); for (i in a) if (a[i] == o || a[i] == sprintf("0x%02x", o)) f = 1 } END { exit !f }' \
+            <<<"$out" || { echo "no RDMAP opcode $op decoded"; return 1; }
+    done
+    [ -n "$(awk -F'\t' '$2 != ""' <<<"$out")" ] || { echo "no MPA request decoded"; return 1; }
+    [ -n "$(awk -F'\t' '$3 != ""' <<<"$out")" ] || { echo "no MPA reply decoded"; return 1; }
+    n=$(awk -F'\t' '$5 != ""' <<<"$out")
+    [ -z "$n" ] || { echo "malformed frames: $n"; return 1; }
+    # (the whole decoding first: grep stopping early would fail tshark's pipe)
+    out=$(tshark -r "$cap" -V 2>&1) || { echo "tshark -V failed"; return 1; }
+    ! grep -m3 'Bad CRC32' <<<"$out" || { echo "a bad CRC (above)"; return 1; }
+    n=$(grep -c 'Good CRC32' <<<"$out")
+    echo "$n FPDUs with a good CRC"
+    [ "$n" -ge 20 ] || { echo "too few CRCs checked"; return 1; }
+}
+
 csum_errors() {	# csum_errors GUEST: the TCP segments its stack found with a bad checksum
     # (InCsumErrors, the last field of /proc/net/snmp's second Tcp line)
     local v
     v=$("$qhca" exec "$1" -- "awk '/^Tcp:/ { if (++n == 2) print \$NF }' /proc/net/snmp")
     [[ $v =~ ^[0-9]+$ ]] || { echo "vm$1: no InCsumErrors in /proc/net/snmp: '$v'" >&2; return 1; }
     echo "$v"
+}
+
+# ended_why: after a failure, why the devices ended connections (QEMU's log of each guest,
+# -d guest_errors, and each guest's kernel log); it only prints, it never fails
+ended_why() {
+    local g
+    grep -h "iWARP connection" "$QHCA_RUN"/vm[12].qemu.log 2>/dev/null | tail -n 6 | sed 's/^/# /'
+    for g in 1 2; do
+        "$qhca" exec "$g" -- "dmesg | grep -i 'iwarp\\|qhca' | tail -n 6" 2>/dev/null | sed "s/^/# vm$g: /"
+    done
+    return 0
+}
+
+# retransmits GUEST: qhca_0's retransmits counter (TCP's segments sent again, on iWARP)
+retransmits() {
+    local v
+    v=$("$qhca" exec "$1" -- "rdma statistic show link qhca_0/1" |
+        awk '{ for (i = 1; i < NF; i++) if ($i == "retransmits") print $(i + 1) }')
+    [[ $v =~ ^[0-9]+$ ]] || { echo "vm$1: no retransmits counter: '$v'" >&2; return 1; }
+    echo "$v"
+}
+
+# both_grew WHAT READER BEFORE1 BEFORE2: READER GUEST's count has grown in both guests since
+# it read BEFORE1 and BEFORE2; prints each one's growth ("vmI: N WHAT")
+both_grew() {
+    local what=$1 reader=$2 g n bad=0
+    local -a before=("" "$3" "$4")
+    for g in 1 2; do
+        [[ ${before[g]} =~ ^[0-9]+$ ]] || { echo "vm$g: no count from before"; bad=1; continue; }
+        n=$("$reader" "$g") || return 1
+        echo "vm$g: $((n - ${before[g]})) $what"
+        [ "$((n - ${before[g]}))" -gt 0 ] || bad=1
+    done
+    [ "$bad" = 0 ]
 }
 
 # impaired_ok: the fabric lost, reordered, duplicated and corrupted frames on every port
@@ -250,14 +317,12 @@ impaired_ok() {
 # segments caught: a segment the device cannot verify goes to the guest's stack, which
 # counts it (InCsumErrors) and drops it, as for a NIC without checksum offload.
 csum_caught() {
-    local g n bad=0
-    for g in 1 2; do
-        [[ ${csum0[g]} =~ ^[0-9]+$ ]] || { echo "vm$g: no count from before"; bad=1; continue; }
-        n=$(csum_errors "$g") || return 1
-        echo "vm$g: $((n - ${csum0[g]})) segments with a bad TCP checksum dropped"
-        [ "$((n - ${csum0[g]}))" -gt 0 ] || bad=1
-    done
-    [ "$bad" = 0 ]
+    both_grew "segments with a bad TCP checksum dropped" csum_errors "${csum0[1]}" "${csum0[2]}"
+}
+
+# retransmitted: since $rtx0 was read, both guests' devices sent TCP segments again
+retransmitted() {
+    both_grew "TCP segments sent again by qhca_0" retransmits "${rtx0[1]}" "${rtx0[2]}"
 }
 
 # perf_ok PROG CLIENT_END SERVER_END: perftest PROG through rdma_cm (-R), ITERS messages of
@@ -293,7 +358,47 @@ perf_ok() {
     echo "$p $c -> $s: $bw ${unit:-MB/sec} (64 KiB x $ITERS)" >> "$figures"
 }
 
+# pyverbs' rdma_cm tests (rdma-core's suite from the image, unchanged: test_rdmacm) on DEVICE
+# of guest 1, both sides in the guest (the device loops the connection back): JSON in
+# $QHCA_RUN/pyverbs-cm-DEVICE.json; pyverbs_run.py leaves out, as skips with their reasons,
+# the tests that ask for what iWARP does not have.
+pyverbs_cm() {
+    local out=$QHCA_RUN/pyverbs-cm-$1.json
+    rm -f "$out"
+    timeout 900 "$qhca" exec 1 -- python3 - "$1" 300 test_rdmacm < "$root/tests/vm/pyverbs_run.py" \
+        > "$out" || { echo "the module did not run to its end on $1"; cat "$out"; return 1; }
+    cm_report "$1"
+}
+
+cm_report() {	# cm_report DEVICE: its counts, every skip with its reason, every failure
+    python3 - "$QHCA_RUN/pyverbs-cm-$1.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+print("# %s: %d ran, %d passed, %d failed, %d errors, %d skipped (%d of them left out), "
+      "hung: %s" % (sys.argv[1].split("-cm-")[1][:-5], m["ran"], m["passed"], m["failed"],
+                    m["errors"], m["skipped"], m.get("left_out", 0), m["hung"] or "none"))
+for s in m["skips"]:
+    print("#   skip %s" % s)
+for f in m["failures"]:
+    print("#   failed %s" % f)
+PY
+}
+
+pyverbs_cm_ok() {	# qhca_0: nothing failed, errored or hung, and as many passes as siw0
+    python3 - "$QHCA_RUN/pyverbs-cm-qhca_0.json" "$QHCA_RUN/pyverbs-cm-siw0.json" <<'PY'
+import json, sys
+q, s = (json.load(open(p)) for p in sys.argv[1:3])
+print("qhca_0 passed %d (siw0 %d), failed %d, errors %d, hung %s" % (
+    q["passed"], s["passed"], q["failed"], q["errors"], q["hung"]))
+# (ran: the tests run, left out ones not among them)
+sys.exit(0 if q["ran"] >= 7 and q["passed"] >= max(s["passed"], 3) and
+         not q["failed"] and not q["errors"] and not q["hung"] else 1)
+PY
+}
+
 t0=$SECONDS
+# QEMU logs why the device ended a connection (a reset, TCP giving up, a Terminate)
+export QHCA_QEMU_ARGS="${QHCA_QEMU_ARGS:-} -d guest_errors"
 vm_up 2 --siw --iwarp
 for e in "${ENDS[@]}"; do
     check "$e: $(dev_of "$e") in vm$(guest_of "$e") is iWARP, ACTIVE on its netdev" \
@@ -310,12 +415,21 @@ for pr in "${PAIRS[@]}"; do
     check "$what: ib_write_bw -R" on_nics "$n 0 0 $n" "$c" "$s" perf_ok ib_write_bw "$c" "$s"
     check "$what: ib_read_bw -R" on_nics "0 $n $n 0" "$c" "$s" perf_ok ib_read_bw "$c" "$s"
 done
+for pr in qhca1:siw2x siw1x:qhca2x; do
+    c=${pr%%:*} s=${pr#*:}
+    check "$c -> $s: the fabric's capture of rping decodes in tshark (TCP, MPA, DDP/RDMAP), nothing malformed, no bad CRC" \
+        decodes "$c" "$s"
+done
 for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
     c=${pr%%:*} s=${pr#*:}
     check "$c -> $s: ucmatose (2 connections x 10 messages), rdma_server/rdma_client" \
         cmatose_ok "$c" "$s"
 done
 check "qhca1: udaddy (rdma_cm over UD) refused cleanly on iWARP" udaddy_refused qhca1
+check "pyverbs' rdma_cm tests on qhca_0 (iWARP, looped back in the device)" pyverbs_cm qhca_0
+check "pyverbs' rdma_cm tests on siw0, for comparison" pyverbs_cm siw0
+check "pyverbs' rdma_cm tests: qhca_0 fails none, passes as many as siw0" pyverbs_cm_ok
+for d in qhca_0 siw0; do cm_report "$d"; done
 for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
     c=${pr%%:*} s=${pr#*:}
     check "$c -> $s: a client killed in the middle of ib_write_bw -R, both ends clean up" \
@@ -325,8 +439,11 @@ done
 # The fabric's impairments on iWARP traffic (issue point 5): 2% of frames lost, 2% reordered,
 # 1% duplicated and 1% with a bit flipped, on every port, both ways; TCP brings every byte
 # back (rping checks each ping's data), between qhca's and between qhca and siw.
-declare -a csum0
-for g in 1 2; do csum0[g]=$(csum_errors "$g") || csum0[g]=x; done
+declare -a csum0 rtx0
+for g in 1 2; do
+    csum0[g]=$(csum_errors "$g") || csum0[g]=x
+    rtx0[g]=$(retransmits "$g") || rtx0[g]=x
+done
 check "fabric impairments on every port: loss 2%, reorder 2%, dup 1%, corrupt 1%" \
     "$qhca" fabric set all loss=2% reorder=2% dup=1% corrupt=1%
 for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
@@ -335,9 +452,11 @@ for pr in qhca1:qhca2 qhca1:siw2x siw1x:qhca2x; do
     [ "$c" = qhca1 ] && [ "$s" = qhca2 ] || k=40
     check "$c -> $s through the impairments: rping, $k pings of 4 KiB, data verified" \
         on_nics "$((k * 4096)) $((k * 4096)) $((k * 4096)) $((k * 4096))" "$c" "$s" \
-        rping_ok "$c" "$s" "$k" 4096
+        rping_ok "$c" "$s" "$k" 4096 || ended_why
     [ "$c" = qhca1 ] && [ "$s" = qhca2 ] &&
-        check "TCP's checksum caught corrupted segments of qhca's connections" csum_caught
+        check "TCP's checksum caught corrupted segments of qhca's connections" csum_caught &&
+        check "the devices' retransmits counters show TCP sending lost segments again" \
+            retransmitted
 done
 check "the fabric impaired frames of each kind" impaired_ok
 "$qhca" fabric clear > /dev/null

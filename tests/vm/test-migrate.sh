@@ -28,7 +28,13 @@ bg_ok() {
     eventually "$3" "$qhca" exec "$1" -- "test -s /tmp/$2.rc" ||
         { echo "vm$1: $2 still running after $3 s:"; "$qhca" exec "$1" -- "tail -n 5 /tmp/$2.log"; return 1; }
     "$qhca" exec "$1" -- "tail -n 4 /tmp/$2.log"
-    [ "$("$qhca" exec "$1" -- "cat /tmp/$2.rc")" = 0 ]
+    local rc
+    rc=$("$qhca" exec "$1" -- "cat /tmp/$2.rc")
+    [ "$rc" = 0 ] && return 0
+    # what ended it: its status (128 + a signal) and what the kernel said of it
+    echo "vm$1: $2 ended with status $rc"
+    "$qhca" exec "$1" -- "dmesg | grep -iE 'segfault|trap|killed|$2' | tail -n 3"
+    return 1
 }
 
 running() {	# running I NAME: NAME has not ended in guest I (it spans what follows)
@@ -58,15 +64,19 @@ qps_of() {	# qps_of I: the number of QPs guest I's device holds
 }
 
 vm_up 2
+# A guest stops for its move's last round, up to about a second on a busy TCG host: the READs'
+# QPs time out after 4.096 us * 2^20 (4.3 s) and 7 retries (-u 20), not perftest's 67 ms
+# (-u 14), which a stop of 0.5 s exhausts (RETRY_EXC_ERR, as on any HCA). qhca-rcstress's
+# are 268 ms (-t 16), 2 s with their retries.
 boot1=$("$qhca" exec 1 -- cat /proc/sys/kernel/random/boot_id)
 boot2=$("$qhca" exec 2 -- cat /proc/sys/kernel/random/boot_id)
 check "traffic starts: qhca-rcstress both ways (1 GiB each), ib_read_bw on 4 QPs" eval '
     bg 2 rs1 "qhca-rcstress -s -p 18830" && bg 1 rs2 "qhca-rcstress -s -p 18831" &&
-    bg 2 rb "ib_read_bw -d qhca_0 -x 3 -q 4 -D 60 -p 18515" &&
+    bg 2 rb "ib_read_bw -d qhca_0 -x 3 -q 4 -D 60 -u 20 -p 18515" &&
     listening 2 18830 && listening 1 18831 && listening 2 18515 &&
     bg 1 rc1 "qhca-rcstress -p 18830 -t 16 -b 1G 192.168.77.2" &&
     bg 2 rc2 "qhca-rcstress -p 18831 -t 16 -b 1G -S 7 192.168.77.1" &&
-    bg 1 rbc "ib_read_bw -d qhca_0 -x 3 -q 4 -D 60 -p 18515 192.168.77.2" && sleep 6 &&
+    bg 1 rbc "ib_read_bw -d qhca_0 -x 3 -q 4 -D 60 -u 20 -p 18515 192.168.77.2" && sleep 6 &&
     running 1 rc1 && running 2 rc2 && running 1 rbc'
 qps_before=$(( $(qps_of 1) + $(qps_of 2) ))
 check "vm1 moves during the traffic" moved 1

@@ -10,6 +10,8 @@
 #
 #   QHCA_STORAGE_DEV=qhca   (default) over qhca_0, the guests' 192.168.77.I
 #   QHCA_STORAGE_DEV=rxe    over Linux rxe on a virtio-net NIC, the guests' 192.168.78.I
+#   QHCA_STORAGE_DEV=iwarp  over qhca_0 as an iWARP RNIC (up --iwarp), 192.168.77.I: NVMe-oF,
+#                           NFS and iSER (RDS and SRP do not run on iWARP in Linux)
 #   QHCA_STORAGE_ONLY="nvme nfs rds iser srp"   run only these workloads
 #   QHCA_STORAGE_NFS_SIZES="1 4097 1048576 33554432"   NFS file sizes in bytes
 #   QHCA_STORAGE_DISRUPT=migrate   instead of a link toggle, live-migrate guest 2 and then
@@ -22,13 +24,16 @@ set -uo pipefail
 dev=${QHCA_STORAGE_DEV:-qhca}
 # toggle_loops: the I/O across a link toggle repeats so that it outlasts the toggle on the
 # faster device.
+workloads="nvme nfs rds iser srp"
 case $dev in
 qhca) net=192.168.77 up_args=() toggle_loops=8 ;;
 rxe) net=192.168.78 up_args=(--rxe) toggle_loops=1 ;;
-*) echo "QHCA_STORAGE_DEV must be qhca or rxe, not '$dev'" >&2; exit 2 ;;
+# Linux has no RDS over iWARP (rds_rdma takes IB and RoCE devices only) and no SRP (its
+# initiator needs IB's or RoCE's connection manager)
+iwarp) net=192.168.77 up_args=(--iwarp) toggle_loops=8 workloads="nvme nfs iser" ;;
+*) echo "QHCA_STORAGE_DEV must be qhca, rxe or iwarp, not '$dev'" >&2; exit 2 ;;
 esac
 srv=$net.2 cli=$net.1
-workloads="nvme nfs rds iser srp"
 only=${QHCA_STORAGE_ONLY-$workloads}
 disrupt=${QHCA_STORAGE_DISRUPT:-link}
 case $disrupt in
@@ -58,7 +63,7 @@ gsh() {	# gsh I TIMEOUT [ARGS...] < SCRIPT: run the shell script on stdin in gue
 }
 
 link() {	# link up|down: guest 2's RDMA link (qhca: the port; rxe: its virtio-net NIC)
-    if [ "$dev" = qhca ]; then
+    if [ "$dev" != rxe ]; then
         "$qhca" link 2 "$1"
     else
         gsh 2 30 "$srv" "$1" <<<'ip link set dev "$(nic_of "$1")" "$2" || fail "ip link set $2 failed"'
@@ -160,6 +165,9 @@ if [ "$2" = rxe ]; then
     rdma link show rxe0/1 > /dev/null 2>&1 || try rdma link add rxe0 type rxe netdev "$n"
 fi
 rdma link show "$3/1" | grep -q 'state ACTIVE' || fail "$3 is not ACTIVE: $(rdma link show "$3/1")"
+if [ "$2" = iwarp ]; then
+    grep -q RNIC /sys/class/infiniband/$3/node_type || fail "$3 is not an iWARP RNIC"
+fi
 [ "$(rdma_dev_of "$1")" = "$3" ] || fail "the RDMA device of $1 ($n) is '$(rdma_dev_of "$1")', not $3"
 echo "$(hostname): $3 on $n ($1), ACTIVE"
 EOF
@@ -659,6 +667,21 @@ EOF
 srp_all() { srp_target && srp_login && srp_io 4k 16 4m && srp_logout && srp_teardown; }
 
 # ---------------------------------------------------------------- run
+# After a failed check, what the kernels logged last and, over iWARP, why the device ended
+# connections (QEMU's -d guest_errors): check shows only the end of the step's own output.
+eval "check_step() $(declare -f check | tail -n +2)"
+check() {
+    check_step "$@" && return
+    local rc=$? g
+    [ "$dev" = iwarp ] &&
+        grep -h "iWARP connection\|TCP gave up" "$QHCA_RUN"/vm[12].qemu.log 2>/dev/null |
+        tail -n 6 | sed 's/^/#   qemu: /'
+    for g in 1 2; do
+        "$qhca" exec "$g" -- 'dmesg | tail -n 12' 2>/dev/null | sed "s/^/#   vm$g: /"
+    done
+    return "$rc"
+}
+[ "$dev" = iwarp ] && export QHCA_QEMU_ARGS="${QHCA_QEMU_ARGS:-} -d guest_errors"
 check "QHCA_STORAGE_ONLY ($only) and QHCA_STORAGE_NFS_SIZES ($nfs_sizes) valid" selection_valid ||
     { finish; exit 1; }
 vm_up 2 "${up_args[@]}"

@@ -5,15 +5,17 @@
 # loses, an RNR): each story has its steps in order with values that agree with the capture
 # (explain_check.py, through tshark); perftest under explain; tracing off afterwards; the
 # guest's 'rdma resource show' and the device's own view list the same QP in the same
-# state; and docs/tutorial.md, every command of it, with its output as the page shows it.
+# state; the WRITE, SEND and READ on an iWARP port (TCP segments, MPA FPDUs and their CRCs,
+# DDP placement, TCP's ACKs, against tshark's decoding); and docs/tutorial.md, every
+# command of it, with its output as the page shows it.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 xdir=$(mktemp -d)
 trap 'rm -rf "$xdir"' EXIT
 
-explained() {	# explained OP [SETUP...]: explain qhca-lesson OP, then check its story
-    local op=$1 lesson=$1
+explained() {	# explained OP: explain qhca-lesson OP, then check its story
+    local op=$1 lesson=${1#iwarp-}
     [ "$op" = loss ] && { lesson=write; "$qhca" fabric set 1 in drop=1 || return 1; }
     "$qhca" explain --out "$xdir/$op" -- qhca-lesson "$lesson" > "$xdir/$op.log" 2>&1 ||
         { tail -n 30 "$xdir/$op.log"; return 1; }
@@ -83,6 +85,12 @@ done
 check "explain: ib_write_bw, the server paired by itself" perftest_explained
 check "tracing is off again after explain" tracing_off
 check "rdma resource show and the device's view: the same QP in RESET" views_agree
+vm_down
+vm_up 2 --iwarp
+for op in write send read; do
+    check "explain on iWARP: qhca-lesson $op, TCP, MPA and DDP checked against the capture" \
+        explained "iwarp-$op"
+done
 vm_down
 check "docs/tutorial.md: every command runs, its output as the page says" \
     python3 "$root/tests/vm/tutorial_check.py" "$root/docs/tutorial.md"

@@ -39,6 +39,49 @@ def read_steps(vm, path, offset=0):
     return steps
 
 
+def tcp_key(data):
+    """("tcp", source port, destination port, sequence, acknowledgement, flags) of an
+    Ethernet frame with an IPv4 or IPv6 TCP segment (an iWARP port's), or None."""
+    if len(data) < 14:
+        return None
+    et = struct.unpack(">H", data[12:14])[0]
+    if et == 0x0800 and len(data) >= 34 and data[23] == 6:
+        tcp = 14 + (data[14] & 0xf) * 4
+    elif et == 0x86dd and len(data) >= 54 and data[20] == 6:
+        tcp = 54
+    else:
+        return None
+    if len(data) < tcp + 20:
+        return None
+    sport, dport, seq, ack = struct.unpack(">HHII", data[tcp:tcp + 12])
+    return ("tcp", sport, dport, seq, ack, data[tcp + 13] & 0x3f)
+
+
+def step_key(f):
+    """The frame key (frame_key) of a tx or rx step's fields F, or None."""
+    try:
+        if f.get("wire") == "tcp":
+            return ("tcp", int(f["sport"]), int(f["dport"]), int(f["seq"]), int(f["ack"]),
+                    sum(TCP_FLAGS.get(x, 0) for x in f["flags"].split(",")))
+        return ("ib", int(f["dqp"], 16), int(f["psn"], 16))
+    except (KeyError, ValueError):
+        return None
+
+
+TCP_FLAGS = {"FIN": 1, "SYN": 2, "RST": 4, "PSH": 8, "ACK": 16, "URG": 32}
+
+
+def frame_key(data, linktype):
+    """A frame's key: ("ib", destination QP, PSN) of a RoCE (v1 or v2) or InfiniBand
+    packet, tcp_key of a TCP segment, or None."""
+    if linktype != 197:
+        k = tcp_key(data)
+        if k:
+            return k
+    k = bth_key(data, linktype)
+    return ("ib",) + k[:2] if k else None
+
+
 def bth_key(data, linktype):
     """(destination QP, PSN, opcode) of a RoCE (v1 or v2) or InfiniBand packet, or None."""
     if linktype == 197:		# ERF: 16 bytes of record header, then the IB packet
@@ -74,7 +117,7 @@ def bth_key(data, linktype):
 
 def read_pcapng(path):
     """Frames of a pcapng file: dicts with no (from 1), t (ns), port (interface name), len,
-    key (bth_key or None), comment, other (a short description of a frame that is not
+    key (frame_key or None), comment, other (a short description of a frame that is not
     RDMA)."""
     frames, ifaces = [], []
     if not path or not os.path.exists(path):
@@ -101,12 +144,13 @@ def read_pcapng(path):
             iface = ifaces[iid] if iid < len(ifaces) else ifaces[0]
             pkt = body[20:20 + caplen]
             opts = parse_options(body[20 + ((caplen + 3) & ~3):], endian)
-            key = bth_key(pkt, iface["linktype"])
+            key = frame_key(pkt, iface["linktype"])
             size = caplen - 16 if iface["linktype"] == 197 else caplen
             frames.append({"no": len(frames) + 1, "t": ((hi << 32) | lo) * iface["div"],
                            "port": iface["name"], "len": size, "key": key,
                            "comment": opts.get(1, b"").decode(errors="replace") or None,
-                           "other": None if key else describe_other(pkt, iface["linktype"])})
+                           "other": "TCP" if key and key[0] == "tcp" else None if key else
+                           describe_other(pkt, iface["linktype"])})
         off += blen
     return frames
 
@@ -148,15 +192,18 @@ def match_frames(steps, frames, ports):
     by_key = {}
     for fr in frames:
         if fr["key"]:
-            by_key.setdefault((fr["key"][:2], fr["len"]), []).append(fr)
+            by_key.setdefault((fr["key"], fr["len"]), []).append(fr)
     used, received = set(), {}
     for s in sorted(steps, key=lambda x: x["t"]):
-        if s["kind"] not in ("tx", "rx") or "dqp" not in s["f"]:
+        if s["kind"] not in ("tx", "rx"):
             continue
         f = s["f"]
+        k = step_key(f)
         try:
-            key = ((int(f["dqp"], 16), int(f["psn"], 16)), int(f.get("size", "0")))
+            key = (k, int(f.get("size", "0")))
         except ValueError:
+            continue
+        if not k:
             continue
         cands = by_key.get(key, [])
         if s["kind"] == "tx":
@@ -164,6 +211,7 @@ def match_frames(steps, frames, ports):
                 if fr["no"] not in used and fr["port"] == ports.get(s["vm"]) and \
                         fr["t"] >= s["t"] - 50000:
                     used.add(fr["no"])
+                    fr["matched"] = True
                     s["frame"] = fr["no"]
                     if fr["comment"]:
                         s["fate"] = fr["comment"]
@@ -177,6 +225,7 @@ def match_frames(steps, frames, ports):
                 if not lost and received.get((s["vm"], fr["no"]), 0) < times and \
                         fr["t"] <= s["t"] + 50000:
                     received[(s["vm"], fr["no"])] = received.get((s["vm"], fr["no"]), 0) + 1
+                    fr["matched"] = True
                     s["frame"] = fr["no"]
                     break
 
@@ -237,12 +286,19 @@ EVENT_TYPES = {1: "a completion event for CQ", 2: "port active, port", 3: "port 
                4: "EQ overflow of EQ", 5: "QP fatal error for QP",
                6: "invalid request from the peer, QP",
                7: "access error by the peer (IBA 11.6.3.1), QP", 8: "CQ error for CQ",
-               9: "SRQ limit reached, SRQ", 10: "SQ drained, QP"}
+               9: "SRQ limit reached, SRQ", 10: "SQ drained, QP",
+               11: "LID change, port", 12: "P_Key change, port", 13: "SM change, port",
+               14: "client reregister, port", 15: "GID change, port",
+               16: "iWARP: an MPA request came (iw_cm's connect request), connection",
+               17: "iWARP: the MPA reply came (iw_cm's connect reply), connection",
+               18: "iWARP: the initiator's first FPDU came (established), connection",
+               19: "iWARP: the peer closed (FIN), connection",
+               20: "iWARP: TCP is done (closed), connection"}
 
 
 # Steps that name their QP in the field "qp" (for rx and drop: the receiving QP).
 QP_STEPS = ("db", "wqe", "wqe_bad", "rwqe", "tx", "rx", "drop", "nak", "retx", "dup", "seq",
-            "rnr", "qp")
+            "rnr", "qp", "fpdu", "mpa", "acked")
 
 
 def user_steps(steps):
@@ -259,11 +315,11 @@ def user_steps(steps):
     user |= {(s["vm"], s["f"]["qp"]) for s in steps
              if s["kind"] == "rwqe" and (s["vm"], s["f"]["srq"]) in user_srq}
     for _ in range(2):	# the peers of user QPs, and their answers
-        sent = {(s["vm"], s["f"]["dqp"], s["f"]["psn"]) for s in steps
-                if s["kind"] == "tx" and (s["vm"], s["f"]["qp"]) in user}
+        sent = {(s["vm"], step_key(s["f"])) for s in steps
+                if s["kind"] == "tx" and (s["vm"], s["f"].get("qp")) in user}
         user |= {(s["vm"], s["f"]["qp"]) for s in steps if s["kind"] == "rx" and
-                 any(v != s["vm"] and d == s["f"]["qp"] and p == s["f"]["psn"]
-                     for v, d, p in sent)}
+                 "qp" in s["f"] and step_key(s["f"]) is not None and
+                 any(v != s["vm"] and k == step_key(s["f"]) for v, k in sent)}
     kept, anchor, cqe, eqe = [], {}, {}, {}
     for s in steps:
         k, f, vm = s["kind"], s["f"], s["vm"]
@@ -289,11 +345,80 @@ def user_steps(steps):
 
 
 
+def raw_fields(f):
+    return " ".join("%s=%s" % kv for kv in f.items())
+
+
+def told(fn, f, *args):
+    """FN's text of a step, or its raw fields if the step lacks one FN needs (a truncated
+    trace line): one odd line does not cost the whole story."""
+    try:
+        return fn(f, *args)
+    except (KeyError, ValueError):
+        return raw_fields(f)
+
+
+def tcp_isns(steps):
+    """(source port, destination port) -> the initial sequence number of that direction,
+    from the SYNs the steps show: sequence numbers told relative to it, as tshark does."""
+    isn = {}
+    for s in steps:
+        f = s["f"]
+        if s["kind"] in ("tx", "rx") and f.get("wire") == "tcp" and \
+                "SYN" in f.get("flags", "") and f.get("seq", "").isdigit():
+            isn.setdefault((f.get("sport"), f.get("dport")), int(f["seq"]))
+    return isn
+
+
+def tcp_text(f, isn):
+    """A TCP segment of an iWARP port, its sequence numbers relative to the SYNs."""
+    seq, ack = int(f["seq"]), int(f["ack"])
+    mine, theirs = isn.get((f["sport"], f["dport"])), isn.get((f["dport"], f["sport"]))
+    if mine is not None:
+        seq = (seq - mine) & 0xffffffff
+    flags = f["flags"].split(",")
+    if "ACK" in flags and theirs is not None:
+        ack = (ack - theirs) & 0xffffffff
+    n = int(f["len"])
+    text = "TCP [%s] port %s -> %s, seq %d" % (f["flags"], f["sport"], f["dport"], seq)
+    if "ACK" in flags:
+        text += " ack %d" % ack
+    text += ", window %s" % f["win"]
+    if n:
+        text += ", %d B of the byte stream" % n
+    elif flags == ["ACK"]:
+        text += ", no data: an acknowledgement"
+    if "RST" in flags:
+        text += ": a reset, the connection ends at once"
+    elif "FIN" in flags:
+        text += ": its sender is done sending (a graceful close)"
+    return text
+
+
+def fpdu_text(f):
+    """An FPDU built (dir=out) or taken (in): MPA, DDP and RDMAP as they say it."""
+    if "stag" in f:
+        ddp = "DDP tagged: STag %s, TO %s" % (f["stag"], f["to"])
+    else:
+        ddp = "DDP untagged: queue %s, MSN %s, MO %s" % (f["qn"], f["msn"], f["mo"])
+        if "sink_stag" in f:
+            ddp += "; read %s B from STag %s at %s into STag %s at %s" % (
+                f["size"], f["src_stag"], f["src_to"], f["sink_stag"], f["sink_to"])
+    what = "RDMAP %s%s, %s B payload" % (f["op"], ", last" if f["last"] == "1" else "",
+                                          f["len"])
+    if f["dir"] == "out":
+        return "FPDU built and queued into TCP: MPA length %s, %s, %s, CRC32c %s" % (
+            f["ulpdu"], ddp, what, f["crc"])
+    return "FPDU whole in the TCP stream, its CRC32c %s good: %s, %s%s" % (
+        f["crc"], what, ddp, ": placed by STag and offset" if "stag" in f else "")
+
+
 def story_steps(steps):
     """The steps in time order with the application's own steps put in front of the
     doorbells they rang (the provider wrote the WQE, then the doorbell; the device fetched
     it after): each gets actor, text and arrow (from, to) for the diagram."""
     steps = sorted(steps, key=lambda s: s["t"])
+    isn = tcp_isns(steps)
     out = []
     for i, s in enumerate(steps):
         f, k, vm = s["f"], s["kind"], s["vm"]
@@ -363,6 +488,28 @@ def story_steps(steps):
             else:
                 add(dev, "DMA %s from guest %s (va %s, key %s)" %
                     (nbytes(f["len"]), f["gpa"], f["va"], f["key"]), (mem, dev))
+        elif k in ("tx", "rx") and f.get("wire") == "tcp":
+            fate = " [fabric: %s]" % s["fate"] if s.get("fate") else ""
+            seg = told(tcp_text, f, isn)
+            if k == "tx":
+                add("wire", "%s sends %s%s" % (vm, seg, fate), (dev, "wire"))
+            else:
+                add(dev, "received %s" % seg, ("wire", dev))
+        elif k == "fpdu":
+            add(dev, told(fpdu_text, f), (dev, dev))
+        elif k == "mpa" and not {"dir", "what", "rev", "ird", "ord", "pdata"} <= set(f):
+            add(dev, "MPA: %s" % raw_fields(f), (dev, dev))
+        elif k == "mpa":
+            add(dev, "%s an MPA %s (RFC 5044 with RFC 6581: revision %s, CRC on, no markers, "
+                "IRD %s ORD %s, %s B private data) %s" %
+                ("sent" if f["dir"] == "out" else "received", f["what"], f["rev"], f["ird"],
+                 f["ord"], f["pdata"], "into the TCP stream" if f["dir"] == "out" else
+                 "from the TCP stream" + (": the connection is in RDMA mode"
+                                          if f["what"] == "reply" else "")),
+                (dev, dev))
+        elif k == "acked":
+            add(dev, "the peer's TCP ACK covers %s B more: TCP frees its copy of them (their "
+                "WQEs completed when TCP took them)" % f.get("bytes", "?"), (dev, dev))
         elif k == "tx":
             fate = ""
             if s.get("fate"):
@@ -459,7 +606,8 @@ def render_text(story, frames, first_t):
         frame = "   (frame %d)" % e["frame"] if "frame" in e else ""
         lines.append("%*d  %9.3f ms  %-9s  %s%s" % (w, n, (e["t"] - first_t) / 1e6, actor,
                                                       e["text"], frame))
-    other = [fr for fr in frames if not fr["key"]]
+    other = [fr for fr in frames if not fr["key"] or
+             (fr["key"][0] == "tcp" and not fr.get("matched"))]
     if frames:
         kinds = {}
         for fr in other:
