@@ -13,7 +13,7 @@ export QHCA_FLAVOUR := $(FLAVOUR)
 
 TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' EXIT;
 
-.PHONY: help all host qemu driver flavour-driver siw provider deb image unit sanitize fuzz qtest vmtest check check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-families bench-net bench-qp bench-migrate soak down clean \
+.PHONY: help all host qemu driver flavour-driver siw provider deb image unit sanitize fuzz qtest vmtest check check-sanitize check-storage check-kernels check-qemu check-disk check-migrate driver-loop demo bench bench-families bench-net bench-qp bench-migrate soak down clean \
 	cache-rule print-cache
 
 help:
@@ -26,6 +26,10 @@ help:
 	@echo "               the guest, pingpong, perftest, NVMe-oF between two (docs/install-guest.md)"
 	@echo "make check-qemu  the device on the newest QEMU Debian's archive has the source of"
 	@echo "               (QEMU=10.2 for a series): build, qtests, checkpatch.pl, VM tiers"
+	@echo "make check-sanitize  QEMU and the qtests under ASan+UBSan, QEMU's generic-fuzz"
+	@echo "               over the device (FUZZ_SECONDS, 60)"
+	@echo "make check-storage  NVMe-oF, NFS and iSER over iWARP with link toggles and second"
+	@echo "               rounds (make check runs each once)"
 	@echo "make check-migrate  test-migrate with NVMe-oF and NFS over RDMA while both guests"
 	@echo "               move (docs/migration.md)"
 	@echo "make all       build QEMU+qhca, the guest driver, provider and image"
@@ -112,7 +116,7 @@ cache-rule:
 sanitize:
 	@bash tests/check.sh sanitize
 
-# make fuzz FUZZ_SECONDS=1800 for a long run; make check runs 10 s of each target.
+# make fuzz FUZZ_SECONDS=1800 for a long run; make check runs 10 s of each engine target.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
@@ -125,6 +129,12 @@ vmtest: all
 
 check: all cache-rule
 	@bash tests/check.sh
+
+# The device inside QEMU under the sanitizers: the qtests with QEMU and the qtest built with
+# ASan+UBSan, and QEMU's generic-fuzz over the device's BARs and DMA (FUZZ_SECONDS, 60 s);
+# each has a QEMU build of its own (about 7 and 5 min the first time).
+check-sanitize: qemu
+	@QHCA_FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/check.sh qtest-sanitize fuzz-qemu
 
 # Every flavour, each with its own kernel (Debian 12: 6.1, Debian 13: 6.12, newest: 7.x):
 # foundation, pingpongs, perftest, the verbs tier, NVMe-oF and the middleware on each; then
@@ -163,6 +173,12 @@ bench-qp: all
 # between two namespaces, libvirt on the fabric and on a bridge (root; docs/fabric.md).
 bench-net: all
 	@bash bench/networks.sh
+
+# NVMe-oF, NFS over RDMA and iSER over the device as an iWARP RNIC, as test-storage runs them
+# over RoCE: every transfer size, guest 2's link down 5 s during the I/O, a second round
+# (make check runs each once).
+check-storage: all
+	@bash tests/check.sh vm-storage
 
 # Live migration with the kernel's consumers too: test-migrate with NVMe-oF (fio verify) and
 # NFS over RDMA while both guests move (make check runs test-migrate without them).

@@ -6,14 +6,18 @@
 # scripts (fabric_control), and qemu (QEMU's generic-fuzz over the whole device, built by
 # build-qemu.sh fuzz). Prints "ok - fuzz_X: N executions, coverage
 # C edges" per target; a crash is "not ok" with the reproducer's path.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   (default: all; "engine": all but qemu)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 secs=${1:-60}
 shift || true
-targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(admin wqe rx mixed migrate iwarp ibswitch fabric_control qemu)
+engine_targets=(admin wqe rx mixed migrate iwarp ibswitch fabric_control)
+[ $# -gt 0 ] || set -- engine qemu
+targets=()
+for t in "$@"; do
+    if [ "$t" = engine ]; then targets+=("${engine_targets[@]}"); else targets+=("$t"); fi
+done
 dir=$(bash "$QHCA_ROOT/scripts/build-fuzz.sh") || exit 1
 fail=0
 

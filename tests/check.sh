@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run the test tiers, lowest first, and print one summary line, the last, alone:
 #   N passed, N failed, N skipped
-#   tests/check.sh [selftest|unit|sanitize|fuzz|qtest|qtest-sanitize|vm|vm-migrate|flavours|kernels|qemu|disk ...]
-#   (default: all but vm-migrate, kernels, qemu and disk, the long runs of make
-#   check-migrate, check-kernels, check-qemu and check-disk)
+#   tests/check.sh [selftest|unit|sanitize|fuzz|fuzz-qemu|qtest|qtest-sanitize|vm|vm-storage|vm-migrate|flavours|kernels|qemu|disk ...]
+#   (default: all but fuzz-qemu, qtest-sanitize, vm-storage, vm-migrate, kernels, qemu and
+#   disk, the long runs of make check-sanitize, check-storage, check-migrate, check-kernels,
+#   check-qemu and check-disk)
 # Expects the builds of 'make all' in $QHCA_CACHE (selftest needs none). Sourced (as
 # tests/selftest.sh does), it only defines the functions.
 set -uo pipefail
@@ -202,7 +203,7 @@ qemu_tier() {
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(selftest unit sanitize fuzz qtest qtest-sanitize vm flavours)
+[ ${#tiers[@]} -gt 0 ] || tiers=(selftest unit sanitize fuzz qtest vm flavours)
 
 for tier in "${tiers[@]}"; do
     case $tier in
@@ -210,15 +211,22 @@ for tier in "${tiers[@]}"; do
     # test-iwarp has tshark decode the iWARP frames it builds
     unit) need_pkgs tshark; run_tier "unit (engine, fabric)" unit_tests plain ;;
     sanitize) need_pkgs tshark; run_tier "unit under ASan+UBSan" unit_tests sanitize ;;
+    # the engine's targets (make fuzz runs QEMU's generic-fuzz too: its own QEMU build)
     fuzz) run_tier "fuzz smoke runs (${QHCA_FUZZ_SECONDS:-10} s each)" \
-              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-10}" ;;
+              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-10}" engine ;;
+    fuzz-qemu) run_tier "QEMU's generic-fuzz over the device (${QHCA_FUZZ_SECONDS:-60} s)" \
+              bash "$QHCA_ROOT/scripts/fuzz.sh" "${QHCA_FUZZ_SECONDS:-60}" qemu ;;
     qtest) run_tier "qtest (device through its registers)" qtests ;;
     qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
     vm) need_pkgs $VM_HOST_PKGS
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
             run_tier "vm: $(basename "$t" .sh)" "$t"
         done
-        # the kernel's storage protocols once more, over the device as an iWARP RNIC
+        # the kernel's storage protocols once more, over the device as an iWARP RNIC: each
+        # once (make check-storage: with link toggles and second rounds, as over RoCE)
+        run_tier "vm: test-storage over iWARP, quick (NVMe-oF, NFS, iSER)" \
+            env QHCA_STORAGE_DEV=iwarp QHCA_STORAGE_QUICK=1 bash "$QHCA_ROOT/tests/vm/test-storage.sh" ;;
+    vm-storage) need_pkgs $VM_HOST_PKGS	# make check-storage
         run_tier "vm: test-storage over iWARP (NVMe-oF, NFS, iSER)" \
             env QHCA_STORAGE_DEV=iwarp bash "$QHCA_ROOT/tests/vm/test-storage.sh" ;;
     # The other flavours' short tiers (the vm tier runs the default flavour, $QHCA_FLAVOUR).
@@ -238,7 +246,7 @@ for tier in "${tiers[@]}"; do
         # Your kernel tree, built here from Debian's source (make check boots an unpacked one).
         run_tier "vm: test-kernel, a kernel built from Debian's linux source" \
             env QHCA_KERNEL_FROM=source bash "$QHCA_ROOT/tests/vm/test-kernel.sh" ;;
-    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, qtest, qtest-sanitize, vm, vm-migrate, flavours, kernels, qemu, disk)" ;;
+    *) die "unknown test tier '$tier' (selftest, unit, sanitize, fuzz, fuzz-qemu, qtest, qtest-sanitize, vm, vm-storage, vm-migrate, flavours, kernels, qemu, disk)" ;;
     esac
 done
 

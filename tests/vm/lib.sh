@@ -131,7 +131,8 @@ pair() {
         sleep 1.5
     out=$(timeout 120 "$qhca" exec 1 -- "$cli" 2>&1)
     rc=$?
-    echo "$out" | tail -n 3
+    # its last lines: the figures when it worked, else enough to show the first error
+    echo "$out" | tail -n "$([ "$rc" = 0 ] && echo 3 || echo 12)"
     eventually 20 "$qhca" exec 2 -- 'test -s /tmp/srv.rc' || { echo "server did not finish"; return 1; }
     [ "$rc" = 0 ] && [ "$("$qhca" exec 2 -- cat /tmp/srv.rc)" = 0 ] ||
         { echo "client rc $rc; server:"; "$qhca" exec 2 -- cat /tmp/srv.log; return 1; }

@@ -17,6 +17,8 @@
 #   QHCA_STORAGE_DISRUPT=migrate   instead of a link toggle, live-migrate guest 2 and then
 #                           guest 1 during the I/O (qhca migrate); each workload runs only its
 #                           set-up, the I/O across the moves and its teardown (test-migrate)
+#   QHCA_STORAGE_QUICK=1    each workload once: set-up, checked transfers, teardown (no link
+#                           toggle, no second round; make check over iWARP)
 # The kernel ULPs pick the RDMA device by IP address (rdma_cm), so the address is the switch.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -40,6 +42,13 @@ case $disrupt in
 link|migrate) ;;
 *) echo "QHCA_STORAGE_DISRUPT must be link or migrate, not '$disrupt'" >&2; exit 2 ;;
 esac
+quick=${QHCA_STORAGE_QUICK:-0}
+case $quick in
+0|1) ;;
+*) echo "QHCA_STORAGE_QUICK must be 0 or 1, not '$quick'" >&2; exit 2 ;;
+esac
+[ "$quick" = 0 ] || [ "$disrupt" = link ] ||
+    { echo "QHCA_STORAGE_QUICK=1 has no disruption: not with QHCA_STORAGE_DISRUPT=$disrupt" >&2; exit 2; }
 nfs_sizes=${QHCA_STORAGE_NFS_SIZES-1 4097 1048576 33554432}
 # The guests keep their files in RAM (tmpfs): NFS needs room for its largest file twice.
 export QHCA_VM_MEM=${QHCA_VM_MEM:-1536}
@@ -698,6 +707,13 @@ if wanted nvme && [ "$disrupt" = migrate ]; then
     check "nvme: disconnect both subsystems" nvme_disconnect
     check "nvme: both guests migrate during fio: no data error" nvme_toggle
     check "nvme: target torn down, nvmet, nvme-rdma and null_blk unloaded" nvme_teardown
+elif wanted nvme && [ "$quick" = 1 ]; then
+    check "nvme: discover and connect both subsystems from guest 1, nvme list" nvme_connect
+    check "nvme: fio verify (crc32c) bs=4k iodepth=128 on the file namespace" nvme_io "$nqn_file" 4k 128 16m
+    check "nvme: fio verify bs=512 iodepth=128 on null_blk (memory backed, 512 B blocks)" \
+        nvme_io "$nqn_null" 512 128 4m
+    check "nvme: disconnect both subsystems" nvme_disconnect
+    check "nvme: target torn down, nvmet, nvme-rdma and null_blk unloaded" nvme_teardown
 elif wanted nvme; then
     check "nvme: discover and connect both subsystems from guest 1, nvme list" nvme_connect
     check "nvme: fio verify (crc32c) bs=4k iodepth=128 on the file namespace" nvme_io "$nqn_file" 4k 128 16m
@@ -720,6 +736,11 @@ fi
 if wanted nfs && [ "$disrupt" = migrate ]; then
     check "nfs: both guests migrate during a 64 MiB copy: no data error" nfs_toggle
     check "nfs: server stopped, unmounted, nfsd, nfs and rpcrdma unloaded" nfs_teardown
+elif wanted nfs && [ "$quick" = 1 ]; then
+    check "nfs: vers=4.2 over RDMA, files of $nfs_sizes bytes both ways, sha256 checked" \
+        nfs_client 4.2 rdma,port=20049,vers=4.2
+    check "nfs: vers=4.2: the server has what the client wrote (sha256)" nfs_server_check 4.2
+    check "nfs: server stopped, unmounted, nfsd, nfs and rpcrdma unloaded" nfs_teardown
 elif wanted nfs; then
     check "nfs: vers=3 over RDMA, files of $nfs_sizes bytes both ways, sha256 checked" \
         nfs_client 3 rdma,port=20049,vers=3,nolock
@@ -736,7 +757,9 @@ if wanted rds; then
     section rds
     check "rds: messages of 1 B to 1 MiB both ways over RDS/RDMA, every byte checked (qhca-rds)" \
         rds_pingpong -r 3
-    if [ "$dev" = rxe ]; then
+    if [ "$quick" = 1 ] && [ "$dev" != rxe ]; then
+        check "rds: rds_rdma and rds unloaded in both guests" rds_unload
+    elif [ "$dev" = rxe ]; then
         skip "rds: guest 2's link down 5 s while messages flow" "$rds_rxe_gap"
         skip "rds: rds_rdma and rds unloaded in both guests" "$rds_rxe_gap"
     else
@@ -746,7 +769,14 @@ if wanted rds; then
     fi
 fi
 
-if wanted iser; then
+if wanted iser && [ "$quick" = 1 ]; then
+    section iser
+    check "iser: LIO iSCSI target with iSER in guest 2 ($iqn, 64 MiB fileio, $srv:3260)" iser_target
+    check "iser: discovery and login over iSER from guest 1, the disk appears" iser_login
+    check "iser: fio verify bs=64k iodepth=32" iser_io 64k 32 32m
+    check "iser: logout, records deleted, iscsid stopped, ib_iser unloaded" iser_logout
+    check "iser: target torn down, ib_isert and LIO unloaded" iser_teardown
+elif wanted iser; then
     section iser
     check "iser: LIO iSCSI target with iSER in guest 2 ($iqn, 64 MiB fileio, $srv:3260)" iser_target
     check "iser: discovery and login over iSER from guest 1, the disk appears" iser_login
@@ -757,7 +787,10 @@ if wanted iser; then
     check "iser: a new target and login work after all that" iser_again
 fi
 
-if wanted srp; then
+if wanted srp && [ "$quick" = 1 ]; then
+    section srp
+    check "srp: target, login, fio verify bs=4k, logout, teardown" srp_all
+elif wanted srp; then
     section srp
     check "srp: ib_srpt target in guest 2 (64 MiB fileio, rdma_cm port 5000, ACL for guest 1)" srp_target
     check "srp: add_target through rdma_cm from guest 1, the disk appears" srp_login
