@@ -63,13 +63,14 @@ nothing_running() {	# no live process of this run (ps must list the processes: a
 # admin command timed out, a registration that failed, a QP destroy waiting on iw_cm.
 KERNEL_LOG_BAD='BUG:|BUG at|Oops|general protection fault|invalid opcode|WARNING:|blocked for more than|qhca.*timed out|ib_register_device failed|iw_cm still holds'
 
-# kernel_log_clean I [REGEX]: guest I's kernel log could be read (dmesg ran and printed it) and
-# has no line matching REGEX (default: a BUG, an oops or a warning). A failed dmesg or an
-# empty log fails: they prove nothing.
+# kernel_log_clean I [REGEX [EXCEPT]]: guest I's kernel log could be read (dmesg ran and
+# printed it) and has no line matching REGEX (default: a BUG, an oops or a warning) but for
+# lines matching EXCEPT. A failed dmesg or an empty log fails: they prove nothing.
 kernel_log_clean() {
     local re=${2:-"$KERNEL_LOG_BAD"} log rc
     log=$("$qhca" exec "$1" -- dmesg) || { echo "vm$1: dmesg failed"; return 1; }
     [ -n "$log" ] || { echo "vm$1: dmesg printed nothing"; return 1; }
+    [ -z "${3:-}" ] || log=$(grep -Ev "$3" <<<"$log")
     grep -E "$re" <<<"$log"
     rc=$?
     [ "$rc" = 0 ] && echo "vm$1: the kernel log has the lines above"
@@ -121,6 +122,7 @@ via_qhca() {
 }
 
 # pair SERVER_CMD CLIENT_CMD: a server in guest 2 and its client in guest 1; both exit 0.
+# With PAIR_CLIENT_LOG set, the client's whole output goes to that file too.
 pair() {
     local srv=$1 cli=$2 out rc
     "$qhca" exec 2 -- "pkill -f '^${srv%% *}' ; rm -f /tmp/srv.log /tmp/srv.rc; setsid sh -c '$srv > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc' < /dev/null > /dev/null 2>&1 &" || return 1
@@ -131,6 +133,7 @@ pair() {
         sleep 1.5
     out=$(timeout 120 "$qhca" exec 1 -- "$cli" 2>&1)
     rc=$?
+    [ -z "${PAIR_CLIENT_LOG:-}" ] || printf '%s\n' "$out" > "$PAIR_CLIENT_LOG"
     # its last lines: the figures when it worked, else enough to show the first error
     echo "$out" | tail -n "$([ "$rc" = 0 ] && echo 3 || echo 12)"
     eventually 20 "$qhca" exec 2 -- 'test -s /tmp/srv.rc' || { echo "server did not finish"; return 1; }

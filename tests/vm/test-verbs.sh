@@ -121,7 +121,22 @@ check "no system call on post, doorbell or poll (strace)" no_syscalls_on_datapat
 check "rping (RDMA CM over the kernel's GSI QP, RDMA READ and WRITE)" \
     pair "modprobe rdma_ucm; rping -s -a 192.168.77.2 -C 20 -V" \
          "modprobe rdma_ucm; rping -c -a 192.168.77.2 -C 20 -V"
-check "ib_send_bw -R (connection through rdma_cm)" perf ib_send_bw -R -s 4096 -n 100
+# perftest -R: the two ends first meet over TCP, then the server starts listening on rdma_cm
+# while the client already connects. A server slower than its client (a TCG guest) has no
+# listener yet: the client's REQ is rejected (IB CM: no such service ID), as on any
+# hardware, and perftest's own retry of the connection crashes (librdmacm, a GPF). That
+# race, and only it, gets one more run; the crash it left is not held against the kernel.
+# (check runs a step in a subshell: the race is marked by a file)
+raced=$QHCA_RUN/perftest-raced
+rm -f "$raced"
+perf_cm() {
+    PAIR_CLIENT_LOG=$QHCA_RUN/perf-cm.log perf "$@" && return 0
+    grep -q "Event: RDMA_CM_EVENT_REJECTED; error: 8\." "$QHCA_RUN/perf-cm.log" || return 1
+    echo "# the client connected before the server listened (rejected: no such service): once more"
+    touch "$raced"
+    perf "$@"
+}
+check "ib_send_bw -R (connection through rdma_cm)" perf_cm ib_send_bw -R -s 4096 -n 100
 check "remote isolation: refused keys, ranges and rights leave every byte (qhca-isolation)" \
     pair "qhca-isolation server" "qhca-isolation client 192.168.77.2"
 check "rereg MR, memory windows, ATOMIC WRITE, resize CQ, SEND_WITH_INV between guests (qhca-features)" \
@@ -134,7 +149,13 @@ check "refused requests counted in remote_access_errors" "$qhca" exec 2 -- \
 # (iproute2 6.15 prints a counter a line, older ones all on one: the lines joined)
 check "hw_counters through rdma statistic" "$qhca" exec 1 -- \
     'rdma statistic show link qhca_0/1 | tr "\n" " " | grep -E "tx_pkts [1-9][0-9]* .*rx_pkts [1-9]"'
-check "no kernel oops in guest 1" kernel_log_clean 1
+if [ -e "$raced" ]; then
+    # every line but perftest's own crash in librdmacm after the race above
+    check "no kernel oops in guest 1 (but perftest's crash after the race)" kernel_log_clean 1 \
+        "$KERNEL_LOG_BAD" 'traps: ib_send_bw\[[0-9]+\] general protection fault .* in librdmacm'
+else
+    check "no kernel oops in guest 1" kernel_log_clean 1
+fi
 check "no kernel oops in guest 2" kernel_log_clean 2
 vm_down
 finish
