@@ -18,7 +18,8 @@ TIME = @t0=$$(date +%s); trap 'echo "==> $@: $$(( $$(date +%s) - t0 )) s" >&2' E
 
 help:
 	@echo "make demo      build everything, boot two VMs and print ibv_devinfo from each"
-	@echo "make check     build everything and run the whole test suite (CI runs this)"
+	@echo "make check     build everything and run the test suite (CI runs this; the long"
+	@echo "               runs below, make check-*, are targets of their own)"
 	@echo "make check-kernels  the verbs, NVMe-oF and middleware tiers on every flavour and"
 	@echo "               its kernel: FLAVOUR=debian12 (6.1), debian13 (6.12), newest (7.x),"
 	@echo "               and a kernel built from Debian's linux source (images/kernel.config)"

@@ -220,7 +220,7 @@ for tier in "${tiers[@]}"; do
     qtest-sanitize) run_tier "qtest with QEMU and the qtest built with ASan+UBSan" qtests sanitize ;;
     vm) need_pkgs $VM_HOST_PKGS
         for t in "$QHCA_ROOT"/tests/vm/test-*.sh; do
-            run_tier "vm: $(basename "$t" .sh)" "$t"
+            run_tier "vm: $(basename "$t" .sh)" env QHCA_STORAGE_QUICK=0 "$t"
         done
         # the kernel's storage protocols once more, over the device as an iWARP RNIC: each
         # once (make check-storage: with link toggles and second rounds, as over RoCE)
@@ -228,7 +228,7 @@ for tier in "${tiers[@]}"; do
             env QHCA_STORAGE_DEV=iwarp QHCA_STORAGE_QUICK=1 bash "$QHCA_ROOT/tests/vm/test-storage.sh" ;;
     vm-storage) need_pkgs $VM_HOST_PKGS	# make check-storage
         run_tier "vm: test-storage over iWARP (NVMe-oF, NFS, iSER)" \
-            env QHCA_STORAGE_DEV=iwarp bash "$QHCA_ROOT/tests/vm/test-storage.sh" ;;
+            env QHCA_STORAGE_DEV=iwarp QHCA_STORAGE_QUICK=0 bash "$QHCA_ROOT/tests/vm/test-storage.sh" ;;
     # The other flavours' short tiers (the vm tier runs the default flavour, $QHCA_FLAVOUR).
     flavours) need_pkgs $VM_HOST_PKGS
         for f in $FLAVOURS; do

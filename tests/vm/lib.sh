@@ -70,7 +70,10 @@ kernel_log_clean() {
     local re=${2:-"$KERNEL_LOG_BAD"} log rc
     log=$("$qhca" exec "$1" -- dmesg) || { echo "vm$1: dmesg failed"; return 1; }
     [ -n "$log" ] || { echo "vm$1: dmesg printed nothing"; return 1; }
-    [ -z "${3:-}" ] || log=$(grep -Ev "$3" <<<"$log")
+    if [ -n "${3:-}" ]; then
+        log=$(grep -Ev -- "$3" <<<"$log")
+        [ $? -le 1 ] || { echo "kernel_log_clean: bad EXCEPT regex '$3'"; return 1; }
+    fi
     grep -E "$re" <<<"$log"
     rc=$?
     [ "$rc" = 0 ] && echo "vm$1: the kernel log has the lines above"

@@ -679,14 +679,16 @@ srp_all() { srp_target && srp_login && srp_io 4k 16 4m && srp_logout && srp_tear
 # After a failed check, what the kernels logged last and, over iWARP, why the device ended
 # connections (QEMU's -d guest_errors): check shows only the end of the step's own output.
 eval "check_step() $(declare -f check | tail -n +2)"
+vms_up=0
 check() {
     check_step "$@" && return
     local rc=$? g
+    [ "$vms_up" = 1 ] || return "$rc"
     [ "$dev" = iwarp ] &&
         grep -h "iWARP connection\|TCP gave up" "$QHCA_RUN"/vm[12].qemu.log 2>/dev/null |
         tail -n 6 | sed 's/^/#   qemu: /'
     for g in 1 2; do
-        "$qhca" exec "$g" -- 'dmesg | tail -n 12' 2>/dev/null | sed "s/^/#   vm$g: /"
+        timeout 20 "$qhca" exec "$g" -- 'dmesg | tail -n 12' 2>/dev/null | sed "s/^/#   vm$g: /"
     done
     return "$rc"
 }
@@ -694,7 +696,9 @@ check() {
 check "QHCA_STORAGE_ONLY ($only) and QHCA_STORAGE_NFS_SIZES ($nfs_sizes) valid" selection_valid ||
     { finish; exit 1; }
 vm_up 2 "${up_args[@]}"
+vms_up=1
 echo "# storage over $dev: target/server $srv (guest 2), initiator/client $cli (guest 1)"
+[ "$quick" = 0 ] || echo "# quick: each workload once; no link toggle, no NFS v3, no second round"
 check "$dev: RDMA device on $net.x in both guests" rdma_setup
 t_all=$(date +%s)
 

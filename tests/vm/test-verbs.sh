@@ -130,13 +130,19 @@ check "rping (RDMA CM over the kernel's GSI QP, RDMA READ and WRITE)" \
 raced=$QHCA_RUN/perftest-raced
 rm -f "$raced"
 perf_cm() {
-    PAIR_CLIENT_LOG=$QHCA_RUN/perf-cm.log perf "$@" && return 0
-    grep -q "Event: RDMA_CM_EVENT_REJECTED; error: 8\." "$QHCA_RUN/perf-cm.log" || return 1
+    local log=$QHCA_RUN/perf-cm.log
+    rm -f "$log"
+    PAIR_CLIENT_LOG=$log perf "$@" && return 0
+    # rejected for want of a listener, while the server still waits for its client (a
+    # server that failed or never listened has ended: that is no race)
+    grep -q "Event: RDMA_CM_EVENT_REJECTED; error: 8\." "$log" 2>/dev/null &&
+        "$qhca" exec 2 -- 'test ! -e /tmp/srv.rc' || return 1
     echo "# the client connected before the server listened (rejected: no such service): once more"
     touch "$raced"
     perf "$@"
 }
 check "ib_send_bw -R (connection through rdma_cm)" perf_cm ib_send_bw -R -s 4096 -n 100
+[ -e "$raced" ] && echo "# ib_send_bw -R ran a second time after the rdma_cm race (its result: the line above)"
 check "remote isolation: refused keys, ranges and rights leave every byte (qhca-isolation)" \
     pair "qhca-isolation server" "qhca-isolation client 192.168.77.2"
 check "rereg MR, memory windows, ATOMIC WRITE, resize CQ, SEND_WITH_INV between guests (qhca-features)" \
