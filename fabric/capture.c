@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #include "fabric.h"
+#include "ib.h"
+#include "roce.h"
 
 /* RoCE requests and responses recently captured, by port, destination QP, opcode and PSN:
  * one seen again is a retransmission (a slot is overwritten by another key, so only recent
@@ -40,45 +42,22 @@ struct fabric_capture {
 	struct seen *seen;
 };
 
-#define ROCE_UDP_PORT	4791
-#define BTH_OP_ACK	0x11	/* an RC ACK repeats its PSN by design: never a resend */
-
-/* The key of a RoCE frame (v1: Ethertype 0x8915 and a GRH; v2: IPv4 or IPv6, UDP 4791)
- * other than an ACK, or 0. */
+/* The key of a RoCE frame (v1 or v2, the codecs of wire/ find its BTH) or an InfiniBand
+ * packet other than an SMP (VL15) or an ACK (an RC ACK repeats its PSN by design: never a
+ * resend), or 0. */
 static uint64_t roce_key(int port, const uint8_t *f, size_t len, int ib)
 {
-	size_t udp;
 	const uint8_t *bth;
+	struct ib_lrh l;
 
-	if (ib) {		/* InfiniBand: the BTH after the LRH (and GRH) */
-		bth = f + 8 + (len > 1 && (f[1] & 3) == 3 ? 40 : 0);
-		if (len < (size_t)(bth - f) + 12 + 6 || (f[1] & 3) < 2 || (f[0] >> 4) == 15 ||
-		    bth[0] == BTH_OP_ACK)
-			return 0;
-		goto key;
-	}
-	if (len < 14)
-		return 0;
-	if (f[12] == 0x89 && f[13] == 0x15) {	/* RoCE v1: the BTH after the GRH */
-		bth = f + 14 + 40;
-		if (len < 14 + 40 + 12 || bth[0] == BTH_OP_ACK)
-			return 0;
-		goto key;
-	}
-	if (f[12] == 0x08 && f[13] == 0x00 && len >= 34 && (f[14] >> 4) == 4 && f[23] == 17)
-		udp = 14 + (size_t)(f[14] & 0xf) * 4;
-	else if (f[12] == 0x86 && f[13] == 0xdd && len >= 54 && f[20] == 17)
-		udp = 54;
+	if (ib)
+		bth = ib_lrh_read(f, len, &l) && l.vl != IB_VL_SMP ? ib_bth_find(f, &l) : NULL;
 	else
+		bth = roce_bth_find(f, len);
+	if (!bth || roce_bth_opcode(bth) == (ROCE_TS_RC | ROCE_OP_ACKNOWLEDGE))
 		return 0;
-	if (len < udp + 8 + 12 || (f[udp + 2] << 8 | f[udp + 3]) != ROCE_UDP_PORT)
-		return 0;
-	bth = f + udp + 8;
-	if (bth[0] == BTH_OP_ACK)
-		return 0;
-key:
-	return (uint64_t)(port + 1) << 56 | (uint64_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) << 32 |
-	       (uint64_t)bth[0] << 24 | (uint64_t)(bth[9] << 16 | bth[10] << 8 | bth[11]);
+	return (uint64_t)(port + 1) << 56 | (uint64_t)roce_bth_dqpn(bth) << 32 |
+	       (uint64_t)roce_bth_opcode(bth) << 24 | roce_bth_psn(bth);
 }
 
 static void put32(uint8_t *p, uint32_t v)

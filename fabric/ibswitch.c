@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qhca-fabric as an InfiniBand switch (--ib): every frame of a port is one IB packet
- * (LRH ... ICRC VCRC, hw-model/engine/ib.h). The switch forwards by DLID through the
+ * (LRH ... ICRC VCRC, wire/ib.h). The switch forwards by DLID through the
  * linear forwarding table (IBA 18.2.4.3.1) and the multicast forwarding table, which the
  * subnet manager programs, and answers SMPs on its management port 0 like a base switch
  * port 0 (IBA 14.2): NodeInfo, NodeDescription, SwitchInfo, PortInfo of every port,

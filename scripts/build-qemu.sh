@@ -124,6 +124,7 @@ sync_dir() {	# sync_dir FROM TO: make TO hold exactly FROM's regular files
 }
 sync_dir "$QHCA_ROOT/hw-model/qemu" "$src/hw/qhca"
 sync_dir "$QHCA_ROOT/hw-model/engine" "$src/hw/qhca/engine"
+sync_dir "$QHCA_ROOT/wire" "$src/hw/qhca/wire"
 sync_dir "$QHCA_ROOT/abi" "$src/hw/qhca/abi"
 cmp -s "$QHCA_ROOT/tests/qtest/qhca-test.c" "$src/tests/qtest/qhca-test.c" ||
     cp "$QHCA_ROOT/tests/qtest/qhca-test.c" "$src/tests/qtest/qhca-test.c"

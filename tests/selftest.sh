@@ -124,6 +124,24 @@ say "summary: the last line is exactly 'N passed, N failed, N skipped'" \
     eval '[ "$(tail -n 2 <<<"$out" | head -n 1)" = "3 passed, 3 failed, 2 skipped" ]'
 say "summary: non-zero after a failure" has "summary=1"
 
+# ---- tests/layers.sh: the layers of the house, on this tree and on a copy that breaks them
+say "layers: every layer includes only the headers it may use (tests/layers.sh)" \
+    bash "$here/layers.sh"
+lay=$(mktemp -d)
+mkdir -p "$lay/abi" "$lay/wire" "$lay/hw-model/engine" "$lay/fabric"
+touch "$lay/abi/qhca_abi.h" "$lay/wire/roce.h" "$lay/hw-model/engine/engine_internal.h"
+printf '#include "roce.h"\n#include "engine_internal.h"\n' > "$lay/fabric/switch.c"
+printf '#include "qhca_abi.h"\n' > "$lay/wire/ib.c"
+printf '#include "qemu/osdep.h"\n' > "$lay/hw-model/engine/qp.c"
+out=$(bash "$here/layers.sh" "$lay" 2>&1); rc=$?
+say "layers: a fabric file that includes a device header fails" \
+    eval '[ "$rc" != 0 ] && grep -q "fabric/switch.c includes \"engine_internal.h\"" <<<"$out"'
+say "layers: a codec that includes abi/ fails (wire/ uses only wire/)" \
+    grep -q 'wire/ib.c includes "qhca_abi.h"' <<<"$out"
+say "layers: an engine file with a QEMU header fails" grep -q 'engine/qp.c includes a QEMU header' <<<"$out"
+say "layers: the fabric may include wire/ headers" eval '! grep -q "includes \"roce.h\"" <<<"$out"'
+rm -rf "$lay"
+
 # ---- qhca run (tools/qhcatool/tap.py): TAP parsing, the verdict of a run, the bounded
 # capture and the TAP and JUnit files, by tests/selftest_run.py. Its "ok"/"not ok" lines are
 # this test's own; a failure of the script with no "not ok" line counts as one.

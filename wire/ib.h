@@ -79,6 +79,9 @@ bool ib_vcrc_ok(const uint8_t *pkt, size_t len);
 void ib_vcrc_update(uint8_t *pkt, size_t len);
 bool ib_crc_update(uint8_t *pkt, size_t len);
 
+/* The BTH of the packet whose LRH is @l (NULL if it has none, or is too short for one and
+ * its ICRC and VCRC); nothing after the LRH is checked. */
+const uint8_t *ib_bth_find(const uint8_t *pkt, const struct ib_lrh *l);
 /* BTH fields a switch and a capture look at: destination QP and opcode (false if the
  * packet has no BTH). */
 bool ib_bth_peek(const uint8_t *pkt, const struct ib_lrh *l, uint8_t *opcode, uint32_t *dqpn);

@@ -102,15 +102,24 @@ bool ib_lrh_read(const uint8_t *f, size_t len, struct ib_lrh *l)
 	return l->lver == 0 && words * 4 >= IB_LRH_LEN && l->len <= len;
 }
 
-bool ib_bth_peek(const uint8_t *pkt, const struct ib_lrh *l, uint8_t *opcode, uint32_t *dqpn)
+const uint8_t *ib_bth_find(const uint8_t *pkt, const struct ib_lrh *l)
 {
 	size_t off = IB_LRH_LEN + (l->lnh == IB_LNH_GLOBAL ? IB_GRH_LEN : 0);
 
 	if ((l->lnh != IB_LNH_LOCAL && l->lnh != IB_LNH_GLOBAL) ||
 	    l->len < off + ROCE_BTH_LEN + ROCE_ICRC_LEN + IB_VCRC_LEN)
+		return NULL;
+	return pkt + off;
+}
+
+bool ib_bth_peek(const uint8_t *pkt, const struct ib_lrh *l, uint8_t *opcode, uint32_t *dqpn)
+{
+	const uint8_t *bth = ib_bth_find(pkt, l);
+
+	if (!bth)
 		return false;
-	*opcode = pkt[off];
-	*dqpn = (uint32_t)pkt[off + 5] << 16 | pkt[off + 6] << 8 | pkt[off + 7];
+	*opcode = roce_bth_opcode(bth);
+	*dqpn = roce_bth_dqpn(bth);
 	return true;
 }
 

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "net.h"
 #include "roce.h"
 #include "wire_be.h"
 
@@ -223,37 +224,18 @@ uint32_t roce_icrc_get(const uint8_t *at)
 }
 
 /* ---------------------------------------------------------------- helpers */
-static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
 bool roce_gid_is_v4(const uint8_t gid[16])
 {
-	return !memcmp(gid, v4_prefix, sizeof(v4_prefix));
+	return net_gid_is_v4(gid);
 }
 
-static uint16_t ip_checksum(const uint8_t *p, size_t len, uint32_t sum)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += get16(p + i);
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* UDP checksum over the IPv6 pseudo-header (RFC 8200 8.1) and the datagram. */
+/* The UDP checksum over the IPv6 pseudo-header (RFC 8200 8.1) and the datagram: never 0
+ * on IPv6 (0 would say "none"). */
 static uint16_t udp6_checksum(const uint8_t *ip6, const uint8_t *udp, size_t udp_len)
 {
-	uint32_t sum = 0;
-	size_t i;
-	uint16_t c;
+	uint16_t c = net_csum_fold(net_csum_add(net_pseudo_sum(ip6, true, NET_IPPROTO_UDP,
+							       udp_len), udp, udp_len));
 
-	for (i = 8; i < 40; i += 2)
-		sum += get16(ip6 + i);		/* source and destination addresses */
-	sum += (uint32_t)(udp_len >> 16) + (uint16_t)udp_len + 17;
-	c = ip_checksum(udp, udp_len, sum);
 	return c ? c : 0xffff;
 }
 
@@ -391,14 +373,13 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 	size_t len = roce_frame_len(p), iplen = p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
 	size_t udp_len = len - ROCE_ETH_HLEN - iplen;
 	uint8_t *l3 = buf + ROCE_ETH_HLEN, *udp = l3 + iplen, *h = udp + ROCE_UDP_HLEN;
+	struct net_ip ip;
 
 	if (!oi->flags || len > cap || len > 0xffff ||
 	    (p->payload_len && !(oi->flags & ROCE_F_PAYLOAD)))
 		return 0;
-	memcpy(buf, p->dmac, 6);
-	memcpy(buf + 6, p->smac, 6);
 	if (p->grh) {		/* RoCE v1: any GIDs, IPv4-mapped ones too */
-		put16(buf + 12, ROCE_ETHERTYPE_V1);
+		net_eth_put(buf, p->dmac, p->smac, ROCE_ETHERTYPE_V1);
 		roce_grh_put(p, l3, (uint16_t)(len - ROCE_ETH_HLEN - ROCE_GRH_LEN));
 		h = roce_bth_build(p, l3 + ROCE_GRH_LEN);
 		roce_icrc_put(h, roce_icrc(l3, ROCE_NET_GRH, h));
@@ -406,27 +387,15 @@ size_t roce_build(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 	}
 	if (roce_gid_is_v4(p->sgid) == p->ipv6 || roce_gid_is_v4(p->dgid) == p->ipv6)
 		return 0;
-	put16(buf + 12, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
-	if (p->ipv6) {
-		put32(l3, 6u << 28 | (uint32_t)p->tclass << 20 | (p->flow_label & 0xfffff));
-		put16(l3 + 4, (uint16_t)udp_len);
-		l3[6] = 17;
-		l3[7] = p->hop_limit;
-		memcpy(l3 + 8, p->sgid, 16);
-		memcpy(l3 + 24, p->dgid, 16);
-	} else {
-		l3[0] = 0x45;
-		l3[1] = p->tclass;
-		put16(l3 + 2, (uint16_t)(iplen + udp_len));
-		put16(l3 + 4, 0);		/* identification */
-		put16(l3 + 6, 0x4000);		/* don't fragment */
-		l3[8] = p->hop_limit;
-		l3[9] = 17;
-		put16(l3 + 10, 0);
-		memcpy(l3 + 12, p->sgid + 12, 4);
-		memcpy(l3 + 16, p->dgid + 12, 4);
-		put16(l3 + 10, ip_checksum(l3, ROCE_IPV4_HLEN, 0));
-	}
+	net_eth_put(buf, p->dmac, p->smac, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
+	ip.ipv6 = p->ipv6;
+	ip.tclass = p->tclass;
+	ip.hop_limit = p->hop_limit;
+	ip.flow_label = p->flow_label;
+	ip.ip_id = 0;
+	memcpy(ip.sgid, p->sgid, 16);
+	memcpy(ip.dgid, p->dgid, 16);
+	net_ip_put(l3, &ip, NET_IPPROTO_UDP, udp_len);
 	put16(udp, p->udp_sport);
 	put16(udp + 2, ROCE_UDP_PORT);
 	put16(udp + 4, (uint16_t)udp_len);
@@ -579,47 +548,33 @@ enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt 
 {
 	const uint8_t *l3 = f + ROCE_ETH_HLEN, *udp, *h, *end;
 	enum roce_parse_result r;
-	size_t iplen, udp_len, avail;
-	uint16_t ethertype;
+	size_t iplen, udp_len, l4_len;
+	struct net_ip ip;
 
 	memset(p, 0, sizeof(*p));
 	if (len < ROCE_ETH_HLEN)
 		return ROCE_NOT_ROCE;
-	ethertype = get16(f + 12);
-	if (ethertype == ROCE_ETHERTYPE_V1)
+	if (net_ethertype(f) == ROCE_ETHERTYPE_V1)
 		return parse_v1(f, len, p);
-	if (ethertype == ROCE_ETHERTYPE_IPV4) {
-		if (len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN || (l3[0] >> 4) != 4 || l3[9] != 17)
-			return ROCE_NOT_ROCE;
-		iplen = ROCE_IPV4_HLEN;
-	} else if (ethertype == ROCE_ETHERTYPE_IPV6) {
-		if (len < ROCE_ETH_HLEN + ROCE_IPV6_HLEN || (l3[0] >> 4) != 6 || l3[6] != 17)
-			return ROCE_NOT_ROCE;
-		iplen = ROCE_IPV6_HLEN;
-		p->ipv6 = true;
-	} else {
+	iplen = net_ip_match(f, len, NET_IPPROTO_UDP);
+	if (!iplen)
 		return ROCE_NOT_ROCE;
-	}
 	udp = l3 + iplen;
 	if (len < ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN || get16(udp + 2) != ROCE_UDP_PORT)
 		return ROCE_NOT_ROCE;
 
 	/* From here on it claims to be RoCEv2: every inconsistency is an error. */
-	avail = len - ROCE_ETH_HLEN - iplen;
-	if (p->ipv6) {
-		if (get16(l3 + 4) > avail)
-			return ROCE_BAD_LENGTH;
-	} else {
-		if ((l3[0] & 0x0f) != 5 || (get16(l3 + 6) & 0x3fff))
-			return ROCE_BAD_IP;	/* options or a fragment */
-		if (get16(l3 + 2) < ROCE_IPV4_HLEN || (size_t)get16(l3 + 2) - ROCE_IPV4_HLEN > avail)
-			return ROCE_BAD_LENGTH;
-		if (ip_checksum(l3, ROCE_IPV4_HLEN, 0) != 0)
-			return ROCE_BAD_IP;
+	switch (net_ip_check(f, len, &ip, &l4_len)) {
+	case NET_IP_OK:
+		break;
+	case NET_IP_BAD_LENGTH:
+		return ROCE_BAD_LENGTH;
+	default:
+		return ROCE_BAD_IP;
 	}
+	p->ipv6 = ip.ipv6;
 	udp_len = get16(udp + 4);
-	if (udp_len > avail || udp_len < ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN ||
-	    (size_t)(p->ipv6 ? get16(l3 + 4) : get16(l3 + 2) - ROCE_IPV4_HLEN) != udp_len)
+	if (udp_len != l4_len || udp_len < ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ICRC_LEN)
 		return ROCE_BAD_LENGTH;
 	h = udp + ROCE_UDP_HLEN;
 	end = udp + udp_len - ROCE_ICRC_LEN;
@@ -631,23 +586,44 @@ enum roce_parse_result roce_parse(const uint8_t *f, size_t len, struct roce_pkt 
 
 	memcpy(p->dmac, f, 6);
 	memcpy(p->smac, f + 6, 6);
-	if (p->ipv6) {
-		uint32_t w = get32(l3);
-
-		p->tclass = (w >> 20) & 0xff;
-		p->flow_label = w & 0xfffff;
-		p->hop_limit = l3[7];
-		memcpy(p->sgid, l3 + 8, 16);
-		memcpy(p->dgid, l3 + 24, 16);
-	} else {
-		p->tclass = l3[1];
-		p->hop_limit = l3[8];
-		memcpy(p->sgid, v4_prefix, 12);
-		memcpy(p->sgid + 12, l3 + 12, 4);
-		memcpy(p->dgid, v4_prefix, 12);
-		memcpy(p->dgid + 12, l3 + 16, 4);
-	}
+	p->tclass = ip.tclass;
+	p->flow_label = ip.flow_label;
+	p->hop_limit = ip.hop_limit;
+	memcpy(p->sgid, ip.sgid, 16);
+	memcpy(p->dgid, ip.dgid, 16);
 	p->l3 = l3;
 	p->udp_sport = get16(udp);
 	return roce_bth_parse(h, end, p);
+}
+
+const uint8_t *roce_bth_find(const uint8_t *f, size_t len)
+{
+	size_t iplen, bth;
+
+	if (len < ROCE_ETH_HLEN)
+		return NULL;
+	if (net_ethertype(f) == ROCE_ETHERTYPE_V1) {
+		bth = ROCE_ETH_HLEN + ROCE_GRH_LEN;
+	} else {
+		iplen = net_ip_match(f, len, NET_IPPROTO_UDP);
+		bth = ROCE_ETH_HLEN + iplen + ROCE_UDP_HLEN;
+		if (!iplen || len < bth || get16(f + bth - ROCE_UDP_HLEN + 2) != ROCE_UDP_PORT)
+			return NULL;
+	}
+	return len >= bth + ROCE_BTH_LEN ? f + bth : NULL;
+}
+
+uint8_t roce_bth_opcode(const uint8_t *bth)
+{
+	return bth[0];
+}
+
+uint32_t roce_bth_dqpn(const uint8_t *bth)
+{
+	return get24(bth + 5);
+}
+
+uint32_t roce_bth_psn(const uint8_t *bth)
+{
+	return get24(bth + 9);
 }

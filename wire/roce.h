@@ -13,15 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net.h"
+
 #define ROCE_UDP_PORT		4791
-#define ROCE_ETH_HLEN		14
-#define ROCE_IPV4_HLEN		20
-#define ROCE_IPV6_HLEN		40
+#define ROCE_ETH_HLEN	NET_ETH_HLEN
+#define ROCE_IPV4_HLEN	NET_IPV4_HLEN
+#define ROCE_IPV6_HLEN	NET_IPV6_HLEN
 #define ROCE_UDP_HLEN		8
 #define ROCE_BTH_LEN		12
 #define ROCE_ICRC_LEN		4
-#define ROCE_ETHERTYPE_IPV4	0x0800
-#define ROCE_ETHERTYPE_IPV6	0x86dd
+#define ROCE_ETHERTYPE_IPV4	NET_ETHERTYPE_IPV4
+#define ROCE_ETHERTYPE_IPV6	NET_ETHERTYPE_IPV6
 #define ROCE_ETHERTYPE_V1	0x8915	/* RoCE v1: the GRH follows the Ethernet header */
 #define ROCE_GRH_LEN		40	/* the GRH (IBA 8.3), the layout of an IPv6 header */
 #define ROCE_GRH_NXTHDR		0x1b	/* the GRH's NxtHdr for an IBA transport header */
@@ -182,6 +184,16 @@ const char *roce_parse_result_name(enum roce_parse_result r);
 
 /* Parse and validate @frame; @p->payload points into @frame. */
 enum roce_parse_result roce_parse(const uint8_t *frame, size_t len, struct roce_pkt *p);
+/*
+ * Where the BTH of a RoCE v1 or v2 frame starts, found from the headers before it alone
+ * (no length, checksum or ICRC checked: for a capture that looks at frames without taking
+ * them); NULL if @f carries no RoCE, or less than a whole BTH.
+ */
+const uint8_t *roce_bth_find(const uint8_t *frame, size_t len);
+/* BTH fields (9.2) of a BTH found so. */
+uint8_t roce_bth_opcode(const uint8_t *bth);
+uint32_t roce_bth_dqpn(const uint8_t *bth);
+uint32_t roce_bth_psn(const uint8_t *bth);
 
 /* The headers the ICRC covers before the BTH (roce_icrc() in roce.c). */
 enum roce_net {

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net.h"
+
 /* ---------------------------------------------------------------- parse results */
 enum iw_parse_result {
 	IW_NOT_TCP = 0,		/* not TCP over IPv4/IPv6: an ordinary Ethernet frame */
@@ -37,14 +39,14 @@ enum iw_parse_result {
 const char *iw_parse_result_name(enum iw_parse_result r);
 
 /* ---------------------------------------------------------------- TCP segments */
-#define IW_ETH_HLEN		14
-#define IW_IPV4_HLEN		20
-#define IW_IPV6_HLEN		40
+#define IW_ETH_HLEN		NET_ETH_HLEN
+#define IW_IPV4_HLEN		NET_IPV4_HLEN
+#define IW_IPV6_HLEN		NET_IPV6_HLEN
 #define IW_TCP_HLEN		20	/* without options */
 #define IW_TCP_MAX_OPT		40
-#define IW_ETHERTYPE_IPV4	0x0800
-#define IW_ETHERTYPE_IPV6	0x86dd
-#define IW_IPPROTO_TCP		6
+#define IW_ETHERTYPE_IPV4	NET_ETHERTYPE_IPV4
+#define IW_ETHERTYPE_IPV6	NET_ETHERTYPE_IPV6
+#define IW_IPPROTO_TCP		NET_IPPROTO_TCP
 /* Largest header stack iw_tcp_build() writes: Eth + IPv6 + TCP + MSS, SACK-permitted,
  * timestamps and window scale (20 bytes of options). */
 #define IW_TCP_MAX_HDR		(IW_ETH_HLEN + IW_IPV6_HLEN + IW_TCP_HLEN + 20)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Big-endian (network order) field access for the engine's wire codecs (roce.c, iwarp.c):
+ * Big-endian (network order) field access for the wire codecs (net.c, roce.c, iwarp.c):
  * byte by byte, so any alignment and any host order.
  */
 #ifndef QHCA_WIRE_BE_H

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "iwarp.h"
+#include "net.h"
 #include "wire_be.h"
 
 const char *iw_parse_result_name(enum iw_parse_result r)
@@ -115,51 +116,13 @@ uint32_t iw_crc32c(uint32_t crc, const void *buf, size_t len)
 }
 #endif
 
-/* ---------------------------------------------------------------- IP and TCP helpers */
-static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-static bool gid_is_v4(const uint8_t gid[16])
-{
-	return !memcmp(gid, v4_prefix, sizeof(v4_prefix));
-}
-
-/* The ones' complement sum (RFC 1071) of @len bytes added to @sum, not folded. */
-static uint64_t csum_add(uint64_t sum, const uint8_t *p, size_t len)
-{
-	while (len >= 4) {
-		sum += get32(p);
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		sum += get16(p);
-		p += 2;
-		len -= 2;
-	}
-	if (len)
-		sum += (uint32_t)p[0] << 8;
-	return sum;
-}
-
-static uint16_t csum_fold(uint64_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
+/* ---------------------------------------------------------------- TCP checksum */
 /* The TCP checksum (RFC 9293 3.1; RFC 8200 8.1 for IPv6) of the @tcp_len bytes at @tcp,
  * the checksum field included as it is: 0 when a received segment is intact. */
 static uint16_t tcp_checksum(const uint8_t *l3, bool ipv6, const uint8_t *tcp, size_t tcp_len)
 {
-	uint64_t sum;
-
-	if (ipv6)
-		sum = csum_add(0, l3 + 8, 32);		/* source and destination */
-	else
-		sum = csum_add(0, l3 + 12, 8);
-	sum += (uint32_t)tcp_len + IW_IPPROTO_TCP;	/* IPv6: 32-bit length, next header */
-	return csum_fold(csum_add(sum, tcp, tcp_len));
+	return net_csum_fold(net_csum_add(net_pseudo_sum(l3, ipv6, NET_IPPROTO_TCP, tcp_len),
+					  tcp, tcp_len));
 }
 
 /* ---------------------------------------------------------------- TCP build */
@@ -240,9 +203,10 @@ size_t iw_tcp_build(const struct iw_tcp_seg *s, uint8_t *buf, size_t cap)
 	size_t iplen = s->ipv6 ? IW_IPV6_HLEN : IW_IPV4_HLEN;
 	size_t hdr = iw_tcp_hdr_len(s), len, tcp_len;
 	uint8_t *l3 = buf + IW_ETH_HLEN, *tcp = l3 + iplen;
+	struct net_ip ip;
 
-	if (s->payload_len > 0xffff || gid_is_v4(s->sgid) == s->ipv6 ||
-	    gid_is_v4(s->dgid) == s->ipv6)
+	if (s->payload_len > 0xffff || net_gid_is_v4(s->sgid) == s->ipv6 ||
+	    net_gid_is_v4(s->dgid) == s->ipv6)
 		return 0;
 	len = hdr + s->payload_len;
 	tcp_len = len - IW_ETH_HLEN - iplen;
@@ -252,29 +216,15 @@ size_t iw_tcp_build(const struct iw_tcp_seg *s, uint8_t *buf, size_t cap)
 
 	if (s->payload_len && s->payload != buf + hdr)	/* else gathered in place */
 		memmove(buf + hdr, s->payload, s->payload_len);
-	memcpy(buf, s->dmac, 6);
-	memcpy(buf + 6, s->smac, 6);
-	put16(buf + 12, s->ipv6 ? IW_ETHERTYPE_IPV6 : IW_ETHERTYPE_IPV4);
-	if (s->ipv6) {
-		put32(l3, 6u << 28 | (uint32_t)s->tclass << 20 | (s->flow_label & 0xfffff));
-		put16(l3 + 4, (uint16_t)tcp_len);
-		l3[6] = IW_IPPROTO_TCP;
-		l3[7] = s->hop_limit;
-		memcpy(l3 + 8, s->sgid, 16);
-		memcpy(l3 + 24, s->dgid, 16);
-	} else {
-		l3[0] = 0x45;
-		l3[1] = s->tclass;
-		put16(l3 + 2, (uint16_t)(iplen + tcp_len));
-		put16(l3 + 4, s->ip_id);
-		put16(l3 + 6, 0x4000);		/* don't fragment */
-		l3[8] = s->hop_limit;
-		l3[9] = IW_IPPROTO_TCP;
-		put16(l3 + 10, 0);
-		memcpy(l3 + 12, s->sgid + 12, 4);
-		memcpy(l3 + 16, s->dgid + 12, 4);
-		put16(l3 + 10, csum_fold(csum_add(0, l3, IW_IPV4_HLEN)));
-	}
+	net_eth_put(buf, s->dmac, s->smac, s->ipv6 ? IW_ETHERTYPE_IPV6 : IW_ETHERTYPE_IPV4);
+	ip.ipv6 = s->ipv6;
+	ip.tclass = s->tclass;
+	ip.hop_limit = s->hop_limit;
+	ip.flow_label = s->flow_label;
+	ip.ip_id = s->ip_id;
+	memcpy(ip.sgid, s->sgid, 16);
+	memcpy(ip.dgid, s->dgid, 16);
+	net_ip_put(l3, &ip, IW_IPPROTO_TCP, tcp_len);
 	put16(tcp, s->sport);
 	put16(tcp + 2, s->dport);
 	put32(tcp + 4, s->seq);
@@ -342,43 +292,24 @@ static enum iw_parse_result tcp_opt_parse(const uint8_t *o, const uint8_t *end,
 enum iw_parse_result iw_tcp_parse(const uint8_t *f, size_t len, struct iw_tcp_seg *s)
 {
 	const uint8_t *l3 = f + IW_ETH_HLEN, *tcp;
-	size_t iplen, tcp_len, avail, doff;
-	uint16_t ethertype;
+	size_t iplen, tcp_len, doff;
+	struct net_ip ip;
 
 	memset(s, 0, sizeof(*s));
-	if (len < IW_ETH_HLEN)
+	iplen = net_ip_match(f, len, IW_IPPROTO_TCP);
+	if (!iplen)
 		return IW_NOT_TCP;
-	ethertype = get16(f + 12);
-	if (ethertype == IW_ETHERTYPE_IPV4) {
-		if (len < IW_ETH_HLEN + IW_IPV4_HLEN || (l3[0] >> 4) != 4 ||
-		    l3[9] != IW_IPPROTO_TCP)
-			return IW_NOT_TCP;
-		iplen = IW_IPV4_HLEN;
-	} else if (ethertype == IW_ETHERTYPE_IPV6) {
-		if (len < IW_ETH_HLEN + IW_IPV6_HLEN || (l3[0] >> 4) != 6 ||
-		    l3[6] != IW_IPPROTO_TCP)
-			return IW_NOT_TCP;
-		iplen = IW_IPV6_HLEN;
-		s->ipv6 = true;
-	} else {
-		return IW_NOT_TCP;
-	}
 
 	/* From here on it claims to be TCP: every inconsistency is an error. */
-	avail = len - IW_ETH_HLEN - iplen;
-	if (s->ipv6) {
-		tcp_len = get16(l3 + 4);
-		if (tcp_len > avail)
-			return IW_BAD_LENGTH;
-	} else {
-		if ((l3[0] & 0x0f) != 5 || (get16(l3 + 6) & 0x3fff))
-			return IW_BAD_IP;	/* options or a fragment */
-		if (get16(l3 + 2) < IW_IPV4_HLEN || (size_t)get16(l3 + 2) - IW_IPV4_HLEN > avail)
-			return IW_BAD_LENGTH;
-		if (csum_fold(csum_add(0, l3, IW_IPV4_HLEN)) != 0)
-			return IW_BAD_IP;
-		tcp_len = (size_t)get16(l3 + 2) - IW_IPV4_HLEN;
+	switch (net_ip_check(f, len, &ip, &tcp_len)) {
+	case NET_IP_OK:
+		break;
+	case NET_IP_BAD_LENGTH:
+		return IW_BAD_LENGTH;
+	default:
+		return IW_BAD_IP;
 	}
+	s->ipv6 = ip.ipv6;
 	tcp = l3 + iplen;
 	if (tcp_len < IW_TCP_HLEN)
 		return IW_BAD_LENGTH;
@@ -398,23 +329,12 @@ enum iw_parse_result iw_tcp_parse(const uint8_t *f, size_t len, struct iw_tcp_se
 
 	memcpy(s->dmac, f, 6);
 	memcpy(s->smac, f + 6, 6);
-	if (s->ipv6) {
-		uint32_t w = get32(l3);
-
-		s->tclass = (w >> 20) & 0xff;
-		s->flow_label = w & 0xfffff;
-		s->hop_limit = l3[7];
-		memcpy(s->sgid, l3 + 8, 16);
-		memcpy(s->dgid, l3 + 24, 16);
-	} else {
-		s->tclass = l3[1];
-		s->ip_id = get16(l3 + 4);
-		s->hop_limit = l3[8];
-		memcpy(s->sgid, v4_prefix, 12);
-		memcpy(s->sgid + 12, l3 + 12, 4);
-		memcpy(s->dgid, v4_prefix, 12);
-		memcpy(s->dgid + 12, l3 + 16, 4);
-	}
+	s->tclass = ip.tclass;
+	s->flow_label = ip.flow_label;
+	s->ip_id = ip.ip_id;
+	s->hop_limit = ip.hop_limit;
+	memcpy(s->sgid, ip.sgid, 16);
+	memcpy(s->dgid, ip.dgid, 16);
 	s->seq = get32(tcp + 4);
 	s->ack = get32(tcp + 8);
 	s->flags = tcp[13];
