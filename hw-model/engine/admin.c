@@ -603,7 +603,7 @@ static uint16_t cmd_attach_mcast(struct qhca_engine *e, const struct qhca_cmd *c
 	return qhca_mcast_attach(e, cmd->obj.handle, &m);
 }
 
-/* iWARP connections (iw.c); BAD_STATE on a port of another link layer. */
+/* iWARP connections (iw_cm.c); BAD_STATE on a port of another link layer. */
 static uint16_t cmd_iw_listen(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			      struct admin_result *res)
 {
@@ -631,7 +631,7 @@ static uint16_t iw_conn_args(struct qhca_engine *e, const struct qhca_cmd *cmd,
 	return obj_args(e, &cmd->obj, *c, sizeof(**c), 0);
 }
 
-/* One of iw.c's commands on a connection handle and its struct qhca_iw_conn. */
+/* One of iw_cm.c's commands on a connection handle and its struct qhca_iw_conn. */
 static uint16_t iw_conn_cmd(struct qhca_engine *e, const struct qhca_cmd *cmd,
 			    uint16_t (*fn)(struct qhca_engine *, uint32_t,
 					   const struct qhca_iw_conn *))

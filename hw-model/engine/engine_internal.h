@@ -245,7 +245,7 @@ struct qhca_qp {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	uint32_t qkey, dest_qpn, access;
-	uint32_t iw_conn;	/* iWARP: the connection it is bound to (iw.c), or 0 */
+	uint32_t iw_conn;	/* iWARP: the connection it is bound to (iw_cm.c), or 0 */
 	struct qhca_av av;
 	/* requester */
 	struct qhca_send_wqe *win;	/* win_size snapshots, by SQ index */
@@ -476,7 +476,7 @@ struct qhca_engine {
 	uint8_t mac[6];		/* the port's address now: cfg.mac until SET_MAC */
 	struct qhca_eth eth;
 	struct qhca_ib_port ib;	/* link=ib */
-	struct qhca_iw *iw;	/* link=iwarp: its connections (iw.c) */
+	struct qhca_iw *iw;	/* link=iwarp: its connections (iw_cm.c) */
 	struct qhca_counters cnt;
 
 	/* counters, for tests and statistics */

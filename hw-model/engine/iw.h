@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The iWARP port's connections (iw.c): TCP the device terminates, MPA's set-up, the
- * QHCA_CMD_IW_* commands and QHCA_EVENT_IW_* events. Only on a port of link=iwarp.
+ * The iWARP port (iw_cm.c, iw_tx.c, iw_rx.c; what they share inside is iw_conn.h): TCP
+ * the device terminates, MPA's set-up, the QHCA_CMD_IW_* commands and QHCA_EVENT_IW_*
+ * events, the RDMAP/DDP datapath. Only on a port of link=iwarp.
  */
 #ifndef QHCA_IW_H
 #define QHCA_IW_H
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "qhca_abi.h"
+#include "siphash.h"
 #include "tcp.h"
 
 #define QHCA_IW_MAX_CONN	1024	/* connections of a device, in every state */
@@ -35,8 +37,6 @@ uint64_t qhca_iw_deadline(const struct qhca_engine *e);
  * device began (an iWARP port's RETRANSMITS and TIMEOUTS counters). */
 void qhca_iw_tcp_counts(const struct qhca_engine *e, uint64_t *retransmits, uint64_t *timeouts);
 
-/* SipHash-2-4 of @len bytes at @m with the key (@k0, @k1): the ISNs' keyed PRF. */
-uint64_t qhca_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len);
 /* A record for a command's argument or answer (NULL unless link=iwarp). */
 struct qhca_iw_conn *qhca_iw_scratch(struct qhca_engine *e);
 uint16_t qhca_iw_listen(struct qhca_engine *e, const struct qhca_iw_listen *a, uint32_t *handle);

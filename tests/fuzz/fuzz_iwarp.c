@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Fuzz target: an iWARP port's connections and datapath (iw.c) as a hostile peer drives
+ * Fuzz target: an iWARP port's connections and datapath (iw_cm.c, iw_tx.c, iw_rx.c, tcp.c) as a hostile peer drives
  * them. The target plays the peer's TCP: it opens a connection to a listener of the
  * device, completes the handshake, and then sends the input as the peer's byte stream
  * (the MPA request, then FPDUs: whatever the input holds), cut into segments whose

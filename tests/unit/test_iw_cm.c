@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The iWARP port's connections (iw.c), two engines back to back: listen, connect, the MPA
+ * The iWARP port's connections (iw_cm.c, iw_tx.c, iw_rx.c), two engines back to back: listen, connect, the MPA
  * request and reply with their private data and IRD/ORD, accept and reject, a SYN to no
  * listener, the events the driver gets, a graceful close, all through a lossy link too.
  */
