@@ -476,7 +476,7 @@ static void comp_progress(struct qhca_qp *qp, enum comp_event ev)
 		qp->rnr_retries = 0;
 }
 
-void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
+void qhca_comp_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p)
 {
 	uint32_t una = qp->una;
 	enum comp_event ev;
@@ -538,7 +538,7 @@ void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct r
  * ACK (sent twice): if only the ACK was lost, that packet's ACK moves everything on, and
  * if data was lost the window grows back from there.
  */
-void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
+void qhca_comp_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 {
 	struct qhca_send_wqe *sw;
 	bool rnr = false;
@@ -579,7 +579,7 @@ void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 	qhca_req_run(e, qp);
 }
 
-void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp)
+void qhca_comp_flush(struct qhca_engine *e, struct qhca_qp *qp)
 {
 	/* Started WQEs from their snapshots, the rest from the ring: all complete flushed. */
 	while (qp->sq.ci != qp->sq_next) {

@@ -15,7 +15,7 @@
 
 /*
  * A table of objects addressed by handles. A handle is the slot's generation (bits 20-30)
- * and its index + 1 (bits 0-19; OBJ_HANDLE_*_MASK in engine.c): 0 is never valid, and a
+ * and its index + 1 (bits 0-19; OBJ_HANDLE_*_MASK in objtable.c): 0 is never valid, and a
  * stale handle of a destroyed object is rejected because its generation no longer matches.
  */
 #define OBJ_HANDLE_INDEX_MASK	0x000fffffu	/* index + 1 */
@@ -493,6 +493,7 @@ void qhca_engine_fini(struct qhca_engine *e);
 int qhca_engine_load_into(struct qhca_engine *e, const uint8_t *buf, size_t len, char *why,
 			  size_t why_len);
 
+/* trace.c: logging, and the teaching trace */
 void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *func,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define qhca_log(e, level, ...) qhca_logf((e), (level), __func__, __VA_ARGS__)
@@ -518,11 +519,12 @@ const char *qhca_wr_name(uint8_t op);
 const char *qhca_aeth_name(uint8_t syndrome);
 const char *qhca_wc_status_name(uint8_t status);
 
-/* The one checked path into guest memory: rejects wrap, zero address, oversize. */
+/* dma.c: the one checked path into guest memory: rejects wrap, zero address, oversize. */
 #define QHCA_DMA_MAX_LEN	(1u << 24)
 int qhca_dma_read(struct qhca_engine *e, uint64_t addr, void *buf, size_t len);
 int qhca_dma_write(struct qhca_engine *e, uint64_t addr, const void *buf, size_t len);
 
+/* objtable.c */
 int qhca_obj_table_init(struct qhca_obj_table *t, uint32_t capacity);
 void qhca_obj_table_fini(struct qhca_obj_table *t);
 void qhca_obj_table_clear(struct qhca_obj_table *t);
@@ -579,7 +581,6 @@ int qhca_sgl_xfer(struct qhca_engine *e, const struct qhca_sgl *sgl, uint64_t of
 uint16_t qhca_cq_create(struct qhca_engine *e, const struct qhca_cq_create *c, uint32_t *cqn);
 uint16_t qhca_cq_destroy(struct qhca_engine *e, uint32_t cqn);
 uint16_t qhca_cq_resize(struct qhca_engine *e, uint32_t cqn, const struct qhca_cq_resize *r);
-uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_resize *r);
 struct qhca_cq *qhca_cq_find(struct qhca_engine *e, uint32_t cqn);
 void qhca_cq_reset(struct qhca_engine *e);
 void qhca_cq_arm_doorbell(struct qhca_engine *e, uint32_t page, uint64_t value, bool solicited);
@@ -605,6 +606,7 @@ uint16_t qhca_srq_create(struct qhca_engine *e, const struct qhca_srq_create *c,
 uint16_t qhca_srq_modify(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_modify *m);
 uint16_t qhca_srq_query(struct qhca_engine *e, uint32_t srqn, struct qhca_srq_attr *a);
 uint16_t qhca_srq_destroy(struct qhca_engine *e, uint32_t srqn);
+uint16_t qhca_srq_resize(struct qhca_engine *e, uint32_t srqn, const struct qhca_srq_resize *r);
 struct qhca_srq *qhca_srq_find(struct qhca_engine *e, uint32_t srqn);
 /* The XRC SRQ of XRC SRQ number @n (24 bits, from the wire), or NULL. */
 struct qhca_srq *qhca_xrc_srq_find(struct qhca_engine *e, uint32_t n);
@@ -666,9 +668,9 @@ int qhca_wqe_xfer(struct qhca_engine *e, struct qhca_send_wqe *sw, uint64_t off,
 		  uint32_t len, bool to_guest);
 
 /* comp.c: completer */
-void qhca_req_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
-void qhca_req_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now);
-void qhca_req_flush(struct qhca_engine *e, struct qhca_qp *qp);
+void qhca_comp_response(struct qhca_engine *e, struct qhca_qp *qp, const struct roce_pkt *p);
+void qhca_comp_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now);
+void qhca_comp_flush(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_comp_ready(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_comp_arm_timer(struct qhca_engine *e, struct qhca_qp *qp);
 
@@ -725,7 +727,8 @@ int qhca_loopback_init(struct qhca_engine *e);
 void qhca_loopback_fini(struct qhca_engine *e);
 void qhca_loopback_drain(struct qhca_engine *e);
 
-/* engine.c: a RoCEv2 frame (from the wire or looped back) to its QP */
+/* recv.c: a RoCE or InfiniBand frame looped back to its QP (qhca_engine_receive: from the
+ * wire) */
 void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len);
 
 /* resp.c: responder */

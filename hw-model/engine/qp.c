@@ -225,7 +225,7 @@ static void flush_rq(struct qhca_engine *e, struct qhca_qp *qp)
 
 void qhca_qp_flush(struct qhca_engine *e, struct qhca_qp *qp)
 {
-	qhca_req_flush(e, qp);
+	qhca_comp_flush(e, qp);
 	flush_rq(e, qp);
 }
 

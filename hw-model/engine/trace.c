@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qhca engine: the teaching trace. While the platform has tracing on
+ * qhca engine: logging (qhca_logf, through ops->log) and the teaching trace. While the platform has tracing on
  * (qhca_engine_set_tracing), each step of the datapath becomes one line through
  * ops->step: a kind, then key=value fields (a value with spaces is in double quotes).
  *
@@ -43,6 +43,21 @@
 #include <stdio.h>
 
 #include "engine_internal.h"
+
+/* A log message at @level, formatted only if the platform wants that level. */
+void qhca_logf(struct qhca_engine *e, enum qhca_log_level level, const char *func,
+	       const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!e->ops->log || (e->ops->log_enabled && !e->ops->log_enabled(e->opaque, level)))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e->ops->log(e->opaque, level, func, msg);
+}
 
 void qhca_engine_set_tracing(struct qhca_engine *e, bool on)
 {

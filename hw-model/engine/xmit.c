@@ -418,7 +418,7 @@ void qhca_engine_timer(struct qhca_engine *e)
 	unsigned budget = TIMER_BUDGET;
 
 	while (e->timer_n && e->timer_heap[0]->deadline <= now && budget) {
-		qhca_req_timer(e, e->timer_heap[0], now);
+		qhca_comp_timer(e, e->timer_heap[0], now);
 		budget--;
 	}
 	qhca_iw_timer(e, now);

@@ -21,7 +21,7 @@
 
 /* ---------------------------------------------------------------- an engine of many QPs */
 /* QPs that the tests make themselves: the timers look at nothing but the deadline, and a
- * QP in RESET that expires only loses its deadline (qhca_req_timer). */
+ * QP in RESET that expires only loses its deadline (qhca_comp_timer). */
 static struct qhca_engine big;
 static uint64_t big_armed = UINT64_MAX;
 static unsigned long big_arms;
