@@ -79,7 +79,7 @@ run_all rxe rxe0
 
 # The stacks above verbs (UCX, libfabric, MPI) on each device.
 . "$QHCA_ROOT/bench/middleware.sh"
-declare -A mw
+declare -A mw mw_note
 mw_bench qhca qhca_0 192.168.77.2
 mw_bench rxe rxe0 192.168.78.2
 

@@ -1,12 +1,14 @@
 /*
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
- * qhca: an emulated RDMA host channel adapter (RoCEv2), QEMU adapter.
+ * qhca: an emulated RDMA host channel adapter (RoCE v1 and v2, InfiniBand,
+ * iWARP), QEMU adapter.
  *
- * This file is the thin QOM/PCI shell around the plain-C engine in engine/: it
- * owns the BARs, MSI-X, the properties, the netdev and the trace events, and
- * hands every register and doorbell access to the engine. See
- * docs/system/devices/qhca.rst in the qhca tree.
+ * This file is the thin QOM/PCI shell around the plain-C engine in engine/
+ * (which builds its frames with the codecs in wire/): it owns the BARs, MSI-X,
+ * the properties, the netdev, migration and the trace events, and hands every
+ * register and doorbell access to the engine. README.md ("The device") of the
+ * qhca tree lists every property and its default.
  */
 #include "qemu/osdep.h"
 #include "qemu/guest-random.h"
@@ -798,7 +800,7 @@ static void qhca_class_init(ObjectClass *klass, QhcaClassData data)
     pc->subsystem_vendor_id = QHCA_PCI_VENDOR_ID;
     pc->subsystem_id = QHCA_PCI_DEVICE_ID;
     rc->phases.hold = qhca_reset_hold;
-    dc->desc = "qhca emulated RDMA HCA (RoCEv2 or InfiniBand)";
+    dc->desc = "qhca emulated RDMA HCA (RoCE v1/v2, InfiniBand or iWARP)";
     dc->vmsd = &qhca_vmstate;
     device_class_set_props(dc, qhca_properties);
     object_class_property_add_str(klass, "objects", qhca_get_objects, NULL);
