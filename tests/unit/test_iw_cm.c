@@ -648,6 +648,65 @@ static void test_datapath_errors(void)
 }
 
 /*
+ * Who decides a remote access on iWARP: the STag's region alone (RFC 5040 5.1 and 6.2:
+ * the Data Sink's and Data Source's STags with their access rights), as Linux siw does;
+ * a QP's remote access flags gate nothing (rdma_cm leaves an active side's at 0 on
+ * iWARP, so rping's server, which reads and writes the client's buffers, would fail on a
+ * device that gated them). Every combination of QP flags and region rights, for WRITE
+ * and READ: it goes through exactly when the target region grants it (docs/security.md).
+ */
+static void test_access_is_the_stags(void)
+{
+	static const uint32_t qp_access[] = { 0, QHCA_ACCESS_REMOTE_READ | QHCA_ACCESS_REMOTE_WRITE |
+					     QHCA_ACCESS_REMOTE_ATOMIC };
+	uint64_t xb, yb;
+	uint32_t xk, yk, need;
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe c;
+	struct qp x, y;
+	int op, q, grant;
+
+	for (op = 0; op < 2; op++)
+		for (q = 0; q < 2; q++)
+			for (grant = 0; grant < 2; grant++) {
+				bool read = op == 1;
+
+				need = read ? QHCA_ACCESS_REMOTE_READ : QHCA_ACCESS_REMOTE_WRITE;
+				iw_setup();
+				iw_pair(&x, &y, 2);
+				/* a READ's sink takes the responses by its STag: remote write */
+				xk = make_mr(&nodes[0], 65536, QHCA_ACCESS_LOCAL_WRITE |
+					     QHCA_ACCESS_REMOTE_WRITE, &xb);
+				yk = make_mr(&nodes[1], 65536, QHCA_ACCESS_LOCAL_WRITE |
+					     (grant ? need : 0), &yb);
+				fill(&nodes[0], xb, 4096, 5);
+				fill(&nodes[1], yb, 4096, 9);
+				qhca_qp_find(&nodes[1].e, y.qpn)->access = qp_access[q];
+				qhca_qp_find(&nodes[0].e, x.qpn)->access = qp_access[q];
+				w = sq_wqe(&x, read ? QHCA_WR_RDMA_READ : QHCA_WR_RDMA_WRITE, 7, xb,
+					   4096, xk);
+				w->remote_addr = yb;
+				w->rkey = yk;
+				post_send(&x);
+				pump();
+				if (grant) {
+					expect_cqe(&nodes[0], &x.scq, 7, QHCA_WC_SUCCESS,
+						   read ? QHCA_WC_RDMA_READ : QHCA_WC_RDMA_WRITE, 4096);
+					CHECK(same(&nodes[0], xb, &nodes[1], yb, 4096));
+					CHECK_EQ(qhca_qp_find(&nodes[1].e, y.qpn)->state, QHCA_QPS_RTS);
+				} else {
+					CHECK(!same(&nodes[0], xb, &nodes[1], yb, 4096));
+					CHECK_EQ(qhca_qp_find(&nodes[1].e, y.qpn)->state, QHCA_QPS_ERR);
+					CHECK(poll_cq(&nodes[0], &x.scq, &c));
+					if (read)
+						CHECK(QHCA_FIELD_GET(QHCA_CQE_STATUS_MASK,
+								     c.qpn_status) != QHCA_WC_SUCCESS);
+				}
+				teardown();
+			}
+}
+
+/*
  * ORD and IRD: four READs with ORD 2 go two at a time (the responder, IRD 2, would end
  * the connection otherwise), a fenced WRITE waits for them; all byte-exact.
  */
@@ -1460,6 +1519,7 @@ static const struct unit_test tests[] = {
 	{ "datapath_lossy", test_datapath_lossy },
 	{ "rping_impaired", test_rping_impaired },
 	{ "datapath_errors", test_datapath_errors },
+	{ "access_is_the_stags", test_access_is_the_stags },
 	{ "ord_and_fence", test_ord_and_fence },
 	{ "qp_destroyed", test_qp_destroyed },
 	{ "graceful_close", test_graceful_close },
