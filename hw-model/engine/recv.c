@@ -11,9 +11,15 @@
 
 #include "engine_internal.h"
 
-static void step_bad(struct qhca_engine *e, size_t len, enum roce_parse_result r)
+/* A frame the parser refused (@r), counted as @as, in the trace and the log at @level (a
+ * frame from the wire is a guest's error, one of our own looped back an event). */
+static void drop_bad(struct qhca_engine *e, size_t len, enum roce_parse_result r,
+		     enum roce_parse_result as, enum qhca_log_level level, const char *what)
 {
+	e->cnt.roce_rx_bad[as]++;
 	qhca_step(e, "drop size=%zu why=\"%s\"", len, roce_parse_result_name(r));
+	qhca_logf(e, level, __func__, "%s of %zu bytes dropped: %s", what, len,
+		  roce_parse_result_name(r));
 }
 
 static void step_drop(struct qhca_engine *e, const struct roce_pkt *p, const char *why)
@@ -115,10 +121,7 @@ void qhca_roce_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 	enum roce_parse_result r = parse(e, frame, len, &p);
 
 	if (r != ROCE_OK) {
-		e->cnt.roce_rx_bad[r]++;
-		step_bad(e, len, r);
-		qhca_log(e, QHCA_LOG_EVENT, "RoCE frame of %zu bytes dropped: %s", len,
-			 roce_parse_result_name(r));
+		drop_bad(e, len, r, r, QHCA_LOG_EVENT, "RoCE frame");
 		return;
 	}
 	e->cnt.roce_rx_pkts++;
@@ -149,10 +152,7 @@ static void recv_roce(struct qhca_engine *e, const uint8_t *frame, size_t len)
 	if (memcmp(frame, e->mac, 6))
 		return;		/* flooded by the switch, not for us */
 	if (r != ROCE_OK) {
-		e->cnt.roce_rx_bad[r]++;
-		step_bad(e, len, r);
-		qhca_log_guest(e, "RoCE frame of %zu bytes dropped: %s", len,
-			       roce_parse_result_name(r));
+		drop_bad(e, len, r, r, QHCA_LOG_GUEST, "RoCE frame");
 		return;
 	}
 	accept_pkt(e, &p, len);
@@ -166,10 +166,8 @@ static void recv_ib(struct qhca_engine *e, const uint8_t *frame, size_t len)
 	enum roce_parse_result r = ib_parse(frame, len, &p);
 
 	if (r != ROCE_OK) {
-		e->cnt.roce_rx_bad[r == ROCE_NOT_ROCE ? ROCE_BAD_OPCODE : r]++;
-		step_bad(e, len, r);
-		qhca_log_guest(e, "IB packet of %zu bytes dropped: %s", len,
-			       roce_parse_result_name(r));
+		drop_bad(e, len, r, r == ROCE_NOT_ROCE ? ROCE_BAD_OPCODE : r, QHCA_LOG_GUEST,
+			 "IB packet");
 		return;
 	}
 	accept_pkt(e, &p, len);
