@@ -20,12 +20,16 @@ mw_pair() {
     "$qhca" exec 2 -- 'pkill -f ucx_perftest; pkill -f fi_pingpong' > /dev/null 2>&1
 }
 
-# mw_why NAME KEY OUTPUT: no figure: why, from the client's last line (control characters
-# out, at most 100 characters), into mw_note[NAME KEY]
+# mw_why NAME KEY OUTPUT: no figure: why, into mw_note[NAME KEY]: the client's first line
+# that reads as an error (MPI's and UCX's banners of stars and dashes are not one), else its
+# last line with words; control characters out, at most 100 characters.
 mw_why() {
     [ -z "${mw[$1 $2]}" ] || return 0
-    mw_note[$1 $2]=$(tr -d '\r' <<<"$3" | tr -c '[:print:]\n' ' ' | awk 'NF { l = $0 } END { print l }' |
-                     cut -c1-100)
+    mw_note[$1 $2]=$(tr -d '\r' <<<"$3" | tr -c '[:print:]\n' ' ' | awk '
+        /End of error message/ || !/[A-Za-z]/ { next }
+        !e && tolower($0) ~ /error|fail|unable|cannot|could not|not found|refused|timed out|no such/ { e = $0 }
+        { l = $0 }
+        END { print (e != "" ? e : l) }' | sed 's/^ *//' | cut -c1-100)
     : "${mw_note[$1 $2]:=no output}"
 }
 
