@@ -12,7 +12,8 @@
  * ATOMIC recovery state, the receive, WRITE and READ response in progress, the responder's
  * READ/ATOMIC history), multicast groups, frames waiting for loopback, counters.
  *
- * What is not saved is recomputed: references and users, the timer heap, list links.
+ * What is not saved is recomputed: references and users, the timer heap, list links, the
+ * send queues that go on from the timer.
  *
  * A stream to load is untrusted (docs/security.md, "Migration"): it is parsed into a new
  * engine, every value checked as a guest's command would be, every object allocated within
@@ -1182,7 +1183,9 @@ static void qp_put(struct mig_out *o, struct qhca_engine *e, struct qhca_qp *qp,
 	put(o, &qp->av, sizeof(qp->av));
 	/* requester */
 	put32(o, qp->sq_next);
-	put32(o, qp->tx_idx);
+	/* the next WQE to send from, as tx_pump takes it: behind the consumer index (completions
+	 * came while a budget left the QP to the timer) it starts there */
+	put32(o, (int32_t)(qp->tx_idx - qp->sq.ci) < 0 ? qp->sq.ci : qp->tx_idx);
 	put32(o, qp->psn);
 	put32(o, qp->retries);
 	put32(o, qp->rnr_retries);
@@ -1527,6 +1530,16 @@ static bool qps_get(struct mig_in *in)
 
 		CHECK(in, qp && qhca_list_empty(&qp->tx_link), "a bad QP waiting to send");
 		qhca_tx_wait(e, qp);
+	}
+	/* The send queues a budget left to the timer are not saved: every QP with WQEs to
+	 * start or packets to send goes on from the timer once resumed (req.c, "the budget";
+	 * one that was waiting for its window or a fence finds it still closed). */
+	for (i = 0; i < e->cfg.max_qp && !in->why && e->cfg.link != QHCA_LINK_IWARP; i++) {
+		const struct qhca_qp *qp = e->qp[i];
+
+		if (qp && (qp->state == QHCA_QPS_RTS || qp->state == QHCA_QPS_SQD) &&
+		    (qp->sq_next != qp->sq.pi || qp->tx_idx != qp->sq_next))
+			qhca_req_defer(e, qp);
 	}
 	/* the kernel's QP1 and (InfiniBand) QP0, as CREATE_QP makes them (admin.c) */
 	{

@@ -382,11 +382,82 @@ static void test_failed_inline_wqe_saved(void)
 	teardown();
 }
 
+/*
+ * Work a doorbell's budget left to the timer (docs/security.md, "Admin work per doorbell"
+ * and the send queue's beside it) moves with the state: 1024 REG_MRs and a UC WRITE of
+ * 32 MiB cut between two packets, the node moved before the timer goes on and again half
+ * way: every REG_MR completes, in order, the WRITE once.
+ */
+static void test_sq_budget_moves(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	const uint32_t log2 = 10, depth = 1u << log2;
+	const uint64_t len = 32ull << 20;
+	uint32_t *keys, i, got, lkey, pieces = 0, j;
+	uint64_t list, next = 0, page, list1, dir;
+	struct qhca_mr_create m;
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe cqe;
+	struct qp a, u, v, peer;
+
+	c.max_qp = 64;
+	c.max_mr = 2 * depth;
+	setup_cfg(&c);
+	peer = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	a = make_deep_qp(n, log2, &peer);
+	list = fast_reg_list(n);
+	keys = calloc(depth, sizeof(*keys));
+	for (i = 0; i < depth; i++) {
+		keys[i] = make_frmr(n, QHCA_MAX_FAST_REG_PAGES);
+		deep_reg(&a, log2, i, keys[i], list);
+	}
+	ring(n, QHCA_DB_SQ, a.qpn, a.sq_pi);
+	got = take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
+	CHECK(got >= 1 && got <= QHCA_SQ_WQE_BUDGET);
+	/* a UC WRITE from a region of one page listed 8192 times (two levels) */
+	u = make_qp(n, QHCA_QPT_UC, 0);
+	v = make_qp(&nodes[1], QHCA_QPT_UC, 0);
+	connect_pair(&u, &v);
+	page = galloc(n, 4096);
+	list1 = galloc(n, 4096);
+	dir = galloc(n, 4096);
+	for (j = 0; j < 512; j++)
+		((uint64_t *)gptr(n, list1))[j] = page;
+	for (j = 0; j < (len >> 12) / 512; j++)
+		((uint64_t *)gptr(n, dir))[j] = list1;
+	m = (struct qhca_mr_create){ .pd = n->pd, .iova = 1ull << 40, .length = len,
+				     .access = QHCA_ACCESS_LOCAL_WRITE,
+				     .pbl = { .addr = dir, .npages = (uint32_t)(len >> 12),
+					      .levels = 2 } };
+	CHECK_EQ(qhca_mr_create(&n->e, &m, &lkey), QHCA_ST_OK);
+	w = sq_wqe(&u, QHCA_WR_RDMA_WRITE, 77, m.iova, (uint32_t)len, lkey);
+	w->remote_addr = 1ull << 40;
+	w->rkey = 0x100;
+	post_send(&u);
+	link_n = link_head = 0;
+	expect_empty(n, &u.scq);	/* cut by the byte budget */
+	migrate_node(n);
+	while (timer_now(n) && pieces < 4 * depth) {
+		got += take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
+		link_n = link_head = 0;
+		if (++pieces == 3)
+			migrate_node(n);
+	}
+	printf("# %u timer callbacks after the move\n", pieces);
+	CHECK_EQ(got, depth);
+	CHECK(poll_cq(n, &u.scq, &cqe) && cqe.wr_id == 77 && cqe_status(&cqe) == QHCA_WC_SUCCESS);
+	expect_empty(n, &u.scq);
+	free(keys);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "failed_inline_wqe_saved", test_failed_inline_wqe_saved },
 	{ "round_trip_exact", test_round_trip_exact },
 	{ "migrate_under_traffic", test_migrate_under_traffic },
 	{ "hostile_streams", test_hostile_streams },
+	{ "sq_budget_moves", test_sq_budget_moves },
 	{}
 };
 
