@@ -45,6 +45,17 @@ struct qhca_obj_table {
 #define QHCA_READ_HORIZON	64	/* READ responses placed this far past a missing one */
 #define QHCA_READ_PIECES	3	/* requests for the lost responses of a READ in flight */
 #define QHCA_MAX_FAST_REG_PAGES	512	/* max_fast_reg_page_list_len */
+/*
+ * The requester's work in one run (req.c, "the budget"): an SQ holds up to max-qp-wr
+ * (32768) WQEs and a REG_MR reads a page list of 4 KiB, so one doorbell could move 128 MiB
+ * of guest memory under QEMU's lock, and a UC or UD queue 32768 messages of 2 GiB. A run
+ * starts at most 256 WQEs (four windows of QHCA_SQ_WINDOW: a doorbell of one window's
+ * worth, the common case, never waits) and sends no packet once 16 MiB were moved (the
+ * admin queue's byte budget, admin.c); the rest goes on from the engine's timer, armed at
+ * once, as the admin queue's does.
+ */
+#define QHCA_SQ_WQE_BUDGET	256
+#define QHCA_SQ_BYTE_BUDGET	(16u << 20)
 /* A QPN is its table slot + 2 (QPNs 0 and 1 are special) with 3 bits of the slot's
  * generation above (qp.c) */
 #define QPN_SLOT_MASK	0x001fffffu
@@ -454,6 +465,14 @@ struct qhca_engine {
 	bool loop_blocked;	/* the loopback queue is half full */
 	bool loop_deferred;	/* the drain stopped at its budget: the timer goes on with it */
 	bool admin_pending;	/* the admin queue stopped at its budget: the timer goes on */
+	/* Send queues a requester budget stopped, going on from the timer (req.c): a FIFO of
+	 * QP slots (room for max_qp), each standing for the QPN in sq_defer_qpn[slot] (0: the
+	 * slot is not in it); the QP is found again by that number. */
+	uint32_t *sq_defer_q, *sq_defer_qpn;
+	uint32_t sq_defer_head, sq_defer_n;
+	unsigned sq_run_depth;	/* runs nested in a run share its budget */
+	uint32_t sq_run_wqes;	/* WQEs the run started */
+	uint64_t sq_run_bytes;	/* dma_bytes when it began */
 	uint64_t dma_bytes;	/* guest memory moved, all told: the admin queue's budget */
 	uint64_t dma_calls;	/* and the accesses that moved it (for the tests) */
 	uint64_t qp_window_bytes;	/* the QPs' win_bytes together */
@@ -655,6 +674,14 @@ static inline bool qhca_wr_is_local(uint8_t op)
 /* May a QP of @type post work request @op? */
 bool qhca_wr_allowed(uint8_t type, uint8_t op);
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
+/* A run of requester work begins or ends: the outermost one starts a budget, the ones
+ * within it share it (the loopback drain, the timer callback, the waiting senders). */
+void qhca_req_budget_begin(struct qhca_engine *e);
+void qhca_req_budget_end(struct qhca_engine *e);
+/* @qp goes on from the timer (the caller updates the timer); from the engine's timer:
+ * go on with the send queues a budget stopped. */
+void qhca_req_defer(struct qhca_engine *e, const struct qhca_qp *qp);
+void qhca_req_resume(struct qhca_engine *e);
 /* Read and check send WQE @idx into @sw; a work completion status. */
 uint8_t qhca_wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		      struct qhca_send_wqe *sw);

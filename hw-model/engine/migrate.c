@@ -12,7 +12,8 @@
  * ATOMIC recovery state, the receive, WRITE and READ response in progress, the responder's
  * READ/ATOMIC history), multicast groups, frames waiting for loopback, counters.
  *
- * What is not saved is recomputed: references and users, the timer heap, list links.
+ * What is not saved is recomputed: references and users, the timer heap, list links, the
+ * send queues that go on from the timer.
  *
  * A stream to load is untrusted (docs/security.md, "Migration"): it is parsed into a new
  * engine, every value checked as a guest's command would be, every object allocated within
@@ -455,6 +456,38 @@ static void device_put(struct mig_out *o, struct qhca_engine *e, uint64_t now)
 	put(o, e->ib.pma_base, sizeof(e->ib.pma_base));
 }
 
+/*
+ * An Ethernet port's InfiniBand state (PortInfo as packed in @pi, the M_Key lease @lease, the
+ * tables in e->ib) is what the device's reset made of it, with the link up or down then:
+ * the SMA, the PMA and the commands that change it are InfiniBand's alone (ib_only(),
+ * admin.c). e->ib and e->link_up come back as they were.
+ */
+static bool ib_port_as_reset(struct qhca_engine *e, const uint8_t pi[IB_SMP_DATA_LEN],
+			     uint64_t lease)
+{
+	struct qhca_ib_port loaded = e->ib;
+	uint8_t ref[IB_SMP_DATA_LEN];
+	bool up = e->link_up, same = false;
+	int k;
+
+	for (k = 0; k < 2 && !same; k++) {
+		e->link_up = k;
+		qhca_ib_port_reset(e);	/* no event: it starts from a port that is down */
+		ib_port_info_pack(&e->ib.pi, ref);
+		same = !memcmp(ref, pi, sizeof(ref)) &&
+		       !memcmp(e->ib.pkeys, loaded.pkeys, sizeof(loaded.pkeys)) &&
+		       !memcmp(e->ib.guids, loaded.guids, sizeof(loaded.guids)) &&
+		       !memcmp(e->ib.sl2vl, loaded.sl2vl, sizeof(loaded.sl2vl)) &&
+		       !memcmp(e->ib.vl_arb, loaded.vl_arb, sizeof(loaded.vl_arb)) &&
+		       !memcmp(e->ib.node_desc, loaded.node_desc, sizeof(loaded.node_desc)) &&
+		       e->ib.cap_set == loaded.cap_set &&
+		       !memcmp(e->ib.pma_base, loaded.pma_base, sizeof(loaded.pma_base));
+	}
+	e->ib = loaded;
+	e->link_up = up;
+	return same && !lease;
+}
+
 static bool ring_ok(uint64_t ring, uint32_t log2, uint32_t min, uint32_t max, size_t entry)
 {
 	return log2 >= min && log2 <= max && ring && ring % 4096 == 0 &&
@@ -574,7 +607,19 @@ static bool device_get(struct mig_in *in)
 	get(in, e->ib.node_desc, sizeof(e->ib.node_desc));
 	e->ib.cap_set = get32(in);
 	get(in, e->ib.pma_base, sizeof(e->ib.pma_base));
-	return !in->why;
+	if (in->why)
+		return false;
+	/* The state of the port's link layer alone: InfiniBand's port is never changed on
+	 * Ethernet, and ETH_START is refused on InfiniBand (cmd_eth_start). */
+	if (e->cfg.link == QHCA_LINK_IB)
+		CHECK(in, !e->eth.started && !e->eth.tx_ring && !e->eth.rx_ring &&
+			  !e->eth.tx_log2 && !e->eth.rx_log2 && !e->eth.tx_ci && !e->eth.tx_pi &&
+			  !e->eth.rx_ci && !e->eth.rx_pi && !e->eth.vector,
+		      "an Ethernet function on an InfiniBand port");
+	else
+		CHECK(in, ib_port_as_reset(e, pi, lease),
+		      "InfiniBand port state (LIDs, SM, M_Key, tables) on an Ethernet port");
+	return true;
 }
 
 /* ---------------------------------------------------------------- regions */
@@ -1182,7 +1227,9 @@ static void qp_put(struct mig_out *o, struct qhca_engine *e, struct qhca_qp *qp,
 	put(o, &qp->av, sizeof(qp->av));
 	/* requester */
 	put32(o, qp->sq_next);
-	put32(o, qp->tx_idx);
+	/* the next WQE to send from, as tx_pump takes it: behind the consumer index (completions
+	 * came while a budget left the QP to the timer) it starts there */
+	put32(o, (int32_t)(qp->tx_idx - qp->sq.ci) < 0 ? qp->sq.ci : qp->tx_idx);
 	put32(o, qp->psn);
 	put32(o, qp->retries);
 	put32(o, qp->rnr_retries);
@@ -1365,6 +1412,38 @@ static struct qhca_qp *qp_alloc(struct mig_in *in)
 	return qp;
 }
 
+/*
+ * What a QP may be on the port's link. QP0 is InfiniBand's, and QP1 and QP0 are the ones
+ * CREATE_QP recorded (cmd_create_qp: one each). iWARP's connections are not in the stream
+ * (iw.c; QEMU blocks the migration of an iWARP port): an iWARP QP comes unconnected (RESET,
+ * INIT, or in error), RC as iWARP has it, and without the RoCE and InfiniBand transport's
+ * state, which iWARP never makes: messages started, timers, receives, WRITEs and READ
+ * responses in progress, the READ/ATOMIC history (resp_pump would send them as RoCE frames).
+ */
+static bool qp_link_ok(struct mig_in *in, const struct qhca_qp *qp)
+{
+	const struct qhca_engine *e = in->e;
+	uint32_t i;
+
+	CHECK(in, qp->type != QHCA_QPT_SMI || e->cfg.link == QHCA_LINK_IB,
+	      "QP0 on an Ethernet port");
+	CHECK(in, (qp->type != QHCA_QPT_GSI || qp->qpn == e->gsi_qpn) &&
+		  (qp->type != QHCA_QPT_SMI || qp->qpn == e->smi_qpn),
+	      "a special QP that CREATE_QP did not record");
+	if (e->cfg.link != QHCA_LINK_IWARP)
+		return true;
+	CHECK(in, qp->type == QHCA_QPT_RC, "a QP of a type an iWARP port does not have");
+	CHECK(in, qp->state == QHCA_QPS_RESET || qp->state == QHCA_QPS_INIT ||
+		  qp->state == QHCA_QPS_ERR,
+	      "a connected iWARP QP (its TCP connection is not in the stream)");
+	CHECK(in, qp->sq_next == qp->sq.ci && qp->deadline == UINT64_MAX && !qp->rnr_wait &&
+		  !qp->rd_atomic_out && !qp->recv.active && !qp->write_active && !qp->write_mr &&
+		  !qp->rr.active && !qp->rr.mr, "RoCE transport state on an iWARP port");
+	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
+		CHECK(in, !qp->rd[i].valid, "RoCE transport state on an iWARP port");
+	return true;
+}
+
 static bool qp_get(struct mig_in *in)
 {
 	struct qhca_engine *e = in->e;
@@ -1507,7 +1586,7 @@ static bool qp_get(struct mig_in *in)
 		CHECK(in, mtu_ok(qp->rr.mtu) && (!qp->rr.len || qp->rr.mr) &&
 			  qp->rr.n == (qp->rr.len ? (qp->rr.len + qp->rr.mtu - 1) / qp->rr.mtu : 1) &&
 			  qp->rr.k <= qp->rr.n, "a bad READ response in progress");
-	return true;
+	return qp_link_ok(in, qp);
 }
 
 static bool qps_get(struct mig_in *in)
@@ -1522,11 +1601,22 @@ static bool qps_get(struct mig_in *in)
 		qp_get(in);
 	n = get32(in);
 	CHECK(in, n <= e->qp_table.count, "more QPs waiting than there are");
+	CHECK(in, !n || e->cfg.link != QHCA_LINK_IWARP, "RoCE transport state on an iWARP port");
 	for (i = 0; i < n && !in->why; i++) {
 		struct qhca_qp *qp = qhca_qp_find(e, get32(in));
 
 		CHECK(in, qp && qhca_list_empty(&qp->tx_link), "a bad QP waiting to send");
 		qhca_tx_wait(e, qp);
+	}
+	/* The send queues a budget left to the timer are not saved: every QP with WQEs to
+	 * start or packets to send goes on from the timer once resumed (req.c, "the budget";
+	 * one that was waiting for its window or a fence finds it still closed). */
+	for (i = 0; i < e->cfg.max_qp && !in->why && e->cfg.link != QHCA_LINK_IWARP; i++) {
+		const struct qhca_qp *qp = e->qp[i];
+
+		if (qp && (qp->state == QHCA_QPS_RTS || qp->state == QHCA_QPS_SQD) &&
+		    (qp->sq_next != qp->sq.pi || qp->tx_idx != qp->sq_next))
+			qhca_req_defer(e, qp);
 	}
 	/* the kernel's QP1 and (InfiniBand) QP0, as CREATE_QP makes them (admin.c) */
 	{
@@ -1630,6 +1720,9 @@ static bool loop_get(struct mig_in *in)
 	e->loop_blocked = getbool(in);
 	n = get32(in);
 	CHECK(in, n <= LOOP_QUEUE, "too many frames for loopback");
+	/* an iWARP port's are its connections' segments, and those are not in the stream */
+	CHECK(in, !n || e->cfg.link != QHCA_LINK_IWARP,
+	      "frames for loopback on an iWARP port (its connections are not in the stream)");
 	for (i = 0; i < n && !in->why; i++) {
 		uint32_t len = get32(in);
 
@@ -1661,6 +1754,10 @@ static bool counters_get(struct mig_in *in)
 	n = get32(in);
 	CHECK(in, n <= NCOUNTERS, "more counters than this version has");
 	get(in, &in->e->cnt, n * sizeof(uint64_t));
+	/* counted by the InfiniBand port alone (ib_dispatch, qhca_mad_ifc) */
+	CHECK(in, in->e->cfg.link == QHCA_LINK_IB ||
+		  (!in->e->cnt.ib_rx_bad_lid && !in->e->cnt.smps),
+	      "InfiniBand counters on an Ethernet port");
 	return !in->why;
 }
 

@@ -267,11 +267,90 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 	return 0;
 }
 
+/* ---------------------------------------------------------------- the budget */
+/*
+ * A run of the requester (a doorbell, a frame that opens the window, a timer callback)
+ * starts at most QHCA_SQ_WQE_BUDGET WQEs and sends no packet once QHCA_SQ_BYTE_BUDGET bytes
+ * of guest memory were moved, every DMA counted (engine_internal.h says why those); runs
+ * nested in it share its budget (the QPs the loopback drain's frames move on, those of one
+ * timer callback, the senders waiting for the platform). A QP the budget stopped waits in a
+ * FIFO of QP slots, each standing for the QPN it was queued under: found again by that
+ * number, a QP destroyed meanwhile is skipped, and one that took its slot takes its place.
+ * The engine's timer, armed at once (as for the admin queue), goes on with them in their
+ * order within its own budget; a QP that spends it goes to the end of the line, so it does
+ * not hold back the others. While a QP waits there its doorbells only record the index,
+ * and every other reason to run it (an ACK, a retransmission, RTS) finds it waiting: the
+ * timer's run does what they would have. A reset QP keeps its place (its new work, if
+ * any, goes on then), one in error has nothing left. What waits is not saved: a loaded
+ * state queues every QP with work to start or send (migrate.c).
+ */
+#define SQ_RESUME_QPS	1024	/* QPs one timer callback takes from the FIFO at most */
+
+static uint32_t defer_slot(const struct qhca_qp *qp)
+{
+	return QHCA_FIELD_GET(QPN_SLOT_MASK, qp->qpn) - 2;
+}
+
+static bool deferred(const struct qhca_engine *e, const struct qhca_qp *qp)
+{
+	return e->sq_defer_qpn[defer_slot(qp)] == qp->qpn;
+}
+
+void qhca_req_defer(struct qhca_engine *e, const struct qhca_qp *qp)
+{
+	uint32_t s = defer_slot(qp);
+
+	/* a slot is in the FIFO once (so at most max_qp): a QP destroyed there left it */
+	if (!e->sq_defer_qpn[s])
+		e->sq_defer_q[(e->sq_defer_head + e->sq_defer_n++) % e->cfg.max_qp] = s;
+	e->sq_defer_qpn[s] = qp->qpn;
+}
+
+void qhca_req_budget_begin(struct qhca_engine *e)
+{
+	if (!e->sq_run_depth++) {
+		e->sq_run_wqes = 0;
+		e->sq_run_bytes = e->dma_bytes;
+	}
+}
+
+void qhca_req_budget_end(struct qhca_engine *e)
+{
+	e->sq_run_depth--;
+}
+
+static bool budget_spent(const struct qhca_engine *e)
+{
+	return e->sq_run_wqes >= QHCA_SQ_WQE_BUDGET ||
+	       e->dma_bytes - e->sq_run_bytes >= QHCA_SQ_BYTE_BUDGET;
+}
+
+void qhca_req_resume(struct qhca_engine *e)
+{
+	uint32_t n = e->sq_defer_n, i;
+
+	qhca_req_budget_begin(e);
+	/* the QPs queued before this callback, each once: one that spends the budget again
+	 * is queued behind the others */
+	for (i = 0; i < n && i < SQ_RESUME_QPS && !budget_spent(e); i++) {
+		uint32_t s = e->sq_defer_q[e->sq_defer_head];
+		struct qhca_qp *qp = qhca_qp_find(e, e->sq_defer_qpn[s]);
+
+		e->sq_defer_head = (e->sq_defer_head + 1) % e->cfg.max_qp;
+		e->sq_defer_n--;
+		e->sq_defer_qpn[s] = 0;
+		if (qp)
+			qhca_req_run(e, qp);
+	}
+	qhca_req_budget_end(e);
+}
+
 /* ---------------------------------------------------------------- requester */
 enum tx_result {
 	TX_DONE,	/* the WQE owes nothing (a READ: nothing it may ask for yet) */
 	TX_BLOCKED,	/* the platform pushed back */
 	TX_WINDOW,	/* the RC window is full: ACKs or responses open it again */
+	TX_BUDGET,	/* the run's budget is spent: the timer goes on */
 };
 
 /* Packets between two AckReqs within a message: 16, fewer in a small window so that ACKs
@@ -316,6 +395,8 @@ static enum tx_result tx_read(struct qhca_engine *e, struct qhca_qp *qp, struct 
 		} else if (qp->rnr_wait || !qhca_read_again(sw, qp->cwnd, &s, &n)) {
 			return TX_DONE;		/* asks again when answers come */
 		}
+		if (budget_spent(e))
+			return TX_BUDGET;
 		if (send_packet(e, qp, sw, (uint32_t)qhca_psn_diff(s, sw->first_psn), n, true)) {
 			sw->tx_next = sw->npkts;
 			sw->done = true;
@@ -357,6 +438,8 @@ static enum tx_result tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct q
 				  (k + 1) % ack_interval(qp) == 0) ||
 				 qp->probe || qhca_psn_diff(psn, qp->una) + 1 >= (int32_t)qp->cwnd;
 		}
+		if (budget_spent(e))
+			return TX_BUDGET;
 		if (send_packet(e, qp, sw, k, 1, ackreq)) {
 			/* The WQE fails here; the QP goes to the error state when it completes. */
 			sw->tx_next = sw->npkts;
@@ -383,8 +466,8 @@ static enum tx_result tx_wqe(struct qhca_engine *e, struct qhca_qp *qp, struct q
 }
 
 /* Send, in PSN order, every packet that started WQEs still owe; false if pushed back by the
- * platform or stopped by the window. */
-static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
+ * platform, stopped by the window or by the budget (then *@budget). */
+static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp, bool *budget)
 {
 	if ((int32_t)(qp->tx_idx - qp->sq.ci) < 0)
 		qp->tx_idx = qp->sq.ci;
@@ -397,6 +480,8 @@ static bool tx_pump(struct qhca_engine *e, struct qhca_qp *qp)
 		r = tx_wqe(e, qp, sw);
 		if (r == TX_BLOCKED)
 			qhca_tx_wait(e, qp);
+		if (r == TX_BUDGET)
+			*budget = true;
 		if (r != TX_DONE)
 			return false;
 	}
@@ -430,8 +515,9 @@ static bool sq_failed(struct qhca_qp *qp)
 	return qp->sq_next != qp->sq.ci && last->done && last->status != QHCA_WC_SUCCESS;
 }
 
-/* Start the WQEs posted, up to the window, and send them; true if any started. */
-static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
+/* Start the WQEs posted, up to the window, and send them; true if any started. *@budget
+ * if the run's budget stopped it. */
+static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp, bool *budget)
 {
 	bool sent = false;
 
@@ -446,12 +532,17 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 		}
 	}
 	/* Started messages go out whole before the next one starts, also in SQD. */
-	while (tx_pump(e, qp) && qp->sq_next != qp->sq.pi &&
+	while (tx_pump(e, qp, budget) && qp->sq_next != qp->sq.pi &&
 	       qp->sq_next - qp->sq.ci < qp->win_size && qp->state == QHCA_QPS_RTS &&
 	       !sq_failed(qp)) {
 		struct qhca_send_wqe *sw = qhca_sq_slot(qp, qp->sq_next);
 		uint8_t status;
 
+		if (budget_spent(e)) {
+			*budget = true;
+			break;
+		}
+		e->sq_run_wqes++;
 		status = qhca_wqe_load(e, qp, qp->sq_next, sw);
 		if (status != QHCA_WC_SUCCESS)
 			qhca_step(e, "wqe_bad qp=0x%x slot=%u status=%s", qp->qpn, qp->sq_next,
@@ -499,7 +590,7 @@ static bool start_wqes(struct qhca_engine *e, struct qhca_qp *qp)
 
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 {
-	bool sent = false;
+	bool sent = false, budget = false;
 	uint32_t ci;
 
 	if (e->cfg.link == QHCA_LINK_IWARP) {
@@ -508,19 +599,27 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 	}
 	if (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD)
 		return;
+	if (deferred(e, qp))
+		return;		/* the timer goes on with it (qhca_req_resume) */
+	qhca_req_budget_begin(e);
 	/* UC and UD complete once sent: that opens the window for more at once. */
 	do {
 		ci = qp->sq.ci;
-		sent |= start_wqes(e, qp);
+		sent |= start_wqes(e, qp, &budget);
 		qhca_comp_ready(e, qp);
 	} while (qp->sq.ci != ci && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS &&
-		 !qhca_tx_stopped(e));
+		 !qhca_tx_stopped(e) && !budget);
 	/* The timer runs while anything is outstanding; it restarts on progress (comp.c). */
 	if ((sent || qp->sq.ci != qp->sq_next) && qp->deadline == UINT64_MAX)
 		qhca_comp_arm_timer(e, qp);
+	if (budget && (qp->state == QHCA_QPS_RTS || qp->state == QHCA_QPS_SQD)) {
+		qhca_req_defer(e, qp);
+		qhca_timer_update(e);	/* at once */
+	}
 	if (qhca_tx_stopped(e) && qp->sq_next != qp->sq.pi && qp->state == QHCA_QPS_RTS)
 		qhca_tx_wait(e, qp);	/* WQEs posted that did not start */
 	qhca_loopback_drain(e);
+	qhca_req_budget_end(e);
 }
 
 /*

@@ -178,11 +178,13 @@ void qhca_loopback_drain(struct qhca_engine *e)
 		return;
 	e->in_loop = true;
 	e->loop_deferred = false;
+	qhca_req_budget_begin(e);	/* the QPs its frames move on share one */
 	do {
 		while (e->loop_count) {
 			if (!budget--) {
 				e->loop_deferred = true;
 				e->in_loop = false;
+				qhca_req_budget_end(e);
 				qhca_timer_update(e);	/* fires at once: see there */
 				return;
 			}
@@ -202,6 +204,7 @@ void qhca_loopback_drain(struct qhca_engine *e)
 		}
 	} while (e->loop_count);
 	e->in_loop = false;
+	qhca_req_budget_end(e);
 }
 
 /* The queue's frames live in one block: one allocation, however many slots. */
@@ -242,14 +245,21 @@ int qhca_timer_init(struct qhca_engine *e)
 	e->timer_heap = calloc(e->cfg.max_qp, sizeof(*e->timer_heap));
 	e->timer_n = 0;
 	e->timer_armed = UINT64_MAX;
-	return e->timer_heap ? 0 : -1;
+	/* and the send queues a budget left to the timer (req.c) */
+	e->sq_defer_q = calloc(e->cfg.max_qp, sizeof(*e->sq_defer_q));
+	e->sq_defer_qpn = calloc(e->cfg.max_qp, sizeof(*e->sq_defer_qpn));
+	e->sq_defer_head = e->sq_defer_n = 0;
+	return e->timer_heap && e->sq_defer_q && e->sq_defer_qpn ? 0 : -1;
 }
 
 void qhca_timer_fini(struct qhca_engine *e)
 {
 	free(e->timer_heap);
+	free(e->sq_defer_q);
+	free(e->sq_defer_qpn);
 	e->timer_heap = NULL;
-	e->timer_n = 0;
+	e->sq_defer_q = e->sq_defer_qpn = NULL;
+	e->timer_n = e->sq_defer_n = 0;
 }
 
 static void heap_put(struct qhca_engine *e, uint32_t i, struct qhca_qp *qp)
@@ -340,12 +350,12 @@ void qhca_qp_unlink(struct qhca_engine *e, struct qhca_qp *qp)
 }
 
 /* When the engine wants its timer: the earliest deadline, or at once for work that a
- * budget deferred (the loopback drain, the admin queue). */
+ * budget deferred (the loopback drain, the admin queue, send queues). */
 static uint64_t timer_next(const struct qhca_engine *e)
 {
 	uint64_t qp, iw;
 
-	if (e->loop_deferred || e->admin_pending)
+	if (e->loop_deferred || e->admin_pending || e->sq_defer_n)
 		return 0;
 	qp = e->timer_n ? e->timer_heap[0]->deadline : UINT64_MAX;
 	iw = qhca_iw_deadline(e);
@@ -386,6 +396,7 @@ void qhca_tx_wait(struct qhca_engine *e, struct qhca_qp *qp)
  */
 static void run_requesters(struct qhca_engine *e)
 {
+	qhca_req_budget_begin(e);	/* one for them all: the rest goes on from the timer */
 	while (!qhca_tx_stopped(e) && !qhca_list_empty(&e->tx_waiters)) {
 		struct qhca_qp *qp = qhca_container_of(e->tx_waiters.next, struct qhca_qp,
 						       tx_link);
@@ -394,6 +405,7 @@ static void run_requesters(struct qhca_engine *e)
 		if (qhca_resp_pump(e, qp))
 			qhca_req_run(e, qp);
 	}
+	qhca_req_budget_end(e);
 }
 
 void qhca_engine_tx_resume(struct qhca_engine *e)
@@ -407,16 +419,19 @@ void qhca_engine_tx_resume(struct qhca_engine *e)
 #define TIMER_BUDGET	1024
 
 /*
- * The platform's timer fired: run the QPs' timers that expired, earliest first (a QP's
- * handler may move any deadline; each handled QP leaves with a deadline in the future or
- * none), then the admin commands and the looped-back frames that a budget deferred, and
- * arm the timer for what is left.
+ * The platform's timer fired: go on with the send queues a budget stopped, run the QPs'
+ * timers that expired, earliest first (a QP's handler may move any deadline; each handled
+ * QP leaves with a deadline in the future or none), then the admin commands and the
+ * looped-back frames that a budget deferred, and arm the timer for what is left. All of
+ * it is one run of the requester's budget (req.c): a QP it stops waits for the next.
  */
 void qhca_engine_timer(struct qhca_engine *e)
 {
 	uint64_t now = e->ops->now_ns(e->opaque);
 	unsigned budget = TIMER_BUDGET;
 
+	qhca_req_budget_begin(e);
+	qhca_req_resume(e);
 	while (e->timer_n && e->timer_heap[0]->deadline <= now && budget) {
 		qhca_comp_timer(e, e->timer_heap[0], now);
 		budget--;
@@ -424,5 +439,6 @@ void qhca_engine_timer(struct qhca_engine *e)
 	qhca_iw_timer(e, now);
 	qhca_admin_resume(e);
 	qhca_loopback_drain(e);
+	qhca_req_budget_end(e);
 	timer_arm(e, timer_next(e));	/* it fired (or was called early): tell it always */
 }

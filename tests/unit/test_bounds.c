@@ -376,6 +376,237 @@ static void test_resize_cq_moves_in_pages(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- work per doorbell */
+/* What a budgeted piece of requester work may move: the budget, and the WQE or packet
+ * that crossed it (a REG_MR: its 4 KiB list, the WQE, its completion). */
+#define SQ_PIECE_BYTES	(QHCA_SQ_BYTE_BUDGET + 8192ull)
+
+/* @n fast-register regions of 512 pages on node @node. */
+static uint32_t *frmrs(struct node *node, uint32_t n)
+{
+	uint32_t *keys = calloc(n, sizeof(*keys)), i;
+
+	for (i = 0; i < n; i++)
+		keys[i] = make_frmr(node, QHCA_MAX_FAST_REG_PAGES);
+	return keys;
+}
+
+/*
+ * A send queue of the device's greatest depth (max-qp-wr, 32768: QHCA_MAX_QP_WR) full of
+ * REG_MRs, each reading a page list of 4 KiB, and one doorbell for all of them: 128 MiB of
+ * guest memory under QEMU's lock before the budget. Now the doorbell does at most a
+ * budget, the timer (armed at once) the rest a budget at a time, every completion arrives
+ * in order, and another QP's doorbell meanwhile is served at once.
+ */
+static void test_sq_work_per_doorbell(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	const uint32_t depth = QHCA_MAX_QP_WR, log2 = 15;
+	uint32_t *keys, *bkeys, first, got, pieces = 0, bad = 0, i;
+	uint64_t list, next = 0, bnext = 1000000, bytes;
+	struct qp a, b, peer;
+
+	CHECK_EQ(1u << log2, depth);
+	c.max_mr = 2 * depth;
+	setup_cfg(&c);
+	CHECK_EQ(n->e.cfg.max_qp_wr, depth);
+	peer = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	a = make_deep_qp(n, log2, &peer);
+	b = make_deep_qp(n, 4, &peer);
+	list = fast_reg_list(n);
+	keys = frmrs(n, depth);
+	bkeys = frmrs(n, 4);
+	for (i = 0; i < depth; i++)
+		deep_reg(&a, log2, i, keys[i], list);
+	bytes = n->e.dma_bytes;
+	ring(n, QHCA_DB_SQ, a.qpn, a.sq_pi);
+	bytes = n->e.dma_bytes - bytes;
+	first = take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
+	printf("# one doorbell of %u REG_MRs: %u done, %llu KiB of guest memory moved\n", depth,
+	       first, (unsigned long long)(bytes >> 10));
+	CHECK(first >= 1 && first <= QHCA_SQ_WQE_BUDGET);
+	CHECK(bytes <= SQ_PIECE_BYTES);
+	CHECK_EQ(n->deadline, 0);	/* the rest goes on from the timer, at once */
+	/* another QP's doorbell meanwhile: served now, not after the first QP's queue */
+	for (i = 0; i < 4; i++)
+		deep_reg(&b, 4, bnext + i, bkeys[i], list);
+	ring(n, QHCA_DB_SQ, b.qpn, b.sq_pi);
+	CHECK_EQ(take_in_order(n, &b.scq, &bnext, QHCA_WC_SUCCESS), 4);
+	CHECK_EQ(take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS), 0);
+	/* the timer: a budget at a time, each callback armed at once by the one before */
+	got = first;
+	for (;;) {
+		uint32_t k;
+
+		bytes = n->e.dma_bytes;
+		if (!timer_now(n))
+			break;
+		bytes = n->e.dma_bytes - bytes;
+		k = take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
+		got += k;
+		bad += !k || k > QHCA_SQ_WQE_BUDGET || bytes > SQ_PIECE_BYTES;
+		if (++pieces > depth)
+			break;
+	}
+	printf("# the rest in %u timer callbacks, %u of them past the budget or idle\n", pieces,
+	       bad);
+	CHECK_EQ(got, depth);
+	CHECK_EQ(bad, 0);
+	CHECK(pieces >= (depth - first) / QHCA_SQ_WQE_BUDGET);
+	CHECK(n->deadline != 0);	/* nothing left for the timer */
+	CHECK(qhca_mr_find(&n->e, keys[depth - 1]) &&
+	      !qhca_mr_find(&n->e, keys[depth - 1])->invalid);
+	teardown();
+	free(keys);
+	free(bkeys);
+}
+
+/*
+ * Five QPs' queues left to the timer by their doorbells' budgets, and meanwhile one of them
+ * destroyed (and a new QP made in its slot, under another QPN), one reset and used again,
+ * one moved to error: nothing of the others is lost, the error flushes the rest in order,
+ * the reset QP's new work and the new QP's run, a timer callback does a budget in all,
+ * and the two left alone take turns (each goes on before the other is done).
+ */
+static void test_sq_budget_across_qps(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	const uint32_t log2 = 10, depth = 1u << log2, again = 300, fresh = 600;
+	enum { D, R, E, K1, K2, NQ, NQPS };
+	struct qp q[NQPS], peer;
+	uint64_t next[NQPS], list;
+	uint32_t *keys, k = 0, i, j, dslot, t, got[NQPS] = { 0 }, want[NQPS], bad = 0;
+	uint32_t began[NQPS], ended[NQPS];
+	struct qhca_qp_attr a;
+
+	c.max_qp = 8;		/* the new QP takes the destroyed one's slot */
+	c.max_mr = 8 * depth;
+	setup_cfg(&c);
+	peer = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	list = fast_reg_list(n);
+	keys = frmrs(n, 5 * depth + again + fresh);
+	for (j = D; j <= K2; j++) {
+		q[j] = make_deep_qp(n, log2, &peer);
+		next[j] = j * 100000ull;
+		want[j] = depth;
+		for (i = 0; i < depth; i++)
+			deep_reg(&q[j], log2, next[j] + i, keys[k++], list);
+		ring(n, QHCA_DB_SQ, q[j].qpn, q[j].sq_pi);
+		got[j] = take_in_order(n, &q[j].scq, &next[j], QHCA_WC_SUCCESS);
+		CHECK(got[j] >= 1 && got[j] <= QHCA_SQ_WQE_BUDGET);
+	}
+	/* D destroyed, and a QP made in its slot */
+	dslot = QHCA_FIELD_GET(QPN_SLOT_MASK, q[D].qpn) - 2;
+	CHECK_EQ(qhca_qp_destroy(&n->e, q[D].qpn), QHCA_ST_OK);
+	for (i = 0; i < c.max_qp && n->e.qp_table.free_q[(n->e.qp_table.free_head) %
+							   c.max_qp] != dslot; i++)
+		make_qp(n, QHCA_QPT_RC, 0);
+	q[NQ] = make_deep_qp(n, log2, &peer);
+	CHECK_EQ(QHCA_FIELD_GET(QPN_SLOT_MASK, q[NQ].qpn) - 2, dslot);
+	CHECK(q[NQ].qpn != q[D].qpn);
+	next[NQ] = NQ * 100000ull;
+	want[NQ] = fresh;
+	for (i = 0; i < fresh; i++)
+		deep_reg(&q[NQ], log2, next[NQ] + i, keys[k++], list);
+	ring(n, QHCA_DB_SQ, q[NQ].qpn, q[NQ].sq_pi);
+	got[NQ] = take_in_order(n, &q[NQ].scq, &next[NQ], QHCA_WC_SUCCESS);
+	/* E to error: the rest completes flushed, in order */
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_ERR;
+	CHECK_EQ(modify(&q[E], QHCA_QP_STATE, &a), QHCA_ST_OK);
+	CHECK_EQ(take_in_order(n, &q[E].scq, &next[E], QHCA_WC_WR_FLUSH_ERR), depth - got[E]);
+	got[E] = depth;
+	/* R reset (its WQEs dropped, as IBA 10.3.1 has it), connected again and given more */
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_RESET;
+	CHECK_EQ(modify(&q[R], QHCA_QP_STATE, &a), QHCA_ST_OK);
+	connect_qp(&q[R], &peer, QHCA_ACCESS_ALL);
+	q[R].sq_pi = 0;
+	next[R] = 900000;
+	got[R] = 0;
+	want[R] = again;
+	for (i = 0; i < again; i++)
+		deep_reg(&q[R], log2, next[R] + i, keys[k++], list);
+	ring(n, QHCA_DB_SQ, q[R].qpn, q[R].sq_pi);
+	got[R] = take_in_order(n, &q[R].scq, &next[R], QHCA_WC_SUCCESS);
+	/* the timer, until nothing is left for it */
+	for (j = 0; j < NQPS; j++)
+		began[j] = ended[j] = UINT32_MAX;
+	for (t = 0; t < 10 * depth && timer_now(n); t++) {
+		uint32_t piece = 0;
+
+		for (j = R; j < NQPS; j++) {
+			uint32_t m = take_in_order(n, &q[j].scq, &next[j], QHCA_WC_SUCCESS);
+
+			if (m && began[j] == UINT32_MAX)
+				began[j] = t;
+			got[j] += m;
+			piece += m;
+			if (m && got[j] == want[j])
+				ended[j] = t;
+		}
+		bad += !piece || piece > QHCA_SQ_WQE_BUDGET;
+	}
+	printf("# %u timer callbacks; the two QPs left alone went on at %u and %u, were done at "
+	       "%u and %u\n", t, began[K1], began[K2], ended[K1], ended[K2]);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(take_in_order(n, &q[D].scq, &next[D], QHCA_WC_SUCCESS), 0);
+	for (j = R; j < NQPS; j++)
+		CHECK_EQ(got[j], want[j]);
+	CHECK(began[K2] < ended[K1] && began[K1] < ended[K2]);
+	free(keys);
+	teardown();
+}
+
+/*
+ * The byte budget cuts a message between two packets: a UC WRITE of 64 MiB (a region of
+ * one guest page listed 16384 times) gathers at most the budget a run, and completes once.
+ */
+static void test_sq_bytes_per_doorbell(void)
+{
+	struct node *n = &nodes[0];
+	const uint64_t len = 64ull << 20;
+	struct qhca_mr_create m;
+	uint64_t bytes, most = 0, next = 7;
+	uint32_t lkey, pieces = 0;
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe cqe;
+	struct qp a, b;
+
+	setup_limits(true);
+	a = make_qp(n, QHCA_QPT_UC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_UC, 0);
+	connect_pair(&a, &b);
+	m = (struct qhca_mr_create){ .pd = n->pd, .iova = 1ull << 40, .length = len,
+				     .access = QHCA_ACCESS_LOCAL_WRITE,
+				     .pbl = same_page_pbl(n, (uint32_t)(len >> 12)) };
+	CHECK_EQ(qhca_mr_create(&n->e, &m, &lkey), QHCA_ST_OK);
+	w = sq_wqe(&a, QHCA_WR_RDMA_WRITE, next, m.iova, (uint32_t)len, lkey);
+	w->remote_addr = 1ull << 40;
+	w->rkey = 0x100;
+	bytes = n->e.dma_bytes;
+	post_send(&a);
+	for (;;) {
+		bytes = n->e.dma_bytes - bytes;
+		most = bytes > most ? bytes : most;
+		link_n = link_head = 0;		/* the frames: nobody looks at them */
+		pieces++;
+		bytes = n->e.dma_bytes;
+		if (!timer_now(n) || pieces > 64)
+			break;
+	}
+	printf("# a UC WRITE of 64 MiB: %u runs, at most %llu KiB gathered in one\n", pieces,
+	       (unsigned long long)(most >> 10));
+	CHECK(most <= SQ_PIECE_BYTES);
+	CHECK(pieces >= len / QHCA_SQ_BYTE_BUDGET);
+	CHECK(poll_cq(n, &a.scq, &cqe) && cqe.wr_id == next &&
+	      cqe_status(&cqe) == QHCA_WC_SUCCESS);
+	expect_empty(n, &a.scq);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "qp_page_lists_within_budget", test_qp_page_lists_within_budget },
 	{ "mr_page_lists_within_budget", test_mr_page_lists_within_budget },
@@ -384,6 +615,9 @@ static const struct unit_test tests[] = {
 	{ "churn_leaves_nothing", test_churn_leaves_nothing },
 	{ "window_share_of_budget", test_window_share_of_budget },
 	{ "resize_cq_moves_in_pages", test_resize_cq_moves_in_pages },
+	{ "sq_work_per_doorbell", test_sq_work_per_doorbell },
+	{ "sq_budget_across_qps", test_sq_budget_across_qps },
+	{ "sq_bytes_per_doorbell", test_sq_bytes_per_doorbell },
 	{ NULL, NULL },
 };
 

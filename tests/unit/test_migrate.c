@@ -382,11 +382,339 @@ static void test_failed_inline_wqe_saved(void)
 	teardown();
 }
 
+/*
+ * Work a doorbell's budget left to the timer (docs/security.md, "Admin work per doorbell"
+ * and the send queue's beside it) moves with the state: 1024 REG_MRs and a UC WRITE of
+ * 32 MiB cut between two packets, the node moved before the timer goes on and again half
+ * way: every REG_MR completes, in order, the WRITE once.
+ */
+static void test_sq_budget_moves(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	const uint32_t log2 = 10, depth = 1u << log2;
+	const uint64_t len = 32ull << 20;
+	uint32_t *keys, i, got, lkey, pieces = 0, j;
+	uint64_t list, next = 0, page, list1, dir;
+	struct qhca_mr_create m;
+	struct qhca_sq_wqe *w;
+	struct qhca_cqe cqe;
+	struct qp a, u, v, peer;
+
+	c.max_qp = 64;
+	c.max_mr = 2 * depth;
+	setup_cfg(&c);
+	peer = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	a = make_deep_qp(n, log2, &peer);
+	list = fast_reg_list(n);
+	keys = calloc(depth, sizeof(*keys));
+	for (i = 0; i < depth; i++) {
+		keys[i] = make_frmr(n, QHCA_MAX_FAST_REG_PAGES);
+		deep_reg(&a, log2, i, keys[i], list);
+	}
+	ring(n, QHCA_DB_SQ, a.qpn, a.sq_pi);
+	got = take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
+	CHECK(got >= 1 && got <= QHCA_SQ_WQE_BUDGET);
+	/* a UC WRITE from a region of one page listed 8192 times (two levels) */
+	u = make_qp(n, QHCA_QPT_UC, 0);
+	v = make_qp(&nodes[1], QHCA_QPT_UC, 0);
+	connect_pair(&u, &v);
+	page = galloc(n, 4096);
+	list1 = galloc(n, 4096);
+	dir = galloc(n, 4096);
+	for (j = 0; j < 512; j++)
+		((uint64_t *)gptr(n, list1))[j] = page;
+	for (j = 0; j < (len >> 12) / 512; j++)
+		((uint64_t *)gptr(n, dir))[j] = list1;
+	m = (struct qhca_mr_create){ .pd = n->pd, .iova = 1ull << 40, .length = len,
+				     .access = QHCA_ACCESS_LOCAL_WRITE,
+				     .pbl = { .addr = dir, .npages = (uint32_t)(len >> 12),
+					      .levels = 2 } };
+	CHECK_EQ(qhca_mr_create(&n->e, &m, &lkey), QHCA_ST_OK);
+	w = sq_wqe(&u, QHCA_WR_RDMA_WRITE, 77, m.iova, (uint32_t)len, lkey);
+	w->remote_addr = 1ull << 40;
+	w->rkey = 0x100;
+	post_send(&u);
+	link_n = link_head = 0;
+	expect_empty(n, &u.scq);	/* cut by the byte budget */
+	migrate_node(n);
+	while (timer_now(n) && pieces < 4 * depth) {
+		got += take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
+		link_n = link_head = 0;
+		if (++pieces == 3)
+			migrate_node(n);
+	}
+	printf("# %u timer callbacks after the move\n", pieces);
+	CHECK_EQ(got, depth);
+	CHECK(poll_cq(n, &u.scq, &cqe) && cqe.wr_id == 77 && cqe_status(&cqe) == QHCA_WC_SUCCESS);
+	expect_empty(n, &u.scq);
+	free(keys);
+	teardown();
+}
+
+/* ---------------------------------------------------------------- the link's own state */
+/* The configuration's link byte: after the magic, the two versions and 13 words. */
+#define STREAM_LINK_OFF	(8 + 4 + 4 + 13 * 4)
+
+/* Load @s (@len bytes) into a new engine of @n's configuration on link @link, as an
+ * incoming migration would; if taken, work it (resume, timers, reset) and say so. */
+static bool loads_as(struct node *n, uint8_t link, const uint8_t *s, size_t len, char *why,
+		     size_t why_len)
+{
+	struct qhca_engine_config c = n->e.cfg;
+	struct qhca_engine *e;
+	unsigned i;
+
+	c.link = link;
+	e = qhca_engine_load(&c, &ops, n, s, len, why, why_len);
+	if (!e)
+		return false;
+	qhca_engine_resume(e);
+	for (i = 0; i < 4; i++) {
+		now += 100000000ull;
+		qhca_engine_timer(e);
+	}
+	qhca_engine_reset(e);
+	qhca_engine_free(e);
+	link_n = 0;
+	return true;
+}
+
+/* @n's state saved, its link byte set to @link (what a hostile stream can say), refused by
+ * a destination on that link with a message containing @want. */
+static void refused_as(struct node *n, uint8_t link, const char *want)
+{
+	char why[256] = "";
+	uint8_t *s;
+	size_t len;
+
+	s = save(n, &len);
+	CHECK_EQ(s[STREAM_LINK_OFF], n->e.cfg.link);
+	s[STREAM_LINK_OFF] = link;
+	if (loads_as(n, link, s, len, why, sizeof(why))) {
+		fprintf(stderr, "  link %u's state loaded on link %u (wanted: %s)\n",
+			n->e.cfg.link, link, want);
+		CHECK(!"refused");
+	} else if (!strstr(why, want)) {
+		fprintf(stderr, "  refused for \"%s\", not \"%s\"\n", why, want);
+		CHECK(!"refused for the link");
+	}
+	free(s);
+}
+
+/* An InfiniBand port as a subnet manager leaves it: Set(PortInfo) with @lid, SM LID 1 and
+ * ARMED, then ACTIVE, through the SMA (MAD_IFC). */
+static void sm_activate(struct node *n, uint16_t lid)
+{
+	static const uint8_t states[] = { IB_PORT_ARMED, IB_PORT_ACTIVE };
+	uint8_t in[IB_MAD_LEN], out[IB_MAD_LEN];
+	struct ib_port_info pi;
+	unsigned k;
+
+	for (k = 0; k < 2; k++) {
+		memset(in, 0, sizeof(in));
+		in[IB_MAD_BASE_VERSION] = 1;
+		in[IB_MAD_CLASS] = IB_MCLASS_SMP_LID;
+		in[IB_MAD_CLASS_VERSION] = 1;
+		in[IB_MAD_METHOD] = IB_METHOD_GET;
+		ib_put16(in + IB_MAD_ATTR_ID, IB_ATTR_PORT_INFO);
+		ib_put32(in + IB_MAD_ATTR_MOD, 1);
+		CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
+		ib_port_info_unpack(out + IB_SMP_DATA, &pi);
+		pi.lid = lid;
+		pi.sm_lid = 1;
+		pi.state = states[k];
+		pi.phys_state = IB_PHYS_NOP;
+		in[IB_MAD_METHOD] = IB_METHOD_SET;
+		ib_port_info_pack(&pi, in + IB_SMP_DATA);
+		CHECK_EQ(qhca_mad_ifc(&n->e, in, out, false), 1);
+		CHECK_EQ(ib_get16(out + IB_MAD_STATUS), 0);
+	}
+	CHECK(qhca_ib_active(&n->e));
+}
+
+/* The Ethernet function of @n started on two rings of its memory. */
+static void eth_start(struct node *n)
+{
+	struct qhca_cmd_eth_start c = { .tx_ring = galloc(n, 4096), .rx_ring = galloc(n, 4096),
+					.tx_log2 = 4, .rx_log2 = 4, .vector = 1 };
+
+	CHECK_EQ(qhca_eth_start(&n->e, &c), QHCA_ST_OK);
+}
+
+/*
+ * A stream says its link in its configuration, which must be the destination's; the rest
+ * must be what a device on that link can hold. Crafted streams that loaded before: RoCE's
+ * transport state relabelled iWARP (RC QPs with WRITEs and READs in flight, a QP in error
+ * that keeps its READ history, a UD QP, a frame waiting for loopback), InfiniBand's port
+ * (LIDs, an SM, ACTIVE), QP0 and InfiniBand's counters on Ethernet, a QP1 the admin queue
+ * did not record, and the Ethernet function relabelled InfiniBand. Each is refused, for
+ * its link.
+ */
+static void test_link_state_refused(void)
+{
+	uint64_t lbuf, rbuf;
+	struct qp a, b, u;
+
+	/* RoCE: messages in flight, then a UD QP, then only a QP in INIT (no transport) */
+	setup();
+	busy_pair(&a, &b, &lbuf, &rbuf);
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "iWARP");
+	refused_as(&nodes[1], QHCA_LINK_IWARP, "iWARP");
+	link_n = 0;
+	teardown();
+	/* the responder's READ history, kept in the error state */
+	setup();
+	busy_pair(&a, &b, &lbuf, &rbuf);
+	pump();
+	{
+		struct qhca_qp_attr at = { .state = QHCA_QPS_ERR };
+
+		CHECK_EQ(modify(&b, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	}
+	refused_as(&nodes[1], QHCA_LINK_IWARP, "RoCE transport state on an iWARP port");
+	teardown();
+	setup();
+	u = make_qp(&nodes[0], QHCA_QPT_UD, 0);
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "iWARP");
+	(void)u;
+	teardown();
+	/* a RoCE frame to the port's own address, waiting for the loopback drain */
+	setup();
+	{
+		uint8_t f[64] = { 0 };
+
+		memcpy(f, nodes[0].mac, 6);
+		memcpy(f + 6, nodes[0].mac, 6);
+		f[12] = 0x89;
+		f[13] = 0x15;
+		qhca_xmit_frame(&nodes[0].e, f, sizeof(f));
+		CHECK_EQ(nodes[0].e.loop_count, 1);
+	}
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "frames for loopback on an iWARP port");
+	teardown();
+	/* InfiniBand's port on Ethernet, QP0 too */
+	harness_link = QHCA_LINK_IB;
+	setup();
+	harness_link = QHCA_LINK_ROCE;
+	sm_activate(&nodes[0], 5);
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "InfiniBand");
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "InfiniBand");
+	teardown();
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_SMI, 0);	/* as no command makes it on RoCE */
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "QP0");
+	teardown();
+	setup();
+	nodes[0].e.cnt.smps = 3;
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "InfiniBand");
+	teardown();
+	/* a special QP that the admin queue did not record as one (CREATE_QP does) */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_GSI, 0);
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "special QP");
+	teardown();
+	/* Ethernet's function on InfiniBand */
+	setup();
+	eth_start(&nodes[0]);
+	refused_as(&nodes[0], QHCA_LINK_IB, "Ethernet");
+	teardown();
+}
+
+/* A state moved to a new engine of the same configuration: the same stream again. */
+static void round_trips(struct node *n)
+{
+	uint8_t *s1, *s2 = NULL;
+	size_t l1, l2 = 0;
+	struct qhca_engine *e;
+	char why[256];
+
+	s1 = save(n, &l1);
+	e = qhca_engine_load(&n->e.cfg, &ops, n, s1, l1, why, sizeof(why));
+	if (!e)
+		fprintf(stderr, "  link %u: refused: %s\n", n->e.cfg.link, why);
+	CHECK(e != NULL);
+	if (e) {
+		CHECK_EQ(qhca_engine_save(e, &s2, &l2), 0);
+		CHECK(l1 == l2 && !memcmp(s1, s2, l1));
+		qhca_engine_free(e);
+	}
+	free(s1);
+	free(s2);
+	migrate_node(n);	/* and the node goes on from it */
+}
+
+/*
+ * Each link's own state still moves: RoCE with messages in flight, QP1, the Ethernet
+ * function; InfiniBand with its port ACTIVE (LIDs, an SM), QP0 and QP1, a multicast group,
+ * an RC pair with messages in flight; iWARP's objects and unconnected QPs (RESET, INIT, in
+ * error), the Ethernet function. (test-transport and test-ib move every one of their
+ * tests' states too, under QHCA_TEST_MIGRATE.)
+ */
+static void test_link_state_round_trips(void)
+{
+	struct qhca_mcast m = { .gid = { 0xff, 0x12, 0x40, 0x1b }, .mlid = 0xc001 };
+	struct qhca_qp_attr at;
+	uint64_t lbuf, rbuf;
+	struct qp a, b, g, u, i0, i1, i2;
+	int k;
+
+	setup();
+	busy_pair(&a, &b, &lbuf, &rbuf);
+	g = make_qp(&nodes[0], QHCA_QPT_GSI, 0);
+	nodes[0].e.gsi_qpn = g.qpn;	/* as the admin queue's CREATE_QP records it */
+	eth_start(&nodes[0]);
+	round_trips(&nodes[0]);
+	round_trips(&nodes[1]);
+	pump();
+	teardown();
+
+	harness_link = QHCA_LINK_IB;
+	setup();
+	harness_link = QHCA_LINK_ROCE;
+	for (k = 0; k < 2; k++)
+		sm_activate(&nodes[k], (uint16_t)(k + 1));
+	g = make_qp(&nodes[0], QHCA_QPT_SMI, 0);
+	nodes[0].e.smi_qpn = g.qpn;
+	g = make_qp(&nodes[0], QHCA_QPT_GSI, 0);
+	nodes[0].e.gsi_qpn = g.qpn;
+	u = make_qp(&nodes[0], QHCA_QPT_UD, 0);
+	CHECK_EQ(qhca_mcast_attach(&nodes[0].e, u.qpn, &m), QHCA_ST_OK);
+	busy_pair(&a, &b, &lbuf, &rbuf);
+	round_trips(&nodes[0]);
+	round_trips(&nodes[1]);
+	pump();
+	teardown();
+
+	harness_link = QHCA_LINK_IWARP;
+	setup();
+	harness_link = QHCA_LINK_ROCE;
+	i0 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	i1 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	i2 = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_INIT;
+	at.access_flags = QHCA_ACCESS_ALL;
+	CHECK_EQ(modify(&i1, QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS, &at), QHCA_ST_OK);
+	CHECK_EQ(modify(&i2, QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS, &at), QHCA_ST_OK);
+	at.state = QHCA_QPS_ERR;
+	CHECK_EQ(modify(&i2, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	make_mr(&nodes[0], 4096, QHCA_ACCESS_ALL, &lbuf);
+	make_frmr(&nodes[0], 16);
+	eth_start(&nodes[0]);
+	(void)i0;
+	round_trips(&nodes[0]);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "failed_inline_wqe_saved", test_failed_inline_wqe_saved },
 	{ "round_trip_exact", test_round_trip_exact },
 	{ "migrate_under_traffic", test_migrate_under_traffic },
 	{ "hostile_streams", test_hostile_streams },
+	{ "sq_budget_moves", test_sq_budget_moves },
+	{ "link_state_refused", test_link_state_refused },
+	{ "link_state_round_trips", test_link_state_round_trips },
 	{}
 };
 

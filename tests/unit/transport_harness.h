@@ -848,6 +848,98 @@ static inline void inv_wqe(struct qp *q, uint64_t wr_id, uint32_t key)
 	h->imm_inv = key;
 }
 
+/* Send queues as deep as the device allows, of 128-byte WQEs (a header and a REG_MR
+ * segment): an RC QP of node @n with 2^@log2 of them and a send CQ with room for twice as
+ * many completions, in RTS towards @peer (no frame goes to it: REG_MR is local). */
+#define DEEP_STRIDE_LOG2	7
+
+static inline struct qp make_deep_qp(struct node *n, uint32_t log2, struct qp *peer)
+{
+	struct qp q = { .n = n, .log2 = 6 };
+	size_t sq_bytes = (size_t)1 << (log2 + DEEP_STRIDE_LOG2);
+	struct qhca_qp_create c = { .pd = n->pd, .type = QHCA_QPT_RC, .sq_log2 = log2,
+				    .rq_log2 = 6, .sq_stride_log2 = DEEP_STRIDE_LOG2,
+				    .rq_stride_log2 = RQ_STRIDE_LOG2 };
+
+	q.scq = make_cq(n, log2 + 1);
+	q.rcq = make_cq(n, 4);
+	c.send_cq = q.scq.cqn;
+	c.recv_cq = q.rcq.cqn;
+	q.sq = galloc(n, sq_bytes);
+	q.rq = galloc(n, 64u << RQ_STRIDE_LOG2);
+	c.sq_pbl = pbl_for(n, q.sq, sq_bytes);
+	c.rq_pbl = pbl_for(n, q.rq, 64u << RQ_STRIDE_LOG2);
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &q.qpn), QHCA_ST_OK);
+	connect_qp(&q, peer, QHCA_ACCESS_ALL);
+	return q;
+}
+
+/* Write a REG_MR WQE at the producer index of deep QP @q (the doorbell is the caller's):
+ * @key to the 512 pages of 4 KiB listed at @pbl. */
+static inline void deep_reg(struct qp *q, uint32_t log2, uint64_t wr_id, uint32_t key,
+			    uint64_t pbl)
+{
+	uint64_t w = q->sq + ((uint64_t)(q->sq_pi++ & ((1u << log2) - 1)) << DEEP_STRIDE_LOG2);
+	struct qhca_sq_wqe *h = gptr(q->n, w);
+	struct qhca_reg_mr_seg *r = (struct qhca_reg_mr_seg *)(h + 1);
+
+	memset(h, 0, 1u << DEEP_STRIDE_LOG2);
+	h->wr_id = wr_id;
+	h->opcode = QHCA_WR_REG_MR;
+	h->flags = QHCA_WQE_SIGNALED;
+	r->key = key;
+	r->access = QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE;
+	r->iova = 0x5000000000ull;
+	r->length = QHCA_MAX_FAST_REG_PAGES * 4096u;
+	r->pbl_addr = pbl;
+	r->npages = QHCA_MAX_FAST_REG_PAGES;
+	r->page_shift = 12;
+}
+
+/* A page list of QHCA_MAX_FAST_REG_PAGES pages (any: REG_MR does not touch them). */
+static inline uint64_t fast_reg_list(struct node *n)
+{
+	uint64_t list = galloc(n, 4096);
+	uint32_t i;
+
+	for (i = 0; i < QHCA_MAX_FAST_REG_PAGES; i++)
+		((uint64_t *)gptr(n, list))[i] = MEM_BASE + (uint64_t)i * 4096;
+	return list;
+}
+
+/* Take the completions on @cq: each the next of the sequence *@next (wr_ids), with
+ * @status; how many there were. */
+static inline uint32_t take_in_order(struct node *n, struct cq *cq, uint64_t *next,
+				     uint8_t status)
+{
+	struct qhca_cqe c;
+	uint32_t got = 0;
+
+	while (poll_cq(n, cq, &c)) {
+		if (c.wr_id != *next || cqe_status(&c) != status ||
+		    (status == QHCA_WC_SUCCESS && c.opcode != QHCA_WC_REG_MR)) {
+			fprintf(stderr, "  completion wr_id %llu status %u, expected %llu status %u\n",
+				(unsigned long long)c.wr_id, cqe_status(&c),
+				(unsigned long long)*next, status);
+			CHECK(!"completions in order");
+			*next = c.wr_id;
+		}
+		(*next)++;
+		got++;
+	}
+	return got;
+}
+
+/* Node @n's timer callback, if it is armed at once (work a budget deferred): false if not. */
+static inline bool timer_now(struct node *n)
+{
+	if (n->deadline != 0)
+		return false;
+	n->deadline = UINT64_MAX;
+	qhca_engine_timer(&n->e);
+	return true;
+}
+
 /* Post an RDMA WRITE of @len bytes from @lbuf (@lkey) to @raddr (@rkey) on @a. */
 static inline struct qhca_sq_wqe *post_write(struct qp *a, uint64_t wr_id, uint64_t lbuf,
 					     uint32_t len, uint32_t lkey, uint64_t raddr,
