@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qhca engine: its whole state as one byte stream, and back (live migration, snapshots).
+ * The QPs' sections are migrate_qp.c's; what both share, migrate.h.
  *
  * The stream is little-endian and versioned: "QHCASTAT", the format version, the ABI
  * version, the configuration (which must equal the destination's), then sections in a fixed
@@ -24,36 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "migrate.h"
 
-#define MIG_MAGIC	"QHCASTAT"
-#define MIG_VERSION	2u	/* 2: a RoCE address vector's ib_flags may say RoCE v1 */
-
-enum mig_section {
-	SEC_DEVICE = 0x51480001,
-	SEC_TABLES,
-	SEC_MR,
-	SEC_CQ,
-	SEC_SRQ,
-	SEC_QP,
-	SEC_MCAST,
-	SEC_LOOP,
-	SEC_COUNTERS,
-	SEC_END,
-};
-
-/* An MR reference: none, the region its key names now, or a region deregistered or
- * replaced while the message held it (unusable: a message through it fails). */
-enum { REF_NONE, REF_LIVE, REF_DEAD };
-
-/* ---------------------------------------------------------------- writer */
-struct mig_out {
-	uint8_t *buf;
-	size_t len, cap;
-	bool oom;
-};
-
-static void put(struct mig_out *o, const void *p, size_t n)
+/* ---------------------------------------------------------------- writer and reader */
+void mig_put(struct mig_out *o, const void *p, size_t n)
 {
 	if (o->oom)
 		return;
@@ -75,92 +50,22 @@ static void put(struct mig_out *o, const void *p, size_t n)
 	o->len += n;
 }
 
-/* The host is little-endian (qhca_engine.h): integers go as they are in memory. */
-#define PUT(o, type, v) do { type v_ = (type)(v); put((o), &v_, sizeof(v_)); } while (0)
-#define put8(o, v)	PUT(o, uint8_t, v)
-#define put16(o, v)	PUT(o, uint16_t, v)
-#define put32(o, v)	PUT(o, uint32_t, v)
-#define put64(o, v)	PUT(o, uint64_t, v)
-
-/* ---------------------------------------------------------------- reader */
-struct mig_in {
-	const uint8_t *p;
-	size_t len, off;
-	const char *why;	/* the first failure; sticky */
-	struct qhca_engine *e;	/* the engine being built */
-	uint64_t now;
-};
-
-static bool fail(struct mig_in *in, const char *why)
+bool mig_fail(struct mig_in *in, const char *why)
 {
 	if (!in->why)
 		in->why = why;
 	return false;
 }
 
-static bool get(struct mig_in *in, void *p, size_t n)
+bool mig_get(struct mig_in *in, void *p, size_t n)
 {
 	if (in->why || n > in->len - in->off) {
 		memset(p, 0, n);
-		return fail(in, "truncated");
+		return mig_fail(in, "truncated");
 	}
 	memcpy(p, in->p + in->off, n);
 	in->off += n;
 	return true;
-}
-
-#define GET(name, type)								\
-	static type name(struct mig_in *in)					\
-	{									\
-		type v;								\
-		get(in, &v, sizeof(v));						\
-		return v;							\
-	}
-GET(get8, uint8_t)
-GET(get16, uint16_t)
-GET(get32, uint32_t)
-GET(get64, uint64_t)
-
-static bool getbool(struct mig_in *in)
-{
-	uint8_t v = get8(in);
-
-	if (v > 1)
-		fail(in, "a flag that is neither 0 nor 1");
-	return v;
-}
-
-/* Fail with @why unless @cond holds. */
-#define CHECK(in, cond, why) do { if (!(cond)) return fail((in), (why)); } while (0)
-
-static bool expect_section(struct mig_in *in, uint32_t tag)
-{
-	CHECK(in, get32(in) == tag, "sections out of order");
-	return !in->why;
-}
-
-/* Time remaining until @deadline (UINT64_MAX: none), and back on the loading side. */
-static uint64_t remaining(uint64_t deadline, uint64_t now)
-{
-	return deadline == UINT64_MAX ? UINT64_MAX : deadline > now ? deadline - now : 0;
-}
-
-static uint64_t deadline_of(uint64_t rem, uint64_t now)
-{
-	return rem == UINT64_MAX ? UINT64_MAX : rem > UINT64_MAX - 1 - now ? UINT64_MAX - 1 :
-	       now + rem;
-}
-
-static bool is_pow2(uint32_t v)
-{
-	return v && !(v & (v - 1));
-}
-
-/* A path MTU a QP or message may have: a connected QP starts with 1024 whatever the
- * port's (qp.c), and the engine's packet buffers take 4096. */
-static bool mtu_ok(uint32_t mtu)
-{
-	return mtu >= 256 && mtu <= 4096 && is_pow2(mtu);
 }
 
 /* ---------------------------------------------------------------- configuration */
@@ -180,7 +85,7 @@ static void config_put(struct mig_out *o, const struct qhca_engine_config *c)
 	put32(o, c->max_inline);
 	put32(o, c->mtu);
 	put8(o, c->link);
-	put(o, c->mac, 6);
+	mig_put(o, c->mac, 6);
 	put32(o, c->host_mem_mb);
 	put64(o, c->qp_window_budget);
 	put64(o, c->key_secret);
@@ -207,7 +112,7 @@ static bool config_get(struct mig_in *in, struct qhca_engine_config *c)
 	CHECK(in, get32(in) == d->max_inline, "max-inline differs from the destination's");
 	CHECK(in, get32(in) == d->mtu, "mtu differs from the destination's");
 	CHECK(in, get8(in) == d->link, "link differs from the destination's");
-	get(in, mac, 6);
+	mig_get(in, mac, 6);
 	CHECK(in, !memcmp(mac, d->mac, 6), "mac differs from the destination's");
 	CHECK(in, get32(in) == d->host_mem_mb, "host-mem-mb differs from the destination's");
 	CHECK(in, get64(in) == d->qp_window_budget, "the QP window budget differs");
@@ -283,17 +188,17 @@ static bool table_get(struct mig_in *in, struct qhca_obj_table *t)
 	CHECK(in, runs <= cap - count, "more runs of free slots than free slots");
 	seen = calloc(cap ? cap : 1, 1);
 	if (!seen)
-		return fail(in, "out of memory");
+		return mig_fail(in, "out of memory");
 	for (i = 0; i < runs && !in->why; i++) {
 		uint32_t start = get32(in), len = get32(in), j;
 
 		if (!len || start >= cap || len > cap - start || len > cap - count - nfree) {
-			fail(in, "a bad run of free slots");
+			mig_fail(in, "a bad run of free slots");
 			break;
 		}
 		for (j = start; j < start + len; j++) {
 			if ((t->gen[j] & OBJ_USED) || seen[j]) {
-				fail(in, "a used or repeated slot in the free queue");
+				mig_fail(in, "a used or repeated slot in the free queue");
 				break;
 			}
 			seen[j] = 1;
@@ -305,18 +210,12 @@ static bool table_get(struct mig_in *in, struct qhca_obj_table *t)
 	return true;
 }
 
-/* The slot of live handle @h of @t, or -1. */
-static int64_t live(const struct qhca_obj_table *t, uint32_t h)
-{
-	return qhca_obj_lookup(t, h);
-}
-
 /* ---------------------------------------------------------------- page lists */
 static void pages_put(struct mig_out *o, const uint64_t *pages, uint32_t n)
 {
 	put32(o, n);
 	if (n)
-		put(o, pages, (size_t)n * sizeof(*pages));
+		mig_put(o, pages, (size_t)n * sizeof(*pages));
 }
 
 /* @n pages (at most @max, and room for @room) into a list charged to the budget. */
@@ -328,24 +227,24 @@ static uint64_t *pages_get(struct mig_in *in, uint32_t *n, uint32_t min, uint32_
 
 	*n = get32(in);
 	if (in->why || *n < min || *n > max || *n > room) {
-		fail(in, "a page list of a bad length");
+		mig_fail(in, "a page list of a bad length");
 		return NULL;
 	}
 	if (!room)
 		return NULL;
 	if ((size_t)*n * sizeof(*p) > in->len - in->off) {
-		fail(in, "truncated");
+		mig_fail(in, "truncated");
 		return NULL;
 	}
 	p = qhca_host_zalloc(in->e, room, sizeof(*p));
 	if (!p) {
-		fail(in, "past the host memory budget");
+		mig_fail(in, "past the host memory budget");
 		return NULL;
 	}
-	get(in, p, (size_t)*n * sizeof(*p));
+	mig_get(in, p, (size_t)*n * sizeof(*p));
 	for (i = 0; shift && i < *n; i++) {
 		if (!p[i] || (p[i] & ((1ull << shift) - 1))) {
-			fail(in, "a bad page address");
+			mig_fail(in, "a bad page address");
 			qhca_host_free(p);
 			return NULL;
 		}
@@ -353,7 +252,7 @@ static uint64_t *pages_get(struct mig_in *in, uint32_t *n, uint32_t min, uint32_
 	return p;
 }
 
-static void wq_put(struct mig_out *o, const struct qhca_wq *wq)
+void mig_wq_put(struct mig_out *o, const struct qhca_wq *wq)
 {
 	put32(o, wq->log2);
 	put32(o, wq->stride_log2);
@@ -364,7 +263,7 @@ static void wq_put(struct mig_out *o, const struct qhca_wq *wq)
 
 /* A work queue as wq_load() would take it, and a producer index at most a ring ahead;
  * none (all zero) if @optional. */
-static bool wq_get(struct mig_in *in, struct qhca_wq *wq, uint32_t min_stride_log2,
+bool mig_wq_get(struct mig_in *in, struct qhca_wq *wq, uint32_t min_stride_log2,
 		   bool optional)
 {
 	uint64_t bytes;
@@ -443,17 +342,17 @@ static void device_put(struct mig_out *o, struct qhca_engine *e, uint64_t now)
 	put16(o, e->eth.vector);
 	/* the port */
 	put8(o, e->link_up);
-	put(o, e->mac, 6);
+	mig_put(o, e->mac, 6);
 	ib_port_info_pack(&e->ib.pi, pi);
-	put(o, pi, sizeof(pi));
+	mig_put(o, pi, sizeof(pi));
 	put64(o, e->ib.pi.mkey_lease_end ? remaining(e->ib.pi.mkey_lease_end, now) + 1 : 0);
-	put(o, e->ib.pkeys, sizeof(e->ib.pkeys));
-	put(o, e->ib.guids, sizeof(e->ib.guids));
-	put(o, e->ib.sl2vl, sizeof(e->ib.sl2vl));
-	put(o, e->ib.vl_arb, sizeof(e->ib.vl_arb));
-	put(o, e->ib.node_desc, sizeof(e->ib.node_desc));
+	mig_put(o, e->ib.pkeys, sizeof(e->ib.pkeys));
+	mig_put(o, e->ib.guids, sizeof(e->ib.guids));
+	mig_put(o, e->ib.sl2vl, sizeof(e->ib.sl2vl));
+	mig_put(o, e->ib.vl_arb, sizeof(e->ib.vl_arb));
+	mig_put(o, e->ib.node_desc, sizeof(e->ib.node_desc));
 	put32(o, e->ib.cap_set);
-	put(o, e->ib.pma_base, sizeof(e->ib.pma_base));
+	mig_put(o, e->ib.pma_base, sizeof(e->ib.pma_base));
 }
 
 /*
@@ -561,7 +460,7 @@ static bool device_get(struct mig_in *in)
 		q->ci = get32(in);
 		q->vector = get16(in);
 		q->overflowed = getbool(in);
-		CHECK(in, live(&e->eq_table, q->handle) == (int64_t)i, "an EQ out of its slot");
+		CHECK(in, mig_live(&e->eq_table, q->handle) == (int64_t)i, "an EQ out of its slot");
 		CHECK(in, ring_ok(q->ring, q->log2, 1, QHCA_EQ_MAX_LOG2, sizeof(struct qhca_eqe)) &&
 			  q->vector < e->cfg.msix_vectors &&
 			  qhca_ring_pi_ok(q->pi, q->ci, 1u << q->log2), "a bad event queue");
@@ -592,21 +491,21 @@ static bool device_get(struct mig_in *in)
 		CHECK(in, e->eth.frame, "out of memory");
 	}
 	e->link_up = getbool(in);
-	get(in, e->mac, 6);
+	mig_get(in, e->mac, 6);
 	CHECK(in, !(e->mac[0] & 1), "a multicast port address");
-	get(in, pi, sizeof(pi));
+	mig_get(in, pi, sizeof(pi));
 	ib_port_info_unpack(pi, &e->ib.pi);
 	lease = get64(in);
 	e->ib.pi.mkey_lease_end = lease ? deadline_of(lease - 1, in->now) : 0;
 	CHECK(in, e->ib.pi.state >= IB_PORT_DOWN && e->ib.pi.state <= IB_PORT_ACTIVE &&
 		  e->ib.pi.op_vls <= 15, "a bad port state");
-	get(in, e->ib.pkeys, sizeof(e->ib.pkeys));
-	get(in, e->ib.guids, sizeof(e->ib.guids));
-	get(in, e->ib.sl2vl, sizeof(e->ib.sl2vl));
-	get(in, e->ib.vl_arb, sizeof(e->ib.vl_arb));
-	get(in, e->ib.node_desc, sizeof(e->ib.node_desc));
+	mig_get(in, e->ib.pkeys, sizeof(e->ib.pkeys));
+	mig_get(in, e->ib.guids, sizeof(e->ib.guids));
+	mig_get(in, e->ib.sl2vl, sizeof(e->ib.sl2vl));
+	mig_get(in, e->ib.vl_arb, sizeof(e->ib.vl_arb));
+	mig_get(in, e->ib.node_desc, sizeof(e->ib.node_desc));
 	e->ib.cap_set = get32(in);
-	get(in, e->ib.pma_base, sizeof(e->ib.pma_base));
+	mig_get(in, e->ib.pma_base, sizeof(e->ib.pma_base));
 	if (in->why)
 		return false;
 	/* The state of the port's link layer alone: InfiniBand's port is never changed on
@@ -624,7 +523,7 @@ static bool device_get(struct mig_in *in)
 
 /* ---------------------------------------------------------------- regions */
 /* A reference a message holds on a region (or window). */
-static void ref_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_mr *mr)
+void mig_ref_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_mr *mr)
 {
 	if (!mr) {
 		put8(o, REF_NONE);
@@ -634,21 +533,12 @@ static void ref_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_
 	put32(o, mr->key);
 }
 
-/* What a reference must be: a region (an lkey), a window's region, or an rkey's target. */
-enum { REF_REGION, REF_ANY };
-
-/* What a message moves bytes through: [va, va + len) with the access rights it needs. */
-struct mig_range {
-	uint64_t va, len;
-	uint32_t access;
-};
-
 /*
  * A reference back: the region its key names, if it is one of @pd (0: any) that covers
  * @range (if given) with its access, or a dead stand-in, which every use refuses
  * (qhca_mr_usable). NULL with @in failed on a bad reference.
  */
-static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int kind_ok,
+struct qhca_mr *mig_ref_get(struct mig_in *in, bool *none, uint32_t pd, int kind_ok,
 			       const struct mig_range *range)
 {
 	uint8_t kind = get8(in);
@@ -661,7 +551,7 @@ static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int k
 	if (kind == REF_DEAD) {
 		mr = qhca_host_zalloc(in->e, 1, sizeof(*mr));
 		if (!mr) {
-			fail(in, "past the host memory budget");
+			mig_fail(in, "past the host memory budget");
 			return NULL;
 		}
 		mr->key = key;
@@ -673,7 +563,7 @@ static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int k
 	mr = qhca_mr_find(in->e, key);
 	if (kind != REF_LIVE || !mr || (kind_ok == REF_REGION && (mr->flags & QHCA_MR_WINDOW)) ||
 	    (pd && mr->pd != pd)) {
-		fail(in, "a message holds a region that is not there");
+		mig_fail(in, "a message holds a region that is not there");
 		return NULL;
 	}
 	/* A valid region must still grant what the message was checked for (key_check()). */
@@ -681,7 +571,7 @@ static struct qhca_mr *ref_get(struct mig_in *in, bool *none, uint32_t pd, int k
 	    ((mr->access & range->access) != range->access || range->va < mr->iova ||
 	     range->va + range->len < range->va || range->va - mr->iova > mr->length ||
 	     range->len > mr->length - (range->va - mr->iova))) {
-		fail(in, "a message outside the region it holds");
+		mig_fail(in, "a message outside the region it holds");
 		return NULL;
 	}
 	return qhca_mr_get(mr);
@@ -720,7 +610,7 @@ static void mrs_put(struct mig_out *o, struct qhca_engine *e)
 				continue;
 			mr_put(o, mr);
 			if (pass)
-				ref_put(o, e, mr->parent);
+				mig_ref_put(o, e, mr->parent);
 		}
 	}
 }
@@ -749,12 +639,12 @@ static bool mr_get(struct mig_in *in, bool window)
 	mr->invalid = getbool(in);
 	mr->qpn = get32(in);
 	mr->qp_serial = get64(in);
-	slot = live(&e->mr_table, mr->handle);
-	pd = live(&e->pd, mr->pd);
+	slot = mig_live(&e->mr_table, mr->handle);
+	pd = mig_live(&e->pd, mr->pd);
 	if (in->why || slot < 0 || e->mr[slot] ||
 	    QHCA_FIELD_GET(QHCA_MR_KEY_INDEX_MASK, mr->key) != slot + 1 || pd < 0) {
 		qhca_host_free(mr);
-		return fail(in, "a region out of its slot");
+		return mig_fail(in, "a region out of its slot");
 	}
 	e->mr[slot] = mr;	/* freed with the engine from here on */
 	qhca_obj_hold(&e->pd, mr->pd);
@@ -809,7 +699,7 @@ static bool mr_get(struct mig_in *in, bool window)
 		struct qhca_mr *parent;
 		bool none;
 
-		parent = ref_get(in, &none, mr->pd, REF_REGION, &bound);
+		parent = mig_ref_get(in, &none, mr->pd, REF_REGION, &bound);
 		if (in->why)
 			return false;
 		/* held from here on: freed with the window if what follows fails */
@@ -882,10 +772,10 @@ static bool cqs_get(struct mig_in *in)
 
 		CHECK(in, cq, "past the host memory budget");
 		cq->handle = get32(in);
-		slot = live(&e->cq_table, cq->handle);
+		slot = mig_live(&e->cq_table, cq->handle);
 		if (slot < 0 || e->cq[slot]) {
 			qhca_host_free(cq);
-			return fail(in, "a CQ out of its slot");
+			return mig_fail(in, "a CQ out of its slot");
 		}
 		e->cq[slot] = cq;
 		cq->uctx = e->cq_table.owner[slot];
@@ -895,7 +785,7 @@ static bool cqs_get(struct mig_in *in)
 		cq->armed = getbool(in);
 		cq->armed_solicited = getbool(in);
 		cq->overflowed = getbool(in);
-		CHECK(in, !cq->uctx || live(&e->uctx, cq->uctx) >= 0, "a CQ of no user context");
+		CHECK(in, !cq->uctx || mig_live(&e->uctx, cq->uctx) >= 0, "a CQ of no user context");
 		qhca_obj_hold(&e->uctx, cq->uctx);
 		/* what CREATE_CQ and RESIZE_CQ check (its EQ may be gone since: no events) */
 		CHECK(in, cq->log2 >= 1 && cq->log2 <= 22 && (1u << cq->log2) <= e->cfg.max_cqe * 2u,
@@ -925,7 +815,7 @@ static void srqs_put(struct mig_out *o, struct qhca_engine *e)
 		put32(o, srq->limit);
 		put32(o, srq->xrcd);
 		put32(o, srq->cq ? srq->cq->handle : 0);
-		wq_put(o, &srq->wq);
+		mig_wq_put(o, &srq->wq);
 	}
 }
 
@@ -945,10 +835,10 @@ static bool srqs_get(struct mig_in *in)
 		CHECK(in, srq, "past the host memory budget");
 		qhca_list_init(&srq->xrc_msgs);
 		srq->handle = get32(in);
-		slot = live(&e->srq_table, srq->handle);
+		slot = mig_live(&e->srq_table, srq->handle);
 		if (slot < 0 || e->srq[slot]) {
 			qhca_host_free(srq);
-			return fail(in, "an SRQ out of its slot");
+			return mig_fail(in, "an SRQ out of its slot");
 		}
 		e->srq[slot] = srq;
 		srq->uctx = e->srq_table.owner[slot];
@@ -957,9 +847,9 @@ static bool srqs_get(struct mig_in *in)
 		srq->xrcd = get32(in);
 		cqn = get32(in);
 		/* what CREATE_SRQ checks */
-		CHECK(in, live(&e->pd, srq->pd) >= 0 &&
-			  (!srq->uctx || live(&e->uctx, srq->uctx) >= 0) &&
-			  (!srq->xrcd || live(&e->xrcd, srq->xrcd) >= 0), "an SRQ of a bad owner");
+		CHECK(in, mig_live(&e->pd, srq->pd) >= 0 &&
+			  (!srq->uctx || mig_live(&e->uctx, srq->uctx) >= 0) &&
+			  (!srq->xrcd || mig_live(&e->xrcd, srq->xrcd) >= 0), "an SRQ of a bad owner");
 		qhca_obj_hold(&e->pd, srq->pd);
 		qhca_obj_hold(&e->uctx, srq->uctx);
 		qhca_obj_hold(&e->xrcd, srq->xrcd);
@@ -970,663 +860,9 @@ static bool srqs_get(struct mig_in *in)
 			srq->cq->refs++;
 		}
 		CHECK(in, !srq->xrcd || srq->cq, "an XRC SRQ without a CQ");
-		if (!wq_get(in, &srq->wq, 4, false))
+		if (!mig_wq_get(in, &srq->wq, 4, false))
 			return false;
 		CHECK(in, srq->limit <= (1u << srq->wq.log2), "an SRQ limit past its size");
-	}
-	return !in->why;
-}
-
-/* ---------------------------------------------------------------- SGE lists */
-static void sgl_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_sgl *sgl)
-{
-	uint32_t i;
-
-	put32(o, sgl->num);
-	for (i = 0; i < sgl->num; i++) {
-		put(o, &sgl->sge[i], sizeof(sgl->sge[i]));
-		ref_put(o, e, sgl->mr[i]);
-	}
-}
-
-/* An SGE list a WQE holds: each SGE with bytes holds its region (checked against @pd and
- * @access as qhca_sgl_load does). */
-static bool sgl_get(struct mig_in *in, struct qhca_sgl *sgl, uint32_t pd, uint32_t access)
-{
-	uint32_t i, num = get32(in);
-	bool none;
-
-	sgl->num = 0;
-	sgl->length = 0;
-	CHECK(in, num <= in->e->cfg.max_sge, "an SGE list longer than max_sge");
-	for (i = 0; i < num && !in->why; i++) {
-		struct qhca_sge *s = &sgl->sge[i];
-
-		get(in, s, sizeof(*s));
-		{
-			struct mig_range r = { s->addr, s->length, access };
-
-			sgl->mr[i] = ref_get(in, &none, pd, REF_REGION, &r);
-		}
-		if (in->why)
-			return false;
-		sgl->num = i + 1;	/* released with the WQE from here on */
-		CHECK(in, !s->length == none, "an SGE that holds no region, or one without bytes");
-		sgl->length += s->length;
-	}
-	return !in->why;
-}
-
-/* ---------------------------------------------------------------- QPs */
-static void rd_recovery_put(struct mig_out *o, const struct qhca_rd_recovery *r)
-{
-	uint32_t j;
-
-	put64(o, r->map);
-	put32(o, r->lost_to);
-	put8(o, r->seen);
-	put8(o, r->retry);
-	put8(o, r->first);
-	put8(o, r->npieces);
-	for (j = 0; j < r->npieces; j++) {
-		put32(o, r->piece[j].lo);
-		put32(o, r->piece[j].hi);
-		put32(o, r->piece[j].h1);
-		put32(o, r->piece[j].h2);
-	}
-}
-
-static bool rd_recovery_get(struct mig_in *in, struct qhca_rd_recovery *r)
-{
-	uint32_t j;
-
-	r->map = get64(in);
-	r->lost_to = get32(in) & 0xffffff;
-	r->seen = getbool(in);
-	r->retry = getbool(in);
-	r->first = getbool(in);
-	r->npieces = get8(in);
-	CHECK(in, r->npieces <= QHCA_READ_PIECES, "a READ with too many requests in flight");
-	for (j = 0; j < r->npieces; j++) {
-		r->piece[j].lo = get32(in) & 0xffffff;
-		r->piece[j].hi = get32(in) & 0xffffff;
-		r->piece[j].h1 = get32(in) & 0xffffff;
-		r->piece[j].h2 = get32(in) & 0xffffff;
-	}
-	return !in->why;
-}
-
-/* Is PSN @x within [@lo, @hi] (24-bit)? */
-static bool psn_within(uint32_t x, uint32_t lo, uint32_t hi)
-{
-	return qhca_psn_diff(x, lo) >= 0 && qhca_psn_diff(x, hi) <= 0;
-}
-
-/* A READ's or ATOMIC's recovery state within its own PSNs (rdrecov.c); none for others. */
-static bool rd_recovery_ok(struct mig_in *in, const struct qhca_send_wqe *sw, bool rd_atomic)
-{
-	const struct qhca_rd_recovery *r = &sw->rd;
-	uint32_t end = (sw->last_psn + 1) & 0xffffff, j;
-
-	if (!rd_atomic) {
-		CHECK(in, !r->map && !r->lost_to && !r->seen && !r->retry && !r->first &&
-			  !r->npieces, "recovery state of a work request that has none");
-		return true;
-	}
-	CHECK(in, !r->first || r->npieces, "a READ's first request not in flight");
-	CHECK(in, psn_within(sw->read_next, sw->first_psn, end) &&
-		  psn_within(r->lost_to, sw->first_psn, end), "READ progress outside its PSNs");
-	for (j = 0; j < r->npieces; j++)
-		CHECK(in, psn_within(r->piece[j].lo, sw->first_psn, sw->last_psn) &&
-			  psn_within(r->piece[j].hi, r->piece[j].lo, sw->last_psn),
-		      "a READ request outside its PSNs");
-	return true;
-}
-
-/* The largest member of the union in struct qhca_send_wqe. */
-#define SEG_SIZE (sizeof(struct qhca_ud_seg) > sizeof(struct qhca_reg_mr_seg) ?	\
-		  sizeof(struct qhca_ud_seg) : sizeof(struct qhca_reg_mr_seg))
-
-static void send_wqe_put(struct mig_out *o, struct qhca_engine *e, const struct qhca_qp *qp,
-			 const struct qhca_send_wqe *sw)
-{
-	uint32_t inl = (sw->hdr.flags & QHCA_WQE_INLINE) && !(sw->done && sw->status) &&
-		       sw->hdr.inline_len <= qp->max_inline ? sw->hdr.inline_len : 0;
-
-	put(o, &sw->hdr, sizeof(sw->hdr));
-	put(o, &sw->ud, SEG_SIZE);
-	rd_recovery_put(o, &sw->rd);
-	sgl_put(o, e, &sw->sgl);
-	/* The snapshot's inline bytes: only a WQE that loaded has them (one wqe_load refused
-	 * may name more than max_inline; its header is all it keeps). */
-	put32(o, inl);
-	if (inl)
-		put(o, sw->inline_data, inl);
-	put64(o, sw->length);
-	put32(o, sw->mtu);
-	put32(o, sw->first_psn);
-	put32(o, sw->last_psn);
-	put32(o, sw->npkts);
-	put32(o, sw->read_next);
-	put32(o, sw->tx_next);
-	put8(o, sw->done);
-	put8(o, sw->status);
-}
-
-/* A snapshot as wqe_load() (req.c) and the start of its message left it. */
-static bool send_wqe_get(struct mig_in *in, struct qhca_qp *qp, struct qhca_send_wqe *sw)
-{
-	bool rd_atomic, local;
-	uint32_t inl;
-
-	get(in, &sw->hdr, sizeof(sw->hdr));
-	get(in, &sw->ud, SEG_SIZE);
-	rd_atomic = qhca_wr_is_rd_atomic(sw->hdr.opcode);
-	local = qhca_wr_is_local(sw->hdr.opcode);
-	rd_recovery_get(in, &sw->rd);
-	sgl_get(in, &sw->sgl, qp->pd, rd_atomic ? QHCA_ACCESS_LOCAL_WRITE : 0);
-	inl = get32(in);
-	CHECK(in, !in->why && inl <= qp->max_inline && (!inl || (sw->hdr.flags & QHCA_WQE_INLINE)),
-	      "bad inline data");
-	if (inl)
-		get(in, sw->inline_data, inl);
-	sw->length = get64(in);
-	sw->mtu = get32(in);
-	sw->first_psn = get32(in) & 0xffffff;
-	sw->last_psn = get32(in) & 0xffffff;
-	sw->npkts = get32(in);
-	sw->read_next = get32(in) & 0xffffff;
-	sw->tx_next = get32(in);
-	sw->done = getbool(in);
-	sw->status = get8(in);
-	CHECK(in, !in->why, "truncated");
-	if (sw->done && sw->status) {	/* failed (at its start or later): completes so */
-		CHECK(in, !inl, "inline bytes of a failed work request");
-		return true;
-	}
-	CHECK(in, sw->sgl.num == sw->hdr.num_sge || (sw->hdr.flags & QHCA_WQE_INLINE),
-	      "a bad SGE count");
-	CHECK(in, qhca_wqe_flags_ok(&sw->hdr) &&
-		  (!(sw->hdr.flags & QHCA_WQE_READ_INV) || sw->sgl.mr[0]),
-	      "flags its work request cannot have");
-	CHECK(in, (sw->hdr.flags & QHCA_WQE_INLINE) ? inl == sw->hdr.inline_len &&
-		  !sw->sgl.num && !rd_atomic : !inl, "bad inline data");
-	CHECK(in, qhca_wr_allowed(qp->type, sw->hdr.opcode), "a work request its QP cannot do");
-	if (local) {
-		CHECK(in, sw->done, "a local work request not done at its start");
-		return true;
-	}
-	CHECK(in, sw->length <= 0x80000000ull &&
-		  (sw->hdr.opcode == QHCA_WR_ATOMIC_WRITE ? sw->length == 8 :
-		   sw->hdr.flags & QHCA_WQE_INLINE ? sw->length == inl :
-		   sw->length == sw->sgl.length), "a message of a bad length");
-	CHECK(in, mtu_ok(sw->mtu) && (!qhca_qp_datagram(qp) || sw->length <= qp->mtu),
-	      "a message of a bad MTU or too long for a datagram");
-	CHECK(in, sw->npkts == (rd_atomic && sw->hdr.opcode != QHCA_WR_RDMA_READ ? 1 :
-				sw->length ? (uint32_t)((sw->length + sw->mtu - 1) / sw->mtu) : 1) &&
-		  sw->last_psn == ((sw->first_psn + sw->npkts - 1) & 0xffffff) &&
-		  sw->tx_next <= sw->npkts, "a message of bad packets");
-	return rd_recovery_ok(in, sw, rd_atomic);
-}
-
-static void rd_put(struct mig_out *o, const struct qhca_rd_atomic *rd)
-{
-	put8(o, rd->valid);
-	put8(o, rd->opcode);
-	put32(o, rd->psn);
-	put32(o, rd->last_psn);
-	put64(o, rd->va);
-	put32(o, rd->rkey);
-	put32(o, rd->len);
-	put64(o, rd->orig);
-}
-
-static void rd_get(struct mig_in *in, struct qhca_rd_atomic *rd)
-{
-	rd->valid = getbool(in);
-	rd->opcode = get8(in);
-	rd->psn = get32(in) & 0xffffff;
-	rd->last_psn = get32(in) & 0xffffff;
-	rd->va = get64(in);
-	rd->rkey = get32(in);
-	rd->len = get32(in);
-	rd->orig = get64(in);
-}
-
-static void qp_put(struct mig_out *o, struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
-{
-	uint32_t i;
-
-	put32(o, qp->handle);
-	put32(o, qp->qpn);
-	put64(o, qp->serial);
-	put8(o, qp->type);
-	put8(o, qp->state);
-	put8(o, qp->sig_all);
-	put32(o, qp->pd);
-	put32(o, qp->send_cq ? qp->send_cq->handle : 0);
-	put32(o, qp->recv_cq ? qp->recv_cq->handle : 0);
-	put32(o, qp->srq ? qp->srq->handle : 0);
-	put16(o, qp->max_inline);
-	put32(o, qp->xrcd);
-	put32(o, qp->xrc_srq ? qp->xrc_srq->handle : 0);
-	put32(o, qp->win_size);
-	wq_put(o, &qp->sq);
-	wq_put(o, &qp->rq);
-	/* attributes */
-	put32(o, qp->mtu);
-	put8(o, qp->timeout);
-	put8(o, qp->retry_cnt);
-	put8(o, qp->rnr_retry);
-	put8(o, qp->min_rnr_timer);
-	put8(o, qp->max_rd_atomic);
-	put8(o, qp->max_dest_rd_atomic);
-	put32(o, qp->qkey);
-	put32(o, qp->dest_qpn);
-	put32(o, qp->access);
-	put(o, &qp->av, sizeof(qp->av));
-	/* requester */
-	put32(o, qp->sq_next);
-	/* the next WQE to send from, as tx_pump takes it: behind the consumer index (completions
-	 * came while a budget left the QP to the timer) it starts there */
-	put32(o, (int32_t)(qp->tx_idx - qp->sq.ci) < 0 ? qp->sq.ci : qp->tx_idx);
-	put32(o, qp->psn);
-	put32(o, qp->retries);
-	put32(o, qp->rnr_retries);
-	put32(o, qp->una);
-	put32(o, qp->ack_psn);
-	put32(o, qp->snd_max);
-	put32(o, qp->rewind_psn);
-	put32(o, qp->cwnd);
-	put32(o, qp->ssthresh);
-	put32(o, qp->cwnd_acc);
-	put32(o, qp->clean);
-	put8(o, qp->rewound);
-	put8(o, qp->probe);
-	put8(o, qp->dup);
-	put32(o, qp->dup_psn);
-	put64(o, remaining(qp->deadline, now));
-	put8(o, qp->rnr_wait);
-	put32(o, qp->rd_atomic_out);
-	for (i = qp->sq.ci; i != qp->sq_next; i++)
-		send_wqe_put(o, e, qp, qhca_sq_slot(qp, i));
-	/* responder */
-	put32(o, qp->epsn);
-	put32(o, qp->msn);
-	put8(o, qp->nak_sent);
-	put8(o, qp->recv.active);
-	if (qp->recv.active) {
-		put64(o, qp->recv.wr_id);
-		put32(o, qp->recv.srq ? qp->recv.srq->handle : 0);
-		sgl_put(o, e, &qp->recv.sgl);
-		put64(o, qp->recv.offset);
-	}
-	put8(o, qp->write_active);
-	put64(o, qp->write_va);
-	put64(o, qp->write_left);
-	put64(o, qp->write_total);
-	put8(o, qp->drop_msg);
-	ref_put(o, e, qp->write_mr);
-	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
-		rd_put(o, &qp->rd[i]);
-	put32(o, qp->rd_next);
-	put8(o, qp->rr.active);
-	put8(o, qp->rr.dropped);
-	put32(o, qp->rr.len);
-	put32(o, qp->rr.psn);
-	put32(o, qp->rr.k);
-	put32(o, qp->rr.n);
-	put32(o, qp->rr.mtu);
-	put64(o, qp->rr.va);
-	ref_put(o, e, qp->rr.mr);
-}
-
-static void qps_put(struct mig_out *o, struct qhca_engine *e, uint64_t now)
-{
-	struct qhca_list *l;
-	uint32_t i, n = 0;
-
-	put32(o, SEC_QP);
-	put32(o, e->qp_table.count);
-	for (i = 0; i < e->cfg.max_qp; i++)
-		if (e->qp[i])
-			qp_put(o, e, e->qp[i], now);
-	/* the QPs waiting for the transmit path, in their order */
-	for (l = e->tx_waiters.next; l != &e->tx_waiters; l = l->next)
-		n++;
-	put32(o, n);
-	for (l = e->tx_waiters.next; l != &e->tx_waiters; l = l->next)
-		put32(o, qhca_container_of(l, struct qhca_qp, tx_link)->qpn);
-}
-
-/* The QP's record and queues, as qhca_qp_create() makes them. */
-static struct qhca_qp *qp_alloc(struct mig_in *in)
-{
-	struct qhca_engine *e = in->e;
-	uint32_t scqn, rcqn, srqn, xsrqn, i, win_size;
-	struct qhca_qp *qp;
-	int64_t slot;
-	bool tgt, ini;
-	uint64_t slot_bytes;
-
-	qp = qhca_host_zalloc(e, 1, sizeof(*qp));
-	if (!qp) {
-		fail(in, "past the host memory budget");
-		return NULL;
-	}
-	qhca_list_init(&qp->tx_link);
-	qhca_list_init(&qp->xrc_link);
-	qp->deadline = UINT64_MAX;
-	qp->handle = get32(in);
-	qp->qpn = get32(in);
-	slot = live(&e->qp_table, qp->handle);
-	if (in->why || slot < 0 || e->qp[slot] ||
-	    qp->qpn != (QHCA_FIELD_PREP(QPN_GEN_MASK, qhca_obj_generation(qp->handle)) |
-			QHCA_FIELD_PREP(QPN_SLOT_MASK, slot + 2))) {
-		qhca_host_free(qp);
-		fail(in, "a QP out of its slot");
-		return NULL;
-	}
-	e->qp[slot] = qp;	/* freed with the engine from here on */
-	qp->uctx = e->qp_table.owner[slot];
-	qp->serial = get64(in);
-	qp->type = get8(in);
-	qp->state = get8(in);
-	qp->sig_all = getbool(in);
-	qp->pd = get32(in);
-	scqn = get32(in);
-	rcqn = get32(in);
-	srqn = get32(in);
-	qp->max_inline = get16(in);
-	qp->xrcd = get32(in);
-	xsrqn = get32(in);
-	win_size = get32(in);	/* qp->win_size once the window is there (qp_free) */
-	tgt = qp->type == QHCA_QPT_XRC_TGT;
-	ini = qp->type == QHCA_QPT_XRC_INI;
-	if (in->why)
-		return NULL;
-	if (qp->type > QHCA_QPT_XRC_TGT || qp->state > QHCA_QPS_ERR || !qp->serial ||
-	    qp->serial > e->qp_serial) {
-		fail(in, "a QP of a bad type or state");
-		return NULL;
-	}
-	if (!(tgt ? live(&e->xrcd, qp->xrcd) >= 0 && !qp->pd && !qp->uctx && !scqn && !rcqn &&
-	      !srqn && !qp->max_inline && !qp->sig_all :
-	      live(&e->pd, qp->pd) >= 0 && !qp->xrcd && !xsrqn &&
-	      (!qp->uctx || live(&e->uctx, qp->uctx) >= 0) &&
-	      qp->max_inline <= e->cfg.max_inline && (!ini || (!rcqn && !srqn)))) {
-		fail(in, "a QP of bad owners");
-		return NULL;
-	}
-	qhca_obj_hold(&e->xrcd, qp->xrcd);
-	qhca_obj_hold(&e->pd, qp->pd);
-	qhca_obj_hold(&e->uctx, qp->uctx);
-	if (!tgt) {
-		qp->send_cq = qhca_cq_find(e, scqn);
-		qp->recv_cq = rcqn ? qhca_cq_find(e, rcqn) : NULL;
-		qp->srq = srqn ? qhca_srq_find(e, srqn) : NULL;
-		if (!qp->send_cq || (!ini && !qp->recv_cq) || (srqn && !qp->srq) ||
-		    qp->send_cq->uctx != qp->uctx || (qp->recv_cq && qp->recv_cq->uctx != qp->uctx) ||
-		    (qp->srq && (qp->srq->uctx != qp->uctx || qp->srq->xrcd))) {
-			fail(in, "a QP with bad CQs or SRQ");
-			return NULL;
-		}
-		qp->send_cq->refs++;
-		if (qp->recv_cq)
-			qp->recv_cq->refs++;
-		if (qp->srq)
-			qp->srq->refs++;
-	} else if (xsrqn) {
-		qp->xrc_srq = qhca_srq_find(e, xsrqn);
-		if (!qp->xrc_srq || qp->xrc_srq->xrcd != qp->xrcd) {
-			fail(in, "an XRC target of a bad SRQ");
-			return NULL;
-		}
-	}
-	/* an XRC target has no queues; XRC initiators and QPs on an SRQ no RQ */
-	if (!wq_get(in, &qp->sq, 6, tgt) || !wq_get(in, &qp->rq, 4, tgt || ini || qp->srq))
-		return NULL;
-	if (!qp->sq.npages != tgt || !qp->rq.npages != (tgt || ini || qp->srq)) {
-		fail(in, "a QP with queues it cannot have");
-		return NULL;
-	}
-	/* The window it was given: at most what win_alloc_size() would give today. */
-	if (!is_pow2(win_size) || win_size > (1u << qp->sq.log2) || win_size > QHCA_SQ_WINDOW) {
-		fail(in, "a QP window of a bad size");
-		return NULL;
-	}
-	slot_bytes = sizeof(*qp->win) + qp->max_inline;
-	qp->win = qhca_host_zalloc(e, win_size, sizeof(*qp->win));
-	if (qp->win && qp->max_inline) {
-		qp->inline_mem = qhca_host_zalloc(e, win_size, qp->max_inline);
-		for (i = 0; qp->inline_mem && i < win_size; i++)
-			qp->win[i].inline_data = qp->inline_mem + (size_t)i * qp->max_inline;
-	}
-	if (!qp->win || (qp->max_inline && !qp->inline_mem)) {
-		fail(in, "past the host memory budget");
-		return NULL;
-	}
-	qp->win_size = win_size;
-	qp->win_bytes = win_size * slot_bytes;
-	e->qp_window_bytes += qp->win_bytes;
-	return qp;
-}
-
-/*
- * What a QP may be on the port's link. QP0 is InfiniBand's, and QP1 and QP0 are the ones
- * CREATE_QP recorded (cmd_create_qp: one each). iWARP's connections are not in the stream
- * (iw.c; QEMU blocks the migration of an iWARP port): an iWARP QP comes unconnected (RESET,
- * INIT, or in error), RC as iWARP has it, and without the RoCE and InfiniBand transport's
- * state, which iWARP never makes: messages started, timers, receives, WRITEs and READ
- * responses in progress, the READ/ATOMIC history (resp_pump would send them as RoCE frames).
- */
-static bool qp_link_ok(struct mig_in *in, const struct qhca_qp *qp)
-{
-	const struct qhca_engine *e = in->e;
-	uint32_t i;
-
-	CHECK(in, qp->type != QHCA_QPT_SMI || e->cfg.link == QHCA_LINK_IB,
-	      "QP0 on an Ethernet port");
-	CHECK(in, (qp->type != QHCA_QPT_GSI || qp->qpn == e->gsi_qpn) &&
-		  (qp->type != QHCA_QPT_SMI || qp->qpn == e->smi_qpn),
-	      "a special QP that CREATE_QP did not record");
-	if (e->cfg.link != QHCA_LINK_IWARP)
-		return true;
-	CHECK(in, qp->type == QHCA_QPT_RC, "a QP of a type an iWARP port does not have");
-	CHECK(in, qp->state == QHCA_QPS_RESET || qp->state == QHCA_QPS_INIT ||
-		  qp->state == QHCA_QPS_ERR,
-	      "a connected iWARP QP (its TCP connection is not in the stream)");
-	CHECK(in, qp->sq_next == qp->sq.ci && qp->deadline == UINT64_MAX && !qp->rnr_wait &&
-		  !qp->rd_atomic_out && !qp->recv.active && !qp->write_active && !qp->write_mr &&
-		  !qp->rr.active && !qp->rr.mr, "RoCE transport state on an iWARP port");
-	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
-		CHECK(in, !qp->rd[i].valid, "RoCE transport state on an iWARP port");
-	return true;
-}
-
-static bool qp_get(struct mig_in *in)
-{
-	struct qhca_engine *e = in->e;
-	/* the path MTU is checked on its own (mtu_ok) */
-	struct qhca_qp_attr a = { .mask = ~0u & ~(QHCA_QP_STATE | QHCA_QP_CUR_STATE |
-						  QHCA_QP_PATH_MTU) };
-	struct qhca_qp *qp = qp_alloc(in);
-	uint64_t rem;
-	uint32_t i, srqn;
-	bool none;
-
-	if (!qp)
-		return false;
-	qp->mtu = get32(in);
-	qp->timeout = get8(in);
-	qp->retry_cnt = get8(in);
-	qp->rnr_retry = get8(in);
-	qp->min_rnr_timer = get8(in);
-	qp->max_rd_atomic = get8(in);
-	qp->max_dest_rd_atomic = get8(in);
-	qp->qkey = get32(in);
-	qp->dest_qpn = get32(in);
-	qp->access = get32(in);
-	get(in, &qp->av, sizeof(qp->av));
-	/* what MODIFY_QP checks */
-	CHECK(in, mtu_ok(qp->mtu) && qp->mtu <= (e->cfg.mtu > 1024 ? e->cfg.mtu : 1024),
-	      "a QP of a bad path MTU");
-	a.timeout = qp->timeout;
-	a.retry_cnt = qp->retry_cnt;
-	a.rnr_retry = qp->rnr_retry;
-	a.min_rnr_timer = qp->min_rnr_timer;
-	a.max_rd_atomic = qp->max_rd_atomic;
-	a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
-	a.access_flags = qp->access;
-	a.dest_qpn = qp->dest_qpn;
-	a.av = qp->av;
-	CHECK(in, qhca_qp_attr_ok(e, &a), "a QP attribute out of range");
-	/* requester */
-	qp->sq_next = get32(in);
-	qp->tx_idx = get32(in);
-	qp->psn = get32(in) & 0xffffff;
-	qp->retries = get32(in);
-	qp->rnr_retries = get32(in);
-	qp->una = get32(in) & 0xffffff;
-	qp->ack_psn = get32(in) & 0xffffff;
-	qp->snd_max = get32(in) & 0xffffff;
-	qp->rewind_psn = get32(in) & 0xffffff;
-	qp->cwnd = get32(in);
-	qp->ssthresh = get32(in);
-	qp->cwnd_acc = get32(in);
-	qp->clean = get32(in);
-	qp->rewound = getbool(in);
-	qp->probe = getbool(in);
-	qp->dup = getbool(in);
-	qp->dup_psn = get32(in) & 0xffffff;
-	rem = get64(in);
-	qp->rnr_wait = getbool(in);
-	qp->rd_atomic_out = get32(in);
-	CHECK(in, qp->sq_next - qp->sq.ci <= qp->win_size &&
-		  qp->sq_next - qp->sq.ci <= qp->sq.pi - qp->sq.ci &&
-		  qp->tx_idx - qp->sq.ci <= qp->sq_next - qp->sq.ci,
-	      "a send queue with more started than posted or room");
-	/* a window set up whenever messages are out (start_wqes), halved at most to 1 */
-	CHECK(in, qp->cwnd <= QHCA_CWND_MAX && qp->ssthresh <= QHCA_CWND_MAX &&
-		  (qp->sq_next == qp->sq.ci || qp->cwnd) &&
-		  qp->rd_atomic_out <= QHCA_MAX_RD_ATOMIC, "a bad requester state");
-	for (i = qp->sq.ci; i != qp->sq_next && !in->why; i++)
-		send_wqe_get(in, qp, qhca_sq_slot(qp, i));
-	if (in->why)
-		return false;
-	if (rem != UINT64_MAX)
-		qhca_qp_set_deadline(e, qp, deadline_of(rem, in->now));
-	/* responder */
-	qp->epsn = get32(in) & 0xffffff;
-	qp->msn = get32(in) & 0xffffff;
-	qp->nak_sent = getbool(in);
-	qp->recv.active = getbool(in);
-	CHECK(in, !qp->recv.active || qp->type != QHCA_QPT_XRC_INI, "a receive on an XRC initiator");
-	if (qp->recv.active) {
-		struct qhca_srq *srq;
-
-		qp->recv.wr_id = get64(in);
-		srqn = get32(in);
-		srq = srqn ? qhca_srq_find(e, srqn) : NULL;
-		/* its queue: the RQ, the QP's SRQ, or an XRC target's an XRC SRQ of its domain */
-		CHECK(in, !in->why && (qp->type == QHCA_QPT_XRC_TGT ?
-				       srq && srq->xrcd == qp->xrcd : srq == qp->srq),
-		      "a receive from another queue");
-		qp->recv.srq = srq;
-		if (qp->type == QHCA_QPT_XRC_TGT)
-			qhca_list_add_tail(&srq->xrc_msgs, &qp->xrc_link);
-		/* its SGEs were checked against the PD of its queue */
-		sgl_get(in, &qp->recv.sgl, srq ? srq->pd : qp->pd, QHCA_ACCESS_LOCAL_WRITE);
-		qp->recv.offset = get64(in);
-		CHECK(in, !in->why && qp->recv.offset <= qp->recv.sgl.length, "a bad receive");
-	}
-	/* An RDMA WRITE in progress holds its target (none for 0 bytes) as resp.c took it: of
-	 * the QP's PD (an XRC target's comes with each request), granting remote write over
-	 * what is left. */
-	qp->write_active = getbool(in);
-	qp->write_va = get64(in);
-	qp->write_left = get64(in);
-	qp->write_total = get64(in);
-	qp->drop_msg = getbool(in);
-	{
-		struct mig_range r = { qp->write_va, qp->write_left, QHCA_ACCESS_REMOTE_WRITE };
-
-		qp->write_mr = ref_get(in, &none, qp->type == QHCA_QPT_XRC_TGT ? 0 : qp->pd,
-				       REF_ANY, &r);
-	}
-	if (in->why)
-		return false;
-	CHECK(in, qp->write_left <= qp->write_total && (qp->write_active || !qp->write_mr) &&
-		  (!qp->write_active || !qp->write_left || qp->write_mr),
-	      "a bad RDMA WRITE in progress");
-	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
-		rd_get(in, &qp->rd[i]);
-	qp->rd_next = get32(in);
-	qp->rr.active = getbool(in);
-	qp->rr.dropped = getbool(in);
-	qp->rr.len = get32(in);
-	qp->rr.psn = get32(in) & 0xffffff;
-	qp->rr.k = get32(in);
-	qp->rr.n = get32(in);
-	qp->rr.mtu = get32(in);
-	qp->rr.va = get64(in);
-	/* READ responses to send read from their source (none for 0 bytes), of the QP's PD,
-	 * granting remote read over the whole READ */
-	{
-		struct mig_range r = { qp->rr.va, qp->rr.len, QHCA_ACCESS_REMOTE_READ };
-
-		qp->rr.mr = ref_get(in, &none, qp->type == QHCA_QPT_XRC_TGT ? 0 : qp->pd, REF_ANY,
-				    &r);
-	}
-	if (in->why)
-		return false;
-	CHECK(in, !qp->rr.mr || qp->rr.active, "a READ response holding a region while idle");
-	/* the count of responses as read_npkts() makes it, 32-bit */
-	if (qp->rr.active)
-		CHECK(in, mtu_ok(qp->rr.mtu) && (!qp->rr.len || qp->rr.mr) &&
-			  qp->rr.n == (qp->rr.len ? (qp->rr.len + qp->rr.mtu - 1) / qp->rr.mtu : 1) &&
-			  qp->rr.k <= qp->rr.n, "a bad READ response in progress");
-	return qp_link_ok(in, qp);
-}
-
-static bool qps_get(struct mig_in *in)
-{
-	struct qhca_engine *e = in->e;
-	uint32_t n, i;
-
-	expect_section(in, SEC_QP);
-	n = get32(in);
-	CHECK(in, n == e->qp_table.count, "QPs missing or more than the table has");
-	for (i = 0; i < n && !in->why; i++)
-		qp_get(in);
-	n = get32(in);
-	CHECK(in, n <= e->qp_table.count, "more QPs waiting than there are");
-	CHECK(in, !n || e->cfg.link != QHCA_LINK_IWARP, "RoCE transport state on an iWARP port");
-	for (i = 0; i < n && !in->why; i++) {
-		struct qhca_qp *qp = qhca_qp_find(e, get32(in));
-
-		CHECK(in, qp && qhca_list_empty(&qp->tx_link), "a bad QP waiting to send");
-		qhca_tx_wait(e, qp);
-	}
-	/* The send queues a budget left to the timer are not saved: every QP with WQEs to
-	 * start or packets to send goes on from the timer once resumed (req.c, "the budget";
-	 * one that was waiting for its window or a fence finds it still closed). */
-	for (i = 0; i < e->cfg.max_qp && !in->why && e->cfg.link != QHCA_LINK_IWARP; i++) {
-		const struct qhca_qp *qp = e->qp[i];
-
-		if (qp && (qp->state == QHCA_QPS_RTS || qp->state == QHCA_QPS_SQD) &&
-		    (qp->sq_next != qp->sq.pi || qp->tx_idx != qp->sq_next))
-			qhca_req_defer(e, qp);
-	}
-	/* the kernel's QP1 and (InfiniBand) QP0, as CREATE_QP makes them (admin.c) */
-	{
-		struct qhca_qp *gsi = e->gsi_qpn ? qhca_qp_find(e, e->gsi_qpn) : NULL;
-		struct qhca_qp *smi = e->smi_qpn ? qhca_qp_find(e, e->smi_qpn) : NULL;
-
-		CHECK(in, (!e->gsi_qpn || (gsi && gsi->type == QHCA_QPT_GSI && !gsi->uctx)) &&
-			  (!e->smi_qpn || (smi && smi->type == QHCA_QPT_SMI && !smi->uctx &&
-					   e->cfg.link == QHCA_LINK_IB)),
-		      "a special QP that is not one");
 	}
 	return !in->why;
 }
@@ -1645,10 +881,10 @@ static void mcast_put(struct mig_out *o, struct qhca_engine *e)
 
 		if (!g->nqps)
 			continue;
-		put(o, g->gid, 16);
+		mig_put(o, g->gid, 16);
 		put16(o, g->mlid);
 		put32(o, g->nqps);
-		put(o, g->qpn, g->nqps * sizeof(g->qpn[0]));
+		mig_put(o, g->qpn, g->nqps * sizeof(g->qpn[0]));
 	}
 }
 
@@ -1669,7 +905,7 @@ static bool mcast_get(struct mig_in *in)
 		struct qhca_mcast_group *g = &e->mcast[i];
 		uint32_t nqps;
 
-		get(in, g->gid, 16);
+		mig_get(in, g->gid, 16);
 		g->mlid = get16(in);
 		nqps = get32(in);
 		/* what MCAST_ATTACH checks (sma.c) */
@@ -1706,7 +942,7 @@ static void loop_put(struct mig_out *o, struct qhca_engine *e)
 		uint32_t s = (e->loop_head + i) % LOOP_QUEUE;
 
 		put32(o, (uint32_t)e->loop_len[s]);
-		put(o, e->loop_q[s], e->loop_len[s]);
+		mig_put(o, e->loop_q[s], e->loop_len[s]);
 	}
 }
 
@@ -1727,7 +963,7 @@ static bool loop_get(struct mig_in *in)
 		uint32_t len = get32(in);
 
 		CHECK(in, len <= LOOP_FRAME, "a frame for loopback too long");
-		get(in, e->loop_q[i], len);
+		mig_get(in, e->loop_q[i], len);
 		e->loop_len[i] = len;
 	}
 	e->loop_head = 0;
@@ -1743,7 +979,7 @@ static void counters_put(struct mig_out *o, struct qhca_engine *e)
 {
 	put32(o, SEC_COUNTERS);
 	put32(o, NCOUNTERS);
-	put(o, &e->cnt, sizeof(e->cnt));
+	mig_put(o, &e->cnt, sizeof(e->cnt));
 }
 
 static bool counters_get(struct mig_in *in)
@@ -1753,7 +989,7 @@ static bool counters_get(struct mig_in *in)
 	expect_section(in, SEC_COUNTERS);
 	n = get32(in);
 	CHECK(in, n <= NCOUNTERS, "more counters than this version has");
-	get(in, &in->e->cnt, n * sizeof(uint64_t));
+	mig_get(in, &in->e->cnt, n * sizeof(uint64_t));
 	/* counted by the InfiniBand port alone (ib_dispatch, qhca_mad_ifc) */
 	CHECK(in, in->e->cfg.link == QHCA_LINK_IB ||
 		  (!in->e->cnt.ib_rx_bad_lid && !in->e->cnt.smps),
@@ -1767,7 +1003,7 @@ int qhca_engine_save(struct qhca_engine *e, uint8_t **buf, size_t *len)
 	uint64_t now = e->ops->now_ns(e->opaque);
 	struct mig_out o = { 0 };
 
-	put(&o, MIG_MAGIC, 8);
+	mig_put(&o, MIG_MAGIC, 8);
 	put32(&o, MIG_VERSION);
 	put32(&o, QHCA_ABI_VERSION);
 	config_put(&o, &e->cfg);
@@ -1784,7 +1020,7 @@ int qhca_engine_save(struct qhca_engine *e, uint8_t **buf, size_t *len)
 	mrs_put(&o, e);
 	cqs_put(&o, e);
 	srqs_put(&o, e);
-	qps_put(&o, e, now);
+	mig_qps_put(&o, e, now);
 	mcast_put(&o, e);
 	loop_put(&o, e);
 	counters_put(&o, e);
@@ -1810,7 +1046,7 @@ static bool load_all(struct mig_in *in)
 	uint32_t i;
 	char magic[8];
 
-	get(in, magic, 8);
+	mig_get(in, magic, 8);
 	CHECK(in, !memcmp(magic, MIG_MAGIC, 8), "not a qhca device state");
 	CHECK(in, get32(in) == MIG_VERSION, "a device state of another format version");
 	CHECK(in, get32(in) == QHCA_ABI_VERSION, "a device state of another device interface");
@@ -1828,7 +1064,7 @@ static bool load_all(struct mig_in *in)
 	 * belong to the kernel. */
 	for (i = 0; i < e->pd.capacity; i++)
 		if ((e->pd.gen[i] & OBJ_USED) && e->pd.owner[i]) {
-			CHECK(in, live(&e->uctx, e->pd.owner[i]) >= 0, "a PD of no user context");
+			CHECK(in, mig_live(&e->uctx, e->pd.owner[i]) >= 0, "a PD of no user context");
 			qhca_obj_hold(&e->uctx, e->pd.owner[i]);
 		}
 	for (i = 0; i < e->uctx.capacity; i++)
@@ -1837,7 +1073,7 @@ static bool load_all(struct mig_in *in)
 		CHECK(in, !e->xrcd.owner[i], "an XRC domain with an owner");
 	for (i = 0; i < e->eq_table.capacity; i++)
 		CHECK(in, !e->eq_table.owner[i], "an EQ with an owner");
-	if (!mrs_get(in) || !cqs_get(in) || !srqs_get(in) || !qps_get(in) || !mcast_get(in) ||
+	if (!mrs_get(in) || !cqs_get(in) || !srqs_get(in) || !mig_qps_get(in) || !mcast_get(in) ||
 	    !loop_get(in) || !counters_get(in))
 		return false;
 	expect_section(in, SEC_END);
