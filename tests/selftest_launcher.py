@@ -441,6 +441,160 @@ def cp_2_top_as_a_link_refused():
     nothing_left(dst, out)
 
 
+# ---------------------------------------------------------------- 3: a guest's output
+STATE = {"vms": [{"index": 1, "ssh_port": 2222}]}
+
+
+@test('guest_run: 64 MiB of output kept to its head and tail, the cut said')
+def guest_run_3_output_bounded():
+    """64 MiB of output: what guest_run keeps is at most its cap (its head and its tail),
+    says what it left out, and the launcher never holds the whole."""
+    tracemalloc.start()
+    try:
+        rc, out = guest.guest_run(STATE, 1, "echo HEAD; head -c %d /dev/zero | tr '\\0' x; "
+                                  "echo; echo TAIL" % (64 * MiB))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    eq(rc, 0)
+    assert peak < 8 * MiB, "peak %d bytes" % peak
+    assert len(out) <= MiB + 200, len(out)	# the cap: 1 MiB
+    assert out.startswith("HEAD\nxxx") and out.endswith("xxx\nTAIL\n"), (out[:20], out[-20:])
+    eq(len(out.encode()), MiB + len("\n[qhca: 63.0 MiB of the guest's output left out here]\n"))
+    assert "\n[qhca: 63.0 MiB of the guest's output left out here]\n" in out, \
+        out[MiB // 2 - 100:MiB // 2 + 200]
+
+
+@test('guest_run: bytes that are no UTF-8 are replaced, not a traceback')
+def guest_run_3_invalid_utf8_replaced():
+    rc, out = guest.guest_run(STATE, 1, "printf 'caf\\303\\n\\377\\376 end\\n'; exit 3")
+    eq((rc, out), (3, "caf\ufffd\n\ufffd\ufffd end\n"))
+
+
+class Tty(io.TextIOWrapper):
+    """A terminal standing in for stderr: what was written, in bytes."""
+
+    def __init__(self):
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="replace", write_through=True)
+
+    def isatty(self):
+        return True
+
+    def written(self):
+        self.flush()
+        return self.buffer.getvalue()
+
+
+NASTY = r"printf '\033]0;pwned\007 hi \033[2J\377\302\233 end\n'"
+
+
+def with_stderr(fn):
+    old, sys.stderr = sys.stderr, Tty()
+    try:
+        try:
+            fn()
+        except SystemExit:
+            pass
+        return sys.stderr.written()
+    finally:
+        sys.stderr = old
+
+
+@test("explain: the client's escape sequences do not reach the terminal")
+def explain_3_client_output_filtered_on_a_terminal():
+    """explain shows the client's output: its escape sequences and C1 controls do not reach
+    the terminal, a byte that is no UTF-8 does not stop the launcher."""
+    open(os.path.join(RUN, "vm1.qemu.log"), "w").close()
+    old = explain.running_vm, explain.qmp
+    explain.running_vm = lambda state, i: state["vms"][0]
+    explain.qmp = lambda *a, **k: None
+    try:
+        args = argparse.Namespace(cmd=["--", NASTY], render=None, client=1, server=2,
+                                  server_cmd=None, alone=True, out=os.path.join(WORK, "ex"),
+                                  timeout=10, all=False)
+        got = with_stderr(lambda: explain.cmd_explain(args))
+    finally:
+        explain.running_vm, explain.qmp = old
+    assert b" hi " in got and b" end" in got, got
+    assert b"\x1b" not in got and b"\x07" not in got and b"\xc2\x9b" not in got, got
+    assert b"Traceback" not in got, got
+
+
+def sparse_log(i, size, tail=b""):
+    path = os.path.join(RUN, "vm%d.log" % i)
+    with open(path, "wb") as f:
+        f.truncate(size)
+        f.seek(size)
+        f.write(tail)
+    return path
+
+
+@test("log_tails: the serial log's tail read from its end, controls filtered")
+def log_tails_3_bounded_and_filtered():
+    """The serial log's last lines, from a log of 64 MiB: read from its end, the guest's
+    escape sequences out on a terminal."""
+    sparse_log(7, 64 * MiB, b"\n".join(b"line %d \x1b[2J\x1b]0;t\x07\xff" % k
+                                       for k in range(20)) + b"\n")
+    tracemalloc.start()
+    try:
+        got = with_stderr(lambda: vms.log_tails([7], lines=3))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MiB, "peak %d bytes" % peak
+    assert b"line 17" in got and b"line 19" in got and b"line 16" not in got, got
+    assert b"\x1b" not in got and b"\x07" not in got, got
+
+
+def rchar():
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+@test('ready_marks: reads only what the log grew by, a split mark counts once')
+def ready_marks_3_incremental():
+    """ready_marks reads what the guest added since its last look, not the whole log again;
+    a mark split across two writes counts once."""
+    path = sparse_log(8, 64 * MiB, b"boot qhca-guest-ready\n")
+    vm = {"index": 8}
+    eq(vms.ready_marks(vm), 1)
+    for piece, want in ((b"reboot qhca-gue", 1), (b"st-ready\n", 2), (b"", 2)):
+        with open(path, "ab") as f:
+            f.write(piece)
+        before = rchar()
+        eq(vms.ready_marks(vm), want)
+        assert rchar() - before < MiB, "read %d bytes again" % (rchar() - before)
+    os.unlink(path)		# a new log ('start' moves the old one away): counted anew
+    sparse_log(8, 0, b"qhca-guest-ready\n")
+    eq(vms.ready_marks(vm), 1)
+
+
+@test("ready_marks: counts as one whole read does, however the log is cut into reads")
+def ready_marks_any_cut():
+    import random
+    rnd = random.Random(40)
+    old = vms.LOG_CHUNK
+    path = os.path.join(RUN, "vm9.log")
+    try:
+        for mark, disk in (("qhca-guest-ready", False), (" login: ", True)):
+            for _ in range(200):
+                vms.LOG_CHUNK = rnd.choice([1, 2, 3, 5, 7, 64])
+                open(path, "wb").close()
+                vms.MARKS_READ.pop(path, None)
+                text = b""
+                for _ in range(20):
+                    m = mark.encode()
+                    piece = rnd.choice([m, m[:rnd.randint(1, len(m))], m[rnd.randint(1, len(m)):],
+                                        b" ", b"x" * rnd.randint(0, 5)])
+                    text += piece
+                    with open(path, "ab") as f:
+                        f.write(piece)
+                    eq((text, vms.ready_marks({"index": 9, "disk": disk})),
+                       (text, text.count(mark.encode())))
+    finally:
+        vms.LOG_CHUNK = old
+
+
 try:
     for name, fn in TESTS:
         check(name, fn)

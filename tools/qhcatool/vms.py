@@ -19,7 +19,7 @@ from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, 
                      vm_entry, vm_mac)
 from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .files import parse_shares, share_qemu_args
-from .guest import guest_run, ssh_base
+from .guest import guest_run, ssh_base, terminal_text
 from .kernel import own_kernel_image
 from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, local_uri, virsh
 from .netns import (BRIDGE, bridge_mtu, bridge_taps_setup, bridge_taps_teardown, need_root,
@@ -246,14 +246,43 @@ def check_artifacts(image, flavour):
 DISK_READY_MARK = " login: "
 
 
+# What ready_marks has read of each serial log: path -> [(device, inode), bytes read, marks
+# counted, the end of the last read that may begin a mark].
+MARKS_READ = {}
+LOG_CHUNK = 1 << 20
+
+
 def ready_marks(vm):
-    """How often guest VM's serial log has its ready mark (once per boot of the guest)."""
-    mark = DISK_READY_MARK if vm.get("disk") else READY_MARK
+    """How often guest VM's serial log has its ready mark (once per boot of the guest). The
+    guest writes the log: it is read from where the last call stopped, a block at a time
+    (a new file, or one shorter than what was read, from its start)."""
+    mark = (DISK_READY_MARK if vm.get("disk") else READY_MARK).encode()
+    path = os.path.join(RUN, "vm%d.log" % vm["index"])
     try:
-        with open(os.path.join(RUN, "vm%d.log" % vm["index"]), "rb") as f:
-            return f.read().count(mark.encode())
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            seen = MARKS_READ.get(path)
+            if not seen or seen[0] != (st.st_dev, st.st_ino) or st.st_size < seen[1]:
+                seen = MARKS_READ[path] = [(st.st_dev, st.st_ino), 0, 0, b""]
+            f.seek(seen[1])
+            while True:
+                data = f.read(LOG_CHUNK)
+                if not data:
+                    break
+                seen[1] += len(data)
+                data = seen[3] + data		# a mark split across two reads
+                at = 0
+                while True:
+                    k = data.find(mark, at)
+                    if k < 0:
+                        break
+                    seen[2] += 1
+                    at = k + len(mark)
+                # What may begin a mark: the last len(mark) - 1 bytes, none of a mark counted.
+                seen[3] = data[max(len(data) - len(mark) + 1, at):]
     except OSError:
-        return 0
+        return MARKS_READ[path][2] if path in MARKS_READ else 0
+    return seen[2]
 
 
 def wait_ready(state, timeout, indexes=None, since=None, marks=None):
@@ -285,14 +314,24 @@ def wait_ready(state, timeout, indexes=None, since=None, marks=None):
             ", ".join("%s/vm%d.log" % (RUN, i) for i in sorted(pending))))
 
 
+# The end of a serial log that log_tails reads, and the most of a line it shows.
+TAIL_BYTES = 64 << 10
+TAIL_LINE = 500
+
+
 def log_tails(indexes, lines=8):
+    """The last LINES lines of the serial logs of guests INDEXES on stderr. The guest writes
+    them: only their last TAIL_BYTES are read, a line is cut at TAIL_LINE characters, and
+    on a terminal the guest's control characters are left out (guest.terminal_text)."""
     for i in indexes:
         try:
-            tail = open(os.path.join(RUN, "vm%d.log" % i),
-                        errors="replace").read().splitlines()[-lines:]
-            sys.stderr.write("--- vm%d.log (last lines)\n%s\n" % (i, "\n".join(tail)))
+            with open(os.path.join(RUN, "vm%d.log" % i), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL_BYTES))
+                tail = f.read(TAIL_BYTES).decode("utf-8", "replace").splitlines()[-lines:]
         except OSError:
-            pass
+            continue
+        tail = [t if len(t) <= TAIL_LINE else t[:TAIL_LINE] + " [...]" for t in tail]
+        sys.stderr.write(terminal_text("--- vm%d.log (last lines)\n%s\n" % (i, "\n".join(tail))))
 
 
 # A unix socket path holds at most this many bytes (sun_path, less the NUL); QEMU and the
