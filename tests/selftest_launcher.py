@@ -595,6 +595,91 @@ def ready_marks_any_cut():
         vms.LOG_CHUNK = old
 
 
+# ---------------------------------------------------------------- 4, 5: the package's shape
+PKG = os.path.join(TOOLS, "qhcatool")
+
+
+def functions(module):
+    tree = ast.parse(open(os.path.join(PKG, module + ".py")).read())
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+@test('vms: cmd_up is in pieces of at most 100 lines, each with a docstring')
+def vms_4_cmd_up_in_pieces():
+    """cmd_up and every function of vms.py it calls are at most 100 lines, each with a
+    docstring."""
+    fns = functions("vms")
+    todo, seen = ["cmd_up"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        fn = fns[name]
+        length = fn.end_lineno - fn.lineno + 1
+        assert length <= 100, "%s is %d lines" % (name, length)
+        assert ast.get_docstring(fn), "%s has no docstring" % name
+        todo += [c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call)
+                 and isinstance(c.func, ast.Name) and c.func.id in fns]
+    assert len(seen) >= 5, seen
+
+
+@test("package: no import cycle between the launcher's modules")
+def package_4_no_import_cycle():
+    """The modules' imports of each other at load time make no cycle."""
+    graph = {}
+    for f in os.listdir(PKG):
+        if f.endswith(".py"):
+            deps = set()
+            for node in ast.parse(open(os.path.join(PKG, f)).read()).body:
+                if isinstance(node, ast.ImportFrom) and node.level == 1:
+                    deps |= {node.module} if node.module else {a.name for a in node.names}
+            graph[f[:-3]] = deps
+    state = {}
+
+    def visit(m, path):
+        if state.get(m) == "done":
+            return
+        assert state.get(m) != "open", "import cycle: %s" % " -> ".join(path + [m])
+        state[m] = "open"
+        for d in sorted(graph.get(m, ())):
+            visit(d, path + [m])
+        state[m] = "done"
+    for m in sorted(graph):
+        visit(m, [])
+
+
+@test('up: bad options are refused with their messages, nothing started')
+def up_4_options_refused_before_anything_starts():
+    """up's option checks (which the split keeps as they were) refuse with their messages
+    and start nothing."""
+    before = sorted(os.listdir(RUN))
+    for argv, needle in ((["-n", "0"], "-n must be 1..16"),
+                         (["--first", "250", "-n", "6"], "guests are numbered 1..254"),
+                         (["--mem", "12x"], "must be a number of MiB"),
+                         (["--mem", "100"], "at least 256 MiB"),
+                         (["--netdev", "dgram", "--rxe"], "runs no fabric, so no --rxe"),
+                         (["--ib", "--iwarp"], "two link layers"),
+                         (["--netdev", "dgram", "-n", "3"], "exactly two guests"),
+                         (["--spare-ports", "-1"], "0 or more"),
+                         (["--trunk", "tcp:10.1.1.1:5000"], "loopback address"),
+                         (["--trunk", "bogus"], "expected tcp:HOST:PORT"),
+                         (["--fabric-tcp", "127.0.0.1:65530", "-n", "8"], "do not fit"),
+                         (["--spare-ports", "60", "-n", "8"], "at most 64 ports")):
+        p = subprocess.run([QHCA, "up"] + argv, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        assert p.returncode == 1 and needle in p.stdout, (argv, p.stdout)
+    eq(sorted(os.listdir(RUN)), before)
+
+
+@test('cli: qhca --help, up --help, cp --help')
+def cli_4_help_works():
+    for argv, needle in (([], "qhca up"), (["up"], "--spare-ports"), (["cp"], "PATH")):
+        p = subprocess.run([QHCA] + argv + ["--help"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        assert p.returncode == 0 and needle in p.stdout, (argv, p.stdout)
+
+
 try:
     for name, fn in TESTS:
         check(name, fn)
