@@ -680,6 +680,15 @@ def cli_4_help_works():
         assert p.returncode == 0 and needle in p.stdout, (argv, p.stdout)
 
 
+@test("package: __init__'s module map names every module, one line each")
+def package_5_module_map_lists_every_module():
+    """__init__.py's module map: one line for every module of the package."""
+    doc = ast.get_docstring(ast.parse(open(os.path.join(PKG, "__init__.py")).read()))
+    named = [line.split()[0] for line in doc.split("\n") if line.startswith("  ")]
+    modules = sorted(f[:-3] for f in os.listdir(PKG) if f.endswith(".py") and f != "__init__.py")
+    eq(sorted(named), modules)	# each once, and no line that goes on from the one before
+
+
 try:
     for name, fn in TESTS:
         check(name, fn)
