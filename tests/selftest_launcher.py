@@ -71,7 +71,7 @@ def check(name, fn):
     try:
         fn()
         print("ok - selftest: %s" % name)
-    except BaseException:	# an assertion, anything the code raised, a die() (SystemExit)
+    except (Exception, SystemExit):	# an assertion, anything the code raised, a die()
         bad += 1
         print("not ok - selftest: %s" % name)
         for line in traceback.format_exc().splitlines():

@@ -270,8 +270,9 @@ def write_regions(tf, m, regions, fd):
     """The data of the file member M into the new file FD: REGIONS where they are, then the
     file's size (a sparse file's holes are never written)."""
     m.sparse = regions if m.sparse is not None else None	# tarfile reads by the map checked
-    raw = tf.extractfile(m).raw	# unbuffered: it reads no further than asked, never back
-    with os.fdopen(fd, "wb") as out:
+    member = tf.extractfile(m)
+    raw = member.raw	# unbuffered: it reads no further than asked, never back
+    with member, os.fdopen(fd, "wb") as out:
         for off, n in regions:
             raw.seek(off)
             out.seek(off)
