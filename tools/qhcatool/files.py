@@ -24,7 +24,7 @@ import sys
 import tarfile
 import tempfile
 
-from .common import CACHE, RUN, die, info, load_state
+from .common import CACHE, RUN, die, info, load_state, size_text
 from .guest import ssh_base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -196,13 +196,6 @@ def parse_size(text):
     if not m:
         raise ValueError("%r is no size (a number of bytes, or with K, M, G or T)" % text)
     return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
-
-
-def size_text(n):
-    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if n >= 1 << shift:
-            return ("%d %s" if n % (1 << shift) == 0 else "%.1f %s") % (n / (1 << shift), unit)
-    return "%d bytes" % n
 
 
 def blocks(start, end):

@@ -11,7 +11,7 @@ import sys
 import termios
 import tty
 
-from .common import RUN, SSH_KEY, die, info, load_state, vm_entry
+from .common import RUN, SSH_KEY, die, info, load_state, size_text, vm_entry
 from .tap import TtyFilter
 
 # The most of a guest command's output guest_run keeps (its first and last half): the rest
@@ -112,14 +112,6 @@ def guest_run(state, i, cmd, background_log=None, keep=OUTPUT_KEEP):
         out += "\n[qhca: %s of the guest's output left out here]\n" % size_text(
             total - len(head) - len(tail))
     return p.wait(), out + tail.decode("utf-8", "replace")
-
-
-def size_text(n):
-    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if n >= 1 << shift:
-            return "%.1f %s" % (n / (1 << shift), unit) if n % (1 << shift) else \
-                "%d %s" % (n >> shift, unit)
-    return "%d bytes" % n
 
 
 def terminal_text(text, stream=None):
