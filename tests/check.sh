@@ -207,7 +207,7 @@ tiers=("$@")
 
 for tier in "${tiers[@]}"; do
     case $tier in
-    selftest) run_tier "selftest (the harness: check, skip, tally)" bash "$QHCA_ROOT/tests/selftest.sh" ;;
+    selftest) run_tier "selftest (the harness: check, skip, tally; the launcher)" bash "$QHCA_ROOT/tests/selftest.sh" ;;
     # test-iwarp has tshark decode the iWARP frames it builds
     unit) need_pkgs tshark; run_tier "unit (engine, fabric)" unit_tests plain ;;
     sanitize) need_pkgs tshark; run_tier "unit under ASan+UBSan" unit_tests sanitize ;;

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Self-test of the test harness, no VM needed (the first tier of tests/check.sh): the helpers
 # of tests/vm/lib.sh (check, skip, finish, vm_up's guard, the negatives kernel_log_clean and
-# ping_lost, via_qhca), the tally and summary of tests/check.sh, and what 'qhca run' makes of
-# a test's output (tests/selftest_run.py). A harness that cannot fail makes every test pass;
+# ping_lost, via_qhca), the tally and summary of tests/check.sh, what 'qhca run' makes of
+# a test's output (tests/selftest_run.py), and what the launcher takes from a guest
+# (tests/selftest_launcher.py). A harness that cannot fail makes every test pass;
 # here each helper is fed a failing case and must fail it.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -142,22 +143,27 @@ say "layers: an engine file with a QEMU header fails" grep -q 'engine/qp.c inclu
 say "layers: the fabric may include wire/ headers" eval '! grep -q "includes \"roce.h\"" <<<"$out"'
 rm -rf "$lay"
 
-# ---- qhca run (tools/qhcatool/tap.py): TAP parsing, the verdict of a run, the bounded
-# capture and the TAP and JUnit files, by tests/selftest_run.py. Its "ok"/"not ok" lines are
-# this test's own; a failure of the script with no "not ok" line counts as one.
-run_out=$(python3 "$here/selftest_run.py" 2>&1)
-run_rc=$?
-run_bad=0
-while IFS= read -r line; do
-    case $line in
-    "ok - selftest: "*) echo "$line"; n_ok=$((n_ok + 1)) ;;
-    "not ok - selftest: "*) echo "$line"; n_bad=$((n_bad + 1)) run_bad=1 ;;
-    "") ;;
-    *) echo "#   ${line#\#   }" ;;
-    esac
-done <<<"$run_out"
-[ "$run_rc" = 0 ] || [ "$run_bad" = 1 ] ||
-    say "tests/selftest_run.py ran to its end (status $run_rc)" false
+# ---- the launcher in Python, by scripts of their own whose "ok"/"not ok" lines are this
+# test's own (a failure of a script with no "not ok" line counts as one):
+# tests/selftest_run.py: what 'qhca run' makes of a test's output (tools/qhcatool/tap.py):
+# TAP parsing, the verdict of a run, the bounded capture and the TAP and JUnit files;
+# tests/selftest_launcher.py: what the launcher takes from a guest (qhca cp's archives, the
+# guests' output and serial logs) and the package's shape.
+for script in selftest_run.py selftest_launcher.py; do
+    py_out=$(python3 "$here/$script" 2>&1)
+    py_rc=$?
+    py_bad=0
+    while IFS= read -r line; do
+        case $line in
+        "ok - selftest: "*) echo "$line"; n_ok=$((n_ok + 1)) ;;
+        "not ok - selftest: "*) echo "$line"; n_bad=$((n_bad + 1)) py_bad=1 ;;
+        "") ;;
+        *) echo "#   ${line#\#   }" ;;
+        esac
+    done <<<"$py_out"
+    [ "$py_rc" = 0 ] || [ "$py_bad" = 1 ] ||
+        say "tests/$script ran to its end (status $py_rc)" false
+done
 
 echo "$n_ok passed, $n_bad failed, 0 skipped"
 [ "$n_bad" = 0 ]

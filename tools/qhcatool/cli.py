@@ -106,7 +106,7 @@ import sys
 from .common import CACHE, DEFAULT_FLAVOUR, DEFAULT_MEM, FLAVOURS, RUN
 from .explain import cmd_explain
 from .fabric import cmd_fabric
-from .files import cmd_cp
+from .files import MAX_BYTES, cmd_cp, parse_size
 from .guest import cmd_console, cmd_exec, cmd_ssh
 from .migrate import cmd_migrate
 from .snapshot import cmd_snapshot
@@ -119,6 +119,13 @@ def cmd_paths(args):
     print("cache %s" % CACHE)
     print("run %s" % RUN)
     return 0
+
+
+def size_arg(text):
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def add_up_options(p):
@@ -296,6 +303,12 @@ def main():
     p.set_defaults(fn=cmd_exec)
     p = sub.add_parser("cp", help="copy files and directories into or out of a guest: "
                                   "cp SRC... I:PATH, cp I:PATH... DIR")
+    p.add_argument("--max-bytes", type=size_arg, default=MAX_BYTES, metavar="SIZE",
+                   help="a copy out of a guest writes at most SIZE on the host (default 1 GiB; "
+                        "K, M, G, T: powers of 1024), counted in 4 KiB blocks: one for every "
+                        "file, directory and link, and the blocks a file's data fills (a "
+                        "sparse file's holes fill none); past it the copy fails and leaves "
+                        "nothing")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.set_defaults(fn=cmd_cp)
     p = sub.add_parser("ssh", help="interactive shell in guest I")

@@ -51,6 +51,14 @@ def info(msg):
     sys.stderr.flush()
 
 
+def size_text(n):
+    """N bytes for a message: '1 GiB', '63.3 MiB', '512 KiB', '100 bytes'."""
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift:
+            return ("%d %s" if n % (1 << shift) == 0 else "%.1f %s") % (n / (1 << shift), unit)
+    return "%d bytes" % n
+
+
 def load_state():
     try:
         with open(STATE) as f:

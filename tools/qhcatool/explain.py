@@ -11,7 +11,7 @@ import time
 
 from .common import RUN, die, info, load_state, running_vm
 from .fabric import fabric_call
-from .guest import guest_run
+from .guest import guest_run, terminal_text
 from .qmp import qmp
 from . import story
 
@@ -89,7 +89,7 @@ def cmd_explain(args):
             time.sleep(0.3 if server_cmd.startswith("qhca-lesson") else 1.5)
         info("vm%d (client): %s" % (cli, client_cmd))
         rc, output = guest_run(state, cli, "timeout %d %s" % (args.timeout, client_cmd))
-        sys.stderr.write(output)
+        sys.stderr.write(terminal_text(output))
         if server_cmd is not None:
             deadline = time.time() + 20
             while time.time() < deadline:
@@ -104,8 +104,8 @@ def cmd_explain(args):
                                                "cat /tmp/explain-server.log.rc")
             lines = srv_out.rstrip("\n").split("\n")
             if lines and lines[-1].strip() != "0":
-                info("vm%d: the server failed (status %s):\n%s" % (srv, lines[-1],
-                                                                   "\n".join(lines[:-1])))
+                info(terminal_text("vm%d: the server failed (status %s):\n%s" % (
+                    srv, lines[-1], "\n".join(lines[:-1]))))
                 rc = rc or 1
         time.sleep(0.2)		# the last ACKs and completions
     finally:

@@ -12,9 +12,10 @@ A guest is untrusted (docs/security.md): a read-only share refuses every change 
 (readonly=on), a writable one keeps what a guest sets of owners, modes and device nodes in
 extended attributes (security_model=mapped-xattr) instead of applying it to the host's
 files, and what 'cp' takes out of a guest is checked member by member before anything is
-written on the host.
+written on the host, within a bound on what it may write (--max-bytes).
 """
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -23,7 +24,7 @@ import sys
 import tarfile
 import tempfile
 
-from .common import CACHE, RUN, die, info, load_state
+from .common import CACHE, RUN, die, info, load_state, size_text
 from .guest import ssh_base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -174,15 +175,163 @@ def copy_in(state, srcs, i, dst):
                 die("cp: writing %d:%s failed (status %d)" % (i, path, r.returncode))
 
 
-def safe_extract(stream, into, top, what):
+# What one 'cp' out of a guest may write on the host (--max-bytes), counted in the 4 KiB
+# blocks a file system stores: one for every member (its inode or directory entry, and its
+# tar headers, more if they are longer), and the blocks a file's data fills (a sparse file's
+# holes fill none).
+MAX_BYTES = 1 << 30
+BLOCK = 4096
+# The most of one member's headers (a pax or GNU long-name header, a sparse map) read before
+# the member comes: tarfile holds a header whole in memory.
+HEADER_MAX = 1 << 20
+# How deep a symbolic link may lead through others (the kernel's MAXSYMLINKS).
+LINK_DEPTH = 40
+CHUNK = 1 << 20		# bytes read and written at a time
+SIZE_RE = re.compile(r"(\d+)([KMGT]?)(?:i?B)?$", re.I)
+
+
+def parse_size(text):
+    """'1G', '512M', '64k', '4096' -> bytes (K, M, G, T: powers of 1024); ValueError else."""
+    m = SIZE_RE.match(text.strip())
+    if not m:
+        raise ValueError("%r is no size (a number of bytes, or with K, M, G or T)" % text)
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
+
+def blocks(start, end):
+    """The bytes of the BLOCK-sized blocks that the bytes START..END-1 of a file touch."""
+    return 0 if end <= start else ((end + BLOCK - 1) // BLOCK - start // BLOCK) * BLOCK
+
+
+class Budget:
+    """What one 'cp' may still write on the host: LIMIT bytes, as blocks() counts them."""
+
+    def __init__(self, limit):
+        self.limit, self.used = limit, 0
+
+    def take(self, nbytes, what, name):
+        if self.used + nbytes > self.limit:
+            die("cp: %s: %s would take this copy past its bound of %s (--max-bytes); "
+                "nothing is copied" % (what, name, size_text(self.limit)))
+        self.used += nbytes
+
+
+class HeaderTooLong(Exception):
+    pass
+
+
+class GuestStream:
+    """The guest's tar stream as tarfile reads it, metered: past the data of the last member
+    (allow()) at most HEADER_MAX, and the record tarfile reads ahead, before the next member
+    comes, so no header that tarfile reads whole grows the launcher's memory with it."""
+
+    def __init__(self, f):
+        self.f, self.count, self.limit = f, 0, HEADER_MAX
+
+    def read(self, n):
+        data = self.f.read(n)
+        self.count += len(data)
+        if self.count > self.limit + 2 * tarfile.RECORDSIZE:
+            raise HeaderTooLong()
+        return data
+
+    def allow(self, end):
+        """The member read last ends at offset END of the stream."""
+        self.limit = end + HEADER_MAX
+
+
+def data_regions(m, what):
+    """The (offset, length) of the data of the file member M: the whole file, or a sparse
+    member's regions (checked: in order, apart, inside the file); holes stay holes."""
+    if m.size < 0:
+        die("cp: %s: the guest sent %r with a size of %d" % (what, m.name, m.size))
+    if m.sparse is None:
+        return [(0, m.size)]
+    regions, end = [], 0
+    for off, n in m.sparse:
+        if n == 0:		# GNU's unused entries
+            continue
+        if n < 0 or off < end or off + n > m.size:
+            die("cp: %s: the guest sent %r, a sparse file whose map is no map of it"
+                % (what, m.name))
+        regions.append((off, n))
+        end = off + n
+    return regions
+
+
+def write_regions(tf, m, regions, fd):
+    """The data of the file member M into the new file FD: REGIONS where they are, then the
+    file's size (a sparse file's holes are never written)."""
+    m.sparse = regions if m.sparse is not None else None	# tarfile reads by the map checked
+    member = tf.extractfile(m)
+    raw = member.raw	# unbuffered: it reads no further than asked, never back
+    with member, os.fdopen(fd, "wb") as out:
+        for off, n in regions:
+            raw.seek(off)
+            out.seek(off)
+            while n > 0:
+                data = raw.read(min(CHUNK, n))
+                out.write(data)
+                n -= len(data)
+        out.truncate(m.size)
+
+
+def link_leaving(links):
+    """LINKS: {a symbolic link's path below the copy's top (a tuple of names): its target}.
+    The first link whose way, every link on it followed as the kernel follows them, leaves
+    the top (an absolute target, '..' above the top) or leads LINK_DEPTH links deep (a loop);
+    None if every one stays inside. What a name that is no link holds does not matter: it is
+    taken for a directory, as whatever may be made there later would be."""
+    ends = {}
+
+    class Leaves(Exception):
+        pass
+
+    def end(path, depth):
+        if path in ends:
+            return ends[path]
+        target = links[path]
+        if depth > LINK_DEPTH or target.startswith("/"):
+            raise Leaves()
+        where = path[:-1]
+        for name in target.split("/"):
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if not where:
+                    raise Leaves()
+                where = where[:-1]
+            elif where + (name,) in links:
+                where = end(where + (name,), depth + 1)
+            else:
+                where += (name,)
+        ends[path] = where
+        return where
+
+    for path in links:
+        try:
+            end(path, 0)
+        except Leaves:
+            return path
+    return None
+
+
+def safe_extract(stream, into, top, what, budget):
     """Unpack the tar STREAM (from a guest: untrusted) into the fresh directory INTO: only
-    directories, regular files and symbolic links, every name relative and below TOP (None:
-    any relative name), no owner and no mode bits beyond the permissions; links are made
-    last, so nothing is ever written through one. Dies with WHAT on anything else."""
-    links = []
+    directories, regular files (a sparse one with its holes), hard links to files of the copy
+    (links, not copies) and symbolic links whose way stays inside the copy, every name
+    relative and below TOP (None: any relative name), no owner and no mode bits beyond the
+    permissions, and no more than BUDGET has left. Symbolic links are made last, so nothing
+    is ever written through one. Dies with WHAT on anything else."""
+    src = GuestStream(stream)
+    links = {}
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tf:
-            for m in tf:
+        with tarfile.open(fileobj=src, mode="r|") as tf:
+            while True:
+                m = tf.next()
+                if m is None:
+                    break
+                tf.members = []		# in a stream there is no going back to one
                 name = os.path.normpath(m.name)
                 parts = name.split("/")
                 if os.path.isabs(m.name) or ".." in parts or name in (".", "") and \
@@ -191,19 +340,29 @@ def safe_extract(stream, into, top, what):
                 if top is not None and parts[0] != top:
                     die("cp: %s: the guest sent %r, not below %r" % (what, m.name, top))
                 dest = os.path.join(into, name)
+                budget.take(blocks(0, max(m.offset_data - m.offset, 1)), what, repr(m.name))
                 if m.isdir():
+                    src.allow(m.offset_data)
                     os.makedirs(dest, mode=0o755, exist_ok=True)
                     os.chmod(dest, (m.mode & 0o777) | 0o700)
                 elif m.isfile():
+                    regions = data_regions(m, what)
+                    budget.take(sum(blocks(off, off + n) for off, n in regions), what,
+                                "%r (%s)" % (m.name, size_text(m.size)))
+                    src.allow(m.offset_data + sum(n for _, n in regions))
                     os.makedirs(os.path.dirname(dest), exist_ok=True)
-                    src = tf.extractfile(m)
-                    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                                 (m.mode & 0o777) | 0o600)
-                    with os.fdopen(fd, "wb") as out:
-                        shutil.copyfileobj(src, out)
+                    write_regions(tf, m, regions, os.open(
+                        dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                        (m.mode & 0o777) | 0o600))
                 elif m.issym():
-                    links.append((m.linkname, dest))
-                elif m.islnk():	# a hard link: a copy of a file unpacked before it
+                    src.allow(m.offset_data)
+                    rel = tuple(parts[1:] if top is not None else parts)
+                    if not rel:
+                        die("cp: %s: the guest sent %r, a link, for the directory itself"
+                            % (what, m.name))
+                    links[rel] = m.linkname
+                elif m.islnk():	# a hard link: to a file unpacked before it
+                    src.allow(m.offset_data)
                     first = os.path.normpath(m.linkname)
                     if os.path.isabs(first) or ".." in first.split("/") or \
                             (top is not None and first.split("/")[0] != top) or \
@@ -212,20 +371,33 @@ def safe_extract(stream, into, top, what):
                         die("cp: %s: the guest sent %r, a link to %r outside the copy"
                             % (what, m.name, m.linkname))
                     os.makedirs(os.path.dirname(dest), exist_ok=True)
-                    shutil.copyfile(os.path.join(into, first), dest)
+                    os.link(os.path.join(into, first), dest, follow_symlinks=False)
                 else:
                     die("cp: %s: the guest sent %r, a %s: only files, directories and links "
                         "are copied" % (what, m.name, "device" if m.ischr() or m.isblk()
                                         else "special file"))
+    except HeaderTooLong:
+        die("cp: %s: the guest sent a tar header of more than %s (a name, a pax header, a "
+            "sparse map)" % (what, size_text(HEADER_MAX)))
     except (tarfile.TarError, OSError) as e:
         die("cp: %s: %s" % (what, e))
-    real = os.path.realpath(into)
-    for target, dest in links:
-        # Its directory must be one unpacked here, reached through no link (a link made
-        # before it could point anywhere).
+    def member_name(path):
+        return "/".join(((top,) if top is not None else ()) + path)
+    for path in links:		# no link below another: its directory would be the link's
+        for k in range(1, len(path)):
+            if path[:k] in links:
+                die("cp: %s: the guest sent a link %r below the link %r"
+                    % (what, member_name(path), member_name(path[:k])))
+    out = link_leaving(links)
+    if out:
+        die("cp: %s: the guest sent a link %r -> %r whose way leaves the copy (an absolute "
+            "target, '..' above the copy, or a loop)" % (what, member_name(out), links[out]))
+    root = os.path.join(into, top) if top is not None else into
+    for path, target in links.items():
+        # Its directory must be one unpacked here, a real one (no link is made yet).
+        dest = os.path.join(root, *path)
         parent = os.path.dirname(dest)
-        if not os.path.isdir(parent) or \
-                os.path.realpath(parent) != os.path.join(real, os.path.relpath(parent, into)):
+        if not os.path.isdir(parent) or os.path.islink(parent):
             die("cp: %s: the guest sent a link %r whose directory is no directory of the copy"
                 % (what, os.path.relpath(dest, into)))
         try:
@@ -234,44 +406,105 @@ def safe_extract(stream, into, top, what):
             die("cp: %s: %s" % (what, e))
 
 
-def copy_out(state, i, srcs, dst):
+def fetch_tree(state, i, parent, name, into, budget, what):
+    """Guest I's directory PARENT/NAME (its tar over ssh) unpacked into INTO/NAME."""
+    p = subprocess.Popen(ssh_base(state, i) + ["--", "tar -C %s -cf - -- %s"
+                                               % (shlex.quote(parent), shlex.quote(name))],
+                         stdout=subprocess.PIPE)
+    try:
+        safe_extract(p.stdout, into, name, what, budget)
+        extra = 0	# what tar pads its last record with; a guest could send on for ever
+        while extra <= HEADER_MAX:
+            data = p.stdout.read(65536)
+            if not data:
+                break
+            extra += len(data)
+        else:
+            die("cp: %s: the guest sends on after its archive's end" % what)
+        if p.wait():
+            die("cp: reading %s failed (status %d)" % (what, p.returncode))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    top = os.path.join(into, name)
+    if not os.path.isdir(top) or os.path.islink(top):
+        die("cp: %s: the guest sent no directory %r" % (what, name))
+
+
+def fetch_file(state, i, src, path, budget, what):
+    """Guest I's file SRC (cat over ssh) into the new file PATH."""
+    p = subprocess.Popen(ssh_base(state, i) + ["--", "cat -- %s" % shlex.quote(src)],
+                         stdout=subprocess.PIPE)
+    try:
+        budget.take(BLOCK, what, repr(src))
+        got = 0
+        with open(path, "xb") as f:
+            while True:
+                data = p.stdout.read(CHUNK)
+                if not data:
+                    break
+                budget.take(blocks(got, got + len(data)), what,
+                            "%r (more than %s)" % (src, size_text(got + len(data))))
+                f.write(data)
+                got += len(data)
+        if p.wait():
+            die("cp: reading %s failed (status %d)" % (what, p.returncode))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def copy_out(state, i, srcs, dst, limit=MAX_BYTES):
+    """Guest I's SRCS into DST (a directory, or with one source its new name), within LIMIT
+    bytes (Budget): each source unpacked or written beside DST first, and moved into place
+    only once every one has come, so a copy refused leaves nothing."""
     if len(srcs) > 1 and not os.path.isdir(dst):
         die("cp: %s is not a directory, and there are %d sources" % (dst, len(srcs)))
+    into = dst if os.path.isdir(dst) else os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(into):
+        die("cp: %s: no such directory" % into)
+    plan = []
     for src in srcs:
         kind = guest_kind(state, i, src)
         if not kind:
             die("cp: %d:%s: no such file or directory in guest %d" % (i, src, i))
         norm = os.path.normpath(src)
         name = os.path.basename(norm)
-        parent = os.path.dirname(norm) or "."
-        into = dst if os.path.isdir(dst) else os.path.dirname(os.path.abspath(dst))
-        if not os.path.isdir(into):
-            die("cp: %s: no such directory" % into)
+        if name in ("", ".", ".."):
+            die("cp: %d:%s: copy a directory by its name (%d:/root/DIR), not / or .. itself"
+                % (i, src, i))
         final = os.path.join(dst, name) if os.path.isdir(dst) else dst
         if os.path.lexists(final) and kind == "d":
             die("cp: %s is there already; copy into a directory that does not hold %s"
                 % (final, name))
-        # Everything lands in a fresh directory beside the destination first, then moves.
-        tmp = tempfile.mkdtemp(prefix=".qhca-cp.", dir=into)
-        try:
+        if kind == "f" and os.path.isdir(final):
+            die("cp: %s is a directory; a file cannot replace it" % final)
+        if any(final == p[3] for p in plan):
+            die("cp: %d:%s and another source would both be %s" % (i, src, final))
+        plan.append((src, kind, name, final, os.path.dirname(norm) or "."))
+    budget = Budget(limit)
+    tmp = tempfile.mkdtemp(prefix=".qhca-cp.", dir=into)
+    try:
+        moves = []
+        for k, (src, kind, name, final, parent) in enumerate(plan):
+            part = os.path.join(tmp, str(k))
+            os.mkdir(part)
+            what = "%d:%s" % (i, src)
             if kind == "d":
-                p = subprocess.Popen(ssh_base(state, i) + ["--", "tar -C %s -cf - -- %s"
-                                                           % (shlex.quote(parent),
-                                                              shlex.quote(name))],
-                                     stdout=subprocess.PIPE)
-                safe_extract(p.stdout, tmp, name, "%d:%s" % (i, src))
-                if p.wait():
-                    die("cp: reading %d:%s failed (status %d)" % (i, src, p.returncode))
-                os.rename(os.path.join(tmp, name), final)
+                fetch_tree(state, i, parent, name, part, budget, what)
+                moves.append((os.path.join(part, name), final, os.rename))
             else:
-                part = os.path.join(tmp, "file")
-                with open(part, "wb") as f:
-                    r = guest_sh(state, i, "cat -- %s" % shlex.quote(src), stdout=f)
-                if r.returncode:
-                    die("cp: reading %d:%s failed (status %d)" % (i, src, r.returncode))
-                os.replace(part, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+                fetch_file(state, i, src, os.path.join(part, "file"), budget, what)
+                moves.append((os.path.join(part, "file"), final, os.replace))
+        for path, final, move in moves:
+            try:
+                move(path, final)
+            except OSError as e:
+                die("cp: %s: %s" % (final, e.strerror or e))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cmd_cp(args):
@@ -286,7 +519,7 @@ def cmd_cp(args):
     if di is not None and not guests:
         copy_in(state, [p for _, p in srcs], di, dst)
     elif di is None and len(guests) == 1 and all(i is not None for i, _ in srcs):
-        copy_out(state, guests.pop(), [p for _, p in srcs], dst)
+        copy_out(state, guests.pop(), [p for _, p in srcs], dst, args.max_bytes)
     else:
         die("cp: copy from the host into one guest (cp FILE... I:PATH) or from one guest to "
             "the host (cp I:PATH... DIR); between guests, copy through the host")

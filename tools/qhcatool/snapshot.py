@@ -128,11 +128,11 @@ def cmd_snapshot(args):
 
 def set_clocks(state, indexes):
     """A restored guest's clock is the snapshot's: set it to the host's."""
-    from .guest import guest_run
+    from .guest import guest_run, terminal_text
     for i in indexes:
         rc, out = guest_run(state, i, "date -s @%d > /dev/null" % round(time.time()))
         if rc:
-            info("vm%d: its clock could not be set: %s" % (i, out.strip()))
+            info("vm%d: its clock could not be set: %s" % (i, terminal_text(out.strip())))
 
 
 # ---------------------------------------------------------------- up --snapshot

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import time
+import types
 
 from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, QEMU, QEMU_DIR,
                      READY_MARK, RUN, SEABIOS, SSH_KEY, STATE, alive, device_props, die,
@@ -19,7 +20,7 @@ from .common import (CACHE, CONTROL_SOCK, DEFAULT_FLAVOUR, DEFAULT_MEM, FABRIC, 
                      vm_entry, vm_mac)
 from .fabric import dgram_netdev, fabric_netdev, start_fabric
 from .files import parse_shares, share_qemu_args
-from .guest import guest_run, ssh_base
+from .guest import guest_run, ssh_base, terminal_text
 from .kernel import own_kernel_image
 from .libvirt import domain_name, domain_xml, libvirt_remove, libvirt_start, local_uri, virsh
 from .netns import (BRIDGE, bridge_mtu, bridge_taps_setup, bridge_taps_teardown, need_root,
@@ -155,6 +156,7 @@ def qemu_cmdline(i, netdev, accel, ssh_port, extra, image, rxe_port=None, mem=DE
 
 
 def stop_pid(pid, name, timeout=10.0):
+    """SIGTERM to PID (NAME in the messages), SIGKILL if it is still there after TIMEOUT s."""
     if not alive(pid):
         return
     try:
@@ -174,6 +176,8 @@ def stop_pid(pid, name, timeout=10.0):
 
 
 def cmd_down(args):
+    """qhca down: the guests' QEMU (and libvirt domains) and the fabric stopped, the run's
+    sockets, snapshots and taps (or its namespace) removed, the state file gone."""
     state = load_state()
     if not state:
         info("nothing is up")
@@ -234,6 +238,8 @@ def cmd_down(args):
 
 
 def check_artifacts(image, flavour):
+    """Dies, saying what to build, if QEMU, the fabric, the image IMAGE of FLAVOUR, the ssh
+    key or SeaBIOS is missing."""
     missing = [p for p in (QEMU, FABRIC) + image + (SSH_KEY,) if not os.path.exists(p)]
     if missing:
         die("not built yet: %s\n  run 'make all%s' in the qhca tree first"
@@ -246,14 +252,43 @@ def check_artifacts(image, flavour):
 DISK_READY_MARK = " login: "
 
 
+# What ready_marks has read of each serial log: path -> [(device, inode), bytes read, marks
+# counted, the end of the last read that may begin a mark].
+MARKS_READ = {}
+LOG_CHUNK = 1 << 20
+
+
 def ready_marks(vm):
-    """How often guest VM's serial log has its ready mark (once per boot of the guest)."""
-    mark = DISK_READY_MARK if vm.get("disk") else READY_MARK
+    """How often guest VM's serial log has its ready mark (once per boot of the guest). The
+    guest writes the log: it is read from where the last call stopped, a block at a time
+    (a new file, or one shorter than what was read, from its start)."""
+    mark = (DISK_READY_MARK if vm.get("disk") else READY_MARK).encode()
+    path = os.path.join(RUN, "vm%d.log" % vm["index"])
     try:
-        with open(os.path.join(RUN, "vm%d.log" % vm["index"]), "rb") as f:
-            return f.read().count(mark.encode())
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            seen = MARKS_READ.get(path)
+            if not seen or seen[0] != (st.st_dev, st.st_ino) or st.st_size < seen[1]:
+                seen = MARKS_READ[path] = [(st.st_dev, st.st_ino), 0, 0, b""]
+            f.seek(seen[1])
+            while True:
+                data = f.read(LOG_CHUNK)
+                if not data:
+                    break
+                seen[1] += len(data)
+                data = seen[3] + data		# a mark split across two reads
+                at = 0
+                while True:
+                    k = data.find(mark, at)
+                    if k < 0:
+                        break
+                    seen[2] += 1
+                    at = k + len(mark)
+                # What may begin a mark: the last len(mark) - 1 bytes, none of a mark counted.
+                seen[3] = data[max(len(data) - len(mark) + 1, at):]
     except OSError:
-        return 0
+        return MARKS_READ[path][2] if path in MARKS_READ else 0
+    return seen[2]
 
 
 def wait_ready(state, timeout, indexes=None, since=None, marks=None):
@@ -285,14 +320,24 @@ def wait_ready(state, timeout, indexes=None, since=None, marks=None):
             ", ".join("%s/vm%d.log" % (RUN, i) for i in sorted(pending))))
 
 
+# The end of a serial log that log_tails reads, and the most of a line it shows.
+TAIL_BYTES = 64 << 10
+TAIL_LINE = 500
+
+
 def log_tails(indexes, lines=8):
+    """The last LINES lines of the serial logs of guests INDEXES on stderr. The guest writes
+    them: only their last TAIL_BYTES are read, a line is cut at TAIL_LINE characters, and
+    on a terminal the guest's control characters are left out (guest.terminal_text)."""
     for i in indexes:
         try:
-            tail = open(os.path.join(RUN, "vm%d.log" % i),
-                        errors="replace").read().splitlines()[-lines:]
-            sys.stderr.write("--- vm%d.log (last lines)\n%s\n" % (i, "\n".join(tail)))
+            with open(os.path.join(RUN, "vm%d.log" % i), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL_BYTES))
+                tail = f.read(TAIL_BYTES).decode("utf-8", "replace").splitlines()[-lines:]
         except OSError:
-            pass
+            continue
+        tail = [t if len(t) <= TAIL_LINE else t[:TAIL_LINE] + " [...]" for t in tail]
+        sys.stderr.write(terminal_text("--- vm%d.log (last lines)\n%s\n" % (i, "\n".join(tail))))
 
 
 # A unix socket path holds at most this many bytes (sun_path, less the NUL); QEMU and the
@@ -301,6 +346,8 @@ SUN_PATH_MAX = 107
 
 
 def check_socket_paths(last, nports):
+    """Dies if the longest socket path of the run (a fabric port's, the control socket, the
+    last guest's console) does not fit in sun_path."""
     longest = max(os.path.join(RUN, "fabric", "port%d.sock" % nports), CONTROL_SOCK,
                   os.path.join(RUN, "vm%d.console" % last), key=len)
     if len(longest.encode()) > SUN_PATH_MAX:
@@ -374,6 +421,7 @@ def launch(vm):
 
 
 def fmt_hostport(host, port):
+    """HOST:PORT, an IPv6 HOST in brackets."""
     return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
 
 
@@ -398,6 +446,24 @@ LOOPBACK_ONLY = ("the launcher keeps guest traffic on this machine: %s must be a
 
 
 def cmd_up(args):
+    """qhca up (and the first step of 'qhca run'): the options checked, the fabric's ports
+    planned, the run's state made, the network the qhca devices join started, every guest
+    set up and launched; returns once they are ready (0), or 1."""
+    plan = up_options(args)
+    up_host_checks(args, plan)
+    plan.timeout = args.timeout if args.timeout is not None else (
+        disk_boot_timeout(plan.n) if args.disk else boot_timeout(plan.n))
+    plan_fabric(args, plan)
+    state = up_state(args, plan)
+    start_network(args, plan, state)
+    restoring, to_save = launch_guests(args, plan, state)
+    return wait_guests(args, plan, state, restoring, to_save)
+
+
+def up_options(args):
+    """up's options checked against each other (nothing on this host is touched): the plan
+    of the run so far, a namespace with the guests' count, numbers and memory and the kind
+    of network (netdev, on_fabric, trunks)."""
     for what, path in (("the run directory ($QHCA_RUN)", RUN), ("the cache ($QHCA_CACHE)", CACHE)):
         if "," in path:	# QEMU's option strings would take the rest as options of their own
             die("%s %s: QEMU's options cannot take a path with a comma; choose another"
@@ -458,6 +524,15 @@ def cmd_up(args):
     if args.netns and not (args.bridge or args.libvirt):
         die("--netns NS names where the bridge of --bridge is (and the daemon of --libvirt); "
             "without --bridge, --netdev tap makes a namespace of its own")
+    return types.SimpleNamespace(n=n, first=first, last=last, indexes=indexes, mem=mem,
+                                 netdev=netdev, on_fabric=on_fabric, trunks=trunks)
+
+
+def up_host_checks(args, plan):
+    """The rest of up's option checks, against this host: the network namespaces named
+    exist, the libvirt of --libvirt is this machine's and answers (and goes with the other
+    options), the bridge of --bridge is there."""
+    netdev = plan.netdev
     if args.netns:
         need_root("up --netns")
         if not os.path.exists(netns_path(args.netns)):
@@ -490,11 +565,13 @@ def cmd_up(args):
             die("--fabric-netns %s: no such network namespace (make it with 'ip netns add %s' "
                 "and give it the addresses the fabric should use)"
                 % (args.fabric_netns, args.fabric_netns))
-    timeout = args.timeout if args.timeout is not None else (
-        disk_boot_timeout(n) if args.disk else boot_timeout(n))
 
-    # The fabric's ports: the guests' 1..N, the virtio-net NICs' of --rxe and --siw N+1..2N,
-    # the trunks, the spare ones.
+
+def plan_fabric(args, plan):
+    """The fabric's ports into PLAN: the guests' 1..N, the virtio-net NICs' of --rxe and
+    --siw N+1..2N (nic), the trunks (trunk_ports), the spare ones (spare), nports in all;
+    TCP's (tcp) and qhca-fabric's arguments (fabric_args). Checked, nothing started."""
+    n = plan.n
     nic = args.rxe or args.siw
     rxe_ports = n if nic else 0
     fabric_args = []
@@ -510,7 +587,7 @@ def cmd_up(args):
     if args.ib:
         fabric_args += ["--ib"]
     trunk_ports = {}
-    for k, addr in enumerate(trunks):
+    for k, addr in enumerate(plan.trunks):
         port = n + rxe_ports + 1 + k
         kind, _, rest = addr.partition(":")
         if kind == "tcp":
@@ -526,7 +603,7 @@ def cmd_up(args):
             die("--trunk %s: expected tcp:HOST:PORT or unix:PATH" % addr)
         trunk_ports[port] = addr
         fabric_args += ["--trunk", "%d=%s" % (port, addr)]
-    nports = n + rxe_ports + len(trunks) + args.spare_ports
+    nports = n + rxe_ports + len(plan.trunks) + args.spare_ports
     spare = list(range(nports - args.spare_ports + 1, nports + 1))
     if nports > 64:
         die("the fabric has at most 64 ports; this asks for %d" % nports)
@@ -540,7 +617,14 @@ def cmd_up(args):
                 % (args.fabric_tcp, base, base + nports - 1))
         tcp = (host, base)
         fabric_args += ["--tcp", fmt_hostport(host, base)]
+    plan.__dict__.update(nic=nic, fabric_args=fabric_args, trunk_ports=trunk_ports,
+                         nports=nports, spare=spare, tcp=tcp)
 
+
+def up_state(args, plan):
+    """What the guests boot (shares, image or disk, accel into PLAN) checked and found, an
+    earlier run of this directory cleared (refused if it is still up), the old logs gone:
+    the new run's state, not saved yet."""
     shares = parse_shares(args.share, args.share_rw)
     image = image_files(args.flavour)
     disk = None
@@ -559,7 +643,7 @@ def cmd_up(args):
             die("--disk %s: %s" % (args.disk, e))
         image = ()	# the probe below boots the flavour's kernel only if it is built
     check_artifacts(image, args.flavour)
-    check_socket_paths(last, nports if on_fabric else 1)
+    check_socket_paths(plan.last, plan.nports if plan.on_fabric else 1)
     os.makedirs(RUN, exist_ok=True)
     old = load_state()
     if old:
@@ -575,7 +659,7 @@ def cmd_up(args):
         os.unlink(STATE)
     if args.kernel or args.modules:	# after the check above: a refused up writes nothing
         image = own_kernel_image(args.kernel, args.modules, os.path.dirname(image[1]))
-    control = on_fabric
+    n, mem = plan.n, plan.mem
     try:
         avail = int(re.search(r"MemAvailable:\s+(\d+)", open("/proc/meminfo").read()).group(1))
         if n * mem * 1024 > avail:
@@ -585,75 +669,39 @@ def cmd_up(args):
         pass
     flavour_kernel = image_files(args.flavour)[0]
     accel = probe_accel(flavour_kernel if os.path.exists(flavour_kernel) else None)
-    fabdir = os.path.join(RUN, "fabric")
-    for i in indexes:
+    for i in plan.indexes:
         for f in ("vm%d.log" % i, "vm%d.qemu.log" % i, "vm%d.log.prev" % i,
                   "vm%d.qemu.log.prev" % i, "vm%d.pcap.prev" % i):
             try:
                 os.unlink(os.path.join(RUN, f))
             except FileNotFoundError:
                 pass
-    state = {"started": time.time(), "accel": accel, "mem": mem, "vms": [], "fabric_pid": None,
-             "control": CONTROL_SOCK if control else None, "first": first, "netdev": netdev,
-             "ib": bool(args.ib), "iwarp": bool(args.iwarp), "flavour": args.flavour,
-             "rxe": bool(nic),
-             "siw": bool(args.siw)}
+    plan.__dict__.update(shares=shares, image=image, disk=disk, accel=accel,
+                         control=plan.on_fabric, udp=None, ns=None)
+    return {"started": time.time(), "accel": accel, "mem": mem, "vms": [], "fabric_pid": None,
+            "control": CONTROL_SOCK if plan.control else None, "first": plan.first,
+            "netdev": plan.netdev, "ib": bool(args.ib), "iwarp": bool(args.iwarp),
+            "flavour": args.flavour, "rxe": bool(plan.nic), "siw": bool(args.siw)}
 
-    if on_fabric:
-        os.makedirs(fabdir, exist_ok=True)
-        fab_cmd = [FABRIC, "--dir", fabdir, "--ports", str(nports)]
-        if control:
-            fab_cmd += ["--control", CONTROL_SOCK]
-        fab_cmd += fabric_args
-        state["fabric_argv"] = fab_cmd
-        state["fabric_ports"] = nports
-        state["trunks"] = {str(p): a for p, a in trunk_ports.items()}
-        state["spare_ports"] = spare
-        state["fabric_tcp"] = fmt_hostport(*tcp) if tcp else None
-        state["fabric_netns"] = args.fabric_netns
-        fab = start_fabric(fab_cmd, args.fabric_netns)
-        state["fabric_pid"] = fab.pid
-        save_state(state)
-        # A trunk port has no socket of its own; the control socket comes after the TCP ones.
-        wanted = [os.path.join(fabdir, "port%d.sock" % p) for p in range(1, nports + 1)
-                  if p not in trunk_ports]
-        if control:
-            wanted.append(CONTROL_SOCK)
-        started = False
-        for _ in range(50):
-            if fab.poll() is not None:
-                break
-            if all(os.path.exists(w) for w in wanted):
-                started = True
-                break
-            time.sleep(0.1)
-        if not started:
-            cmd_down(args)
-            try:
-                sys.stderr.write(open(os.path.join(RUN, "fabric.log"), errors="replace").read())
-            except OSError:
-                pass
-            die("the fabric did not start; see %s/fabric.log" % RUN)
-        where = " in namespace %s" % args.fabric_netns if args.fabric_netns else ""
-        if tcp:
-            info("fabric%s: port K also listens on TCP %s + K - 1 (ports %d..%d)"
-                 % (where, fmt_hostport(*tcp), tcp[1], tcp[1] + nports - 1))
-        for p, a in sorted(trunk_ports.items()):
-            info("fabric%s: port %d is a trunk to %s" % (where, p, a))
-        for p in spare:
-            info("fabric: port %d is spare: %s/port%d.sock%s" % (
-                p, fabdir, p, ", TCP %s" % fmt_hostport(tcp[0], tcp[1] + p - 1) if tcp else ""))
-    elif netdev == "dgram":
-        udp = free_udp_ports(2)
+
+def start_network(args, plan, state):
+    """What the qhca devices join, started and recorded in STATE: the fabric, the two UDP
+    ports of --netdev dgram (plan.udp), or the taps of --netdev tap on a bridge of our own
+    or of --bridge (plan.ns: their namespace); with --libvirt and --bridge, libvirt's."""
+    indexes = plan.indexes
+    if plan.on_fabric:
+        start_switch(args, plan, state)
+    elif plan.netdev == "dgram":
+        udp = plan.udp = free_udp_ports(2)
         state["udp"] = udp
         info("dgram: vm%d on UDP 127.0.0.1:%d, vm%d on UDP 127.0.0.1:%d"
-             % (first, udp[0], last, udp[1]))
+             % (plan.first, udp[0], plan.last, udp[1]))
     elif args.bridge and args.libvirt:
         state["libvirt_bridge"] = args.bridge
         info("tap: libvirt's, on bridge %s%s" % (
             args.bridge, " in namespace " + args.netns if args.netns else ""))
     elif args.bridge:
-        ns = args.netns
+        ns = plan.ns = args.netns
         try:
             mtu = bridge_taps_setup(ns, args.bridge, indexes)
         except RuntimeError as e:
@@ -665,7 +713,7 @@ def cmd_up(args):
             args.bridge, " in namespace " + ns if ns else "", mtu,
             " ".join(tap_name(i) for i in indexes)))
     else:
-        ns = run_netns()
+        ns = plan.ns = run_netns()
         state["netns"] = ns
         state["taps"] = indexes
         save_state(state)
@@ -677,52 +725,117 @@ def cmd_up(args):
         info("tap: namespace %s, bridge %s, taps %s" % (
             ns, BRIDGE, " ".join(tap_name(i) for i in indexes)))
 
+
+def start_switch(args, plan, state):
+    """The fabric (qhca-fabric) started as PLAN says and recorded in STATE; returns once its
+    sockets are there, or stops the run and dies with its log."""
+    nports, trunk_ports, spare, tcp = plan.nports, plan.trunk_ports, plan.spare, plan.tcp
+    fabdir = os.path.join(RUN, "fabric")
+    os.makedirs(fabdir, exist_ok=True)
+    fab_cmd = [FABRIC, "--dir", fabdir, "--ports", str(nports)]
+    if plan.control:
+        fab_cmd += ["--control", CONTROL_SOCK]
+    fab_cmd += plan.fabric_args
+    state["fabric_argv"] = fab_cmd
+    state["fabric_ports"] = nports
+    state["trunks"] = {str(p): a for p, a in trunk_ports.items()}
+    state["spare_ports"] = spare
+    state["fabric_tcp"] = fmt_hostport(*tcp) if tcp else None
+    state["fabric_netns"] = args.fabric_netns
+    fab = start_fabric(fab_cmd, args.fabric_netns)
+    state["fabric_pid"] = fab.pid
+    save_state(state)
+    # A trunk port has no socket of its own; the control socket comes after the TCP ones.
+    wanted = [os.path.join(fabdir, "port%d.sock" % p) for p in range(1, nports + 1)
+              if p not in trunk_ports]
+    if plan.control:
+        wanted.append(CONTROL_SOCK)
+    started = False
+    for _ in range(50):
+        if fab.poll() is not None:
+            break
+        if all(os.path.exists(w) for w in wanted):
+            started = True
+            break
+        time.sleep(0.1)
+    if not started:
+        cmd_down(args)
+        try:
+            sys.stderr.write(open(os.path.join(RUN, "fabric.log"), errors="replace").read())
+        except OSError:
+            pass
+        die("the fabric did not start; see %s/fabric.log" % RUN)
+    where = " in namespace %s" % args.fabric_netns if args.fabric_netns else ""
+    if tcp:
+        info("fabric%s: port K also listens on TCP %s + K - 1 (ports %d..%d)"
+             % (where, fmt_hostport(*tcp), tcp[1], tcp[1] + nports - 1))
+    for p, a in sorted(trunk_ports.items()):
+        info("fabric%s: port %d is a trunk to %s" % (where, p, a))
+    for p in spare:
+        info("fabric: port %d is spare: %s/port%d.sock%s" % (
+            p, fabdir, p, ", TCP %s" % fmt_hostport(tcp[0], tcp[1] + p - 1) if tcp else ""))
+
+
+def guest_setup(args, plan, k, i, extra):
+    """Guest I (the K-th of the run) as the state records it: its ssh port, MAC, place on
+    the network, and how it starts: QEMU's argv, or its libvirt domain (vmI.xml written, an
+    old domain of this run directory's name removed). EXTRA: more QEMU arguments."""
+    n, mem, disk, udp, ns = plan.n, plan.mem, plan.disk, plan.udp, plan.ns
+    ssh_port = free_port()
+    dump = []
+    if args.pcap:
+        pcap = os.path.join(RUN, "vm%d.pcap" % i)
+        dump = ["-object", "filter-dump,id=dump0,netdev=fabric,file=%s,maxlen=65535" % pcap]
+    vm = {"index": i, "ssh_port": ssh_port, "mac": vm_mac(i)}
+    if disk:
+        vm["disk"] = disk
+    if plan.on_fabric:
+        vm["port"] = k + 1
+        nd = fabric_netdev(k + 1)
+    elif plan.netdev == "dgram":
+        vm["udp"] = [udp[k], udp[1 - k]]
+        nd = dgram_netdev(udp[k], udp[1 - k])
+    elif args.libvirt:
+        nd = None	# libvirt's tap on the bridge
+    else:
+        vm["tap"] = {"netns": ns, "ifname": tap_name(i)}
+        nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
+    if args.libvirt:
+        name = domain_name(run_netns()[len("qhca-"):], i)
+        vm["libvirt"] = {"uri": args.libvirt, "domain": name}
+        vm["qemu_name"] = "guest=" + name
+        if args.netns:
+            vm["ssh_netns"] = args.netns	# libvirt's QEMU forwards ssh there
+        err = libvirt_remove(vm)	# a domain an earlier run of this directory left
+        if err:
+            cmd_down(args)
+            die(err)
+        with open(os.path.join(RUN, "vm%d.xml" % i), "w") as f:
+            f.write(domain_xml(
+                name, i, mem, ssh_port, image=plan.image,
+                cmdline="console=ttyS0 panic=-1 quiet qhcavm=%d" % i, disk=disk,
+                disk_format=disk_format(disk) if disk else None,
+                fabric_netdev=None if args.bridge else nd, bridge=args.bridge,
+                link=port_link(args), extra=extra + dump))
+    else:
+        vm["argv"] = qemu_cmdline(i, nd, plan.accel, ssh_port, extra + dump, plan.image,
+                                  rxe_port=n + k + 1 if plan.nic else None, mem=mem,
+                                  link=port_link(args), shares=plan.shares, disk=disk,
+                                  siw=args.siw)
+    return vm
+
+
+def launch_guests(args, plan, state):
+    """Every guest set up and launched, one after the other, each added to STATE as it
+    starts; with --snapshot restored from its state after boot if one was saved (then
+    restored over QMP). Returns (the guests restored, the snapshots to save after boot),
+    each by guest number; stops the run and dies if one cannot start."""
     extra = shlex.split(os.environ.get("QHCA_QEMU_ARGS", ""))
     if args.trace:
         extra += ["-trace", args.trace]
     restoring, to_save = {}, {}	# up --snapshot: guests restored, and snapshots to make
-    for k, i in enumerate(indexes):
-        ssh_port = free_port()
-        dump = []
-        if args.pcap:
-            pcap = os.path.join(RUN, "vm%d.pcap" % i)
-            dump = ["-object", "filter-dump,id=dump0,netdev=fabric,file=%s,maxlen=65535" % pcap]
-        vm = {"index": i, "ssh_port": ssh_port, "mac": vm_mac(i)}
-        if disk:
-            vm["disk"] = disk
-        if on_fabric:
-            vm["port"] = k + 1
-            nd = fabric_netdev(k + 1)
-        elif netdev == "dgram":
-            vm["udp"] = [udp[k], udp[1 - k]]
-            nd = dgram_netdev(udp[k], udp[1 - k])
-        elif args.libvirt:
-            nd = None	# libvirt's tap on the bridge
-        else:
-            vm["tap"] = {"netns": ns, "ifname": tap_name(i)}
-            nd = "tap,id=fabric,fd=0"  # the descriptor's number is filled in by launch()
-        if args.libvirt:
-            name = domain_name(run_netns()[len("qhca-"):], i)
-            vm["libvirt"] = {"uri": args.libvirt, "domain": name}
-            vm["qemu_name"] = "guest=" + name
-            if args.netns:
-                vm["ssh_netns"] = args.netns	# libvirt's QEMU forwards ssh there
-            err = libvirt_remove(vm)	# a domain an earlier run of this directory left
-            if err:
-                cmd_down(args)
-                die(err)
-            with open(os.path.join(RUN, "vm%d.xml" % i), "w") as f:
-                f.write(domain_xml(
-                    name, i, mem, ssh_port, image=image,
-                    cmdline="console=ttyS0 panic=-1 quiet qhcavm=%d" % i, disk=disk,
-                    disk_format=disk_format(disk) if disk else None,
-                    fabric_netdev=None if args.bridge else nd, bridge=args.bridge,
-                    link=port_link(args), extra=extra + dump))
-        else:
-            vm["argv"] = qemu_cmdline(i, nd, accel, ssh_port, extra + dump, image,
-                                      rxe_port=n + k + 1 if nic else None, mem=mem,
-                                      link=port_link(args), shares=shares, disk=disk,
-                                      siw=args.siw)
+    for k, i in enumerate(plan.indexes):
+        vm = guest_setup(args, plan, k, i, extra)
         snap = snapshot_path(vm["argv"], i) if args.snapshot else None
         try:
             if snap and restore_args(snap):	# the guest's state after boot, saved before
@@ -756,12 +869,20 @@ def cmd_up(args):
             cmd_down(args)
             die("restoring from the snapshot failed: %s; 'rm -r %s' makes the next --snapshot "
                 "boot and save again" % (e, os.path.dirname(next(iter(restoring.values())))))
+    return restoring, to_save
+
+
+def wait_guests(args, plan, state, restoring, to_save):
+    """Until every guest is ready (ssh answers; with --siw siw0 is there): their clocks set
+    if RESTORING, the snapshots of TO_SAVE saved. Returns 0, or 1 with the serial logs'
+    tails (the run stopped unless --keep)."""
+    n = plan.n
     if len(restoring) < n:
         info("booting %d VMs (%s, %d MiB each, timeout %d s); logs in %s"
-             % (n - len(restoring), accel, mem, timeout, RUN))
+             % (n - len(restoring), plan.accel, plan.mem, plan.timeout, RUN))
     try:
         # a restored guest prints no boot marks: ssh answering is its readiness
-        wait_ready(state, timeout, marks={i: -1 for i in restoring})
+        wait_ready(state, plan.timeout, marks={i: -1 for i in restoring})
     except RuntimeError as e:
         sys.stderr.write("qhca: error: %s\n" % e)
         log_tails([vm["index"] for vm in state["vms"]])
@@ -808,6 +929,7 @@ def siw_missing(state):
 
 
 def wait_socket(path, timeout=30.0):
+    """Until PATH exists (a socket QEMU makes); RuntimeError after TIMEOUT s."""
     deadline = time.time() + timeout
     while not os.path.exists(path):
         if time.time() > deadline:
