@@ -91,6 +91,7 @@ static struct iw_conn *conn_of_seg(struct qhca_iw *iw, const struct iw_tcp_seg *
 		struct iw_conn *c = &iw->conn[i - 1];
 		const struct iw_tcp_seg *t = &c->tcp->tmpl;
 
+		iw->steps++;
 		if (t->sport == s->dport && t->dport == s->sport && !memcmp(t->sgid, s->dgid, 16) &&
 		    !memcmp(t->dgid, s->sgid, 16) && c->looped == looped)
 			return c;
@@ -590,6 +591,7 @@ static void reap(struct qhca_engine *e)
 		struct iw_conn *c = &iw->conn[iw->live[i]];
 		struct qhca_qp *qp;
 
+		iw->steps++;
 		if (c->state == IWC_CLOSED || c->tcp->state != QTCP_CLOSED) {
 			i++;
 			continue;
@@ -711,6 +713,7 @@ void qhca_iw_timer(struct qhca_engine *e, uint64_t now)
 	for (i = 0; i < iw->nlive; i++) {
 		struct iw_conn *c = &iw->conn[iw->live[i]];
 
+		iw->steps++;
 		if (!c->tcp)
 			continue;	/* CLOSED: waiting for the driver's release */
 		if (qtcp_next_deadline(c->tcp) <= now)
@@ -755,6 +758,7 @@ uint64_t qhca_iw_deadline(const struct qhca_engine *e)
 		const struct iw_conn *c = &iw->conn[iw->live[i]];
 		uint64_t d;
 
+		e->iw->steps++;
 		if (!c->tcp)
 			continue;
 		d = qtcp_next_deadline(c->tcp);

@@ -111,6 +111,8 @@ struct qhca_iw {
 	uint32_t nlive;
 	uint32_t half_open;		/* passive connections not yet accepted, all listeners */
 	bool reap_due;			/* a connection may be CLOSED: the timer reaps it now */
+	uint64_t steps;			/* connections looked at, all told: the work of
+					 * finding, timing and reaping them, for the tests */
 	uint64_t gone_retransmits;	/* TCP's of the connections already freed */
 	uint64_t gone_timeouts;
 	struct qhca_iw_conn scratch;	/* a command's argument or answer (admin.c) */
