@@ -31,21 +31,40 @@ static void reap(struct qhca_engine *e);
 static bool rdma_mode(struct iw_conn *c, struct qhca_qp *qp);
 
 /* ---------------------------------------------------------------- lookup */
-static uint32_t tuple_hash(const uint8_t *laddr, uint16_t lport, const uint8_t *raddr,
-			   uint16_t rport)
+/*
+ * The chain of a 4-tuple: SipHash-2-4 of it under a key of the device's (hash_key), so a
+ * peer that chooses its ports (or addresses) cannot aim them at one chain: without the key
+ * it cannot tell which 4-tuples share one, and the chains stay about as long as the
+ * connections over IW_HASH, whatever it sends. (An unkeyed mix let a peer put 1024
+ * connections in one chain: test-iw-cm conn_hash_chains.)
+ */
+static uint32_t tuple_hash(const struct qhca_iw *iw, const uint8_t *laddr, uint16_t lport,
+			   const uint8_t *raddr, uint16_t rport)
 {
-	uint32_t h = (uint32_t)lport << 16 | rport;
-	unsigned i;
+	uint8_t m[36];
 
-	for (i = 0; i < 16; i += 4) {
-		h ^= (uint32_t)(laddr[i] | laddr[i + 1] << 8 | laddr[i + 2] << 16 |
-				(uint32_t)laddr[i + 3] << 24);
-		h *= 0x9e3779b1u;
-		h ^= (uint32_t)(raddr[i] | raddr[i + 1] << 8 | raddr[i + 2] << 16 |
-				(uint32_t)raddr[i + 3] << 24);
-		h *= 0x85ebca6bu;
-	}
-	return (h ^ h >> 15) & (IW_HASH - 1);
+	memcpy(m, laddr, 16);
+	memcpy(m + 16, raddr, 16);
+	m[32] = (uint8_t)(lport >> 8);
+	m[33] = (uint8_t)lport;
+	m[34] = (uint8_t)(rport >> 8);
+	m[35] = (uint8_t)rport;
+	return (uint32_t)qhca_siphash24(iw->hash_key[0], iw->hash_key[1], m, sizeof(m)) &
+	       (IW_HASH - 1);
+}
+
+/*
+ * The hash's key, from the device's ISN secret (the only secret it has for iWARP) through
+ * SipHash of two constants, so that the key of the ISNs (RFC 6528) and the hash's differ:
+ * what timing could tell a peer of one says nothing of the other.
+ */
+static void hash_key_init(struct qhca_iw *iw, const uint64_t secret[2])
+{
+	static const uint8_t k0[] = "qhca iWARP 4-tuple hash key 0";
+	static const uint8_t k1[] = "qhca iWARP 4-tuple hash key 1";
+
+	iw->hash_key[0] = qhca_siphash24(secret[0], secret[1], k0, sizeof(k0) - 1);
+	iw->hash_key[1] = qhca_siphash24(secret[0], secret[1], k1, sizeof(k1) - 1);
 }
 
 /* The connection's addresses: TCP's, or the copy kept after its TCP went at CLOSED. */
@@ -54,16 +73,16 @@ static const struct iw_tcp_seg *conn_tmpl(const struct iw_conn *c)
 	return c->tcp ? &c->tcp->tmpl : &c->tmpl;
 }
 
-static uint32_t conn_hash(const struct iw_conn *c)
+static uint32_t conn_hash(const struct qhca_iw *iw, const struct iw_conn *c)
 {
 	const struct iw_tcp_seg *t = conn_tmpl(c);
 
-	return tuple_hash(t->sgid, t->sport, t->dgid, t->dport);
+	return tuple_hash(iw, t->sgid, t->sport, t->dgid, t->dport);
 }
 
 static void hash_add(struct qhca_iw *iw, struct iw_conn *c)
 {
-	uint32_t b = conn_hash(c);
+	uint32_t b = conn_hash(iw, c);
 
 	c->hnext = iw->hash[b];
 	iw->hash[b] = (uint32_t)(c - iw->conn) + 1;
@@ -71,7 +90,7 @@ static void hash_add(struct qhca_iw *iw, struct iw_conn *c)
 
 static void hash_del(struct qhca_iw *iw, struct iw_conn *c)
 {
-	uint32_t *at = &iw->hash[conn_hash(c)], me = (uint32_t)(c - iw->conn) + 1;
+	uint32_t *at = &iw->hash[conn_hash(iw, c)], me = (uint32_t)(c - iw->conn) + 1;
 
 	while (*at && *at != me)
 		at = &iw->conn[*at - 1].hnext;
@@ -85,7 +104,7 @@ static void hash_del(struct qhca_iw *iw, struct iw_conn *c)
  * never meet, and one 4-tuple may be in use by one of each. */
 static struct iw_conn *conn_of_seg(struct qhca_iw *iw, const struct iw_tcp_seg *s, bool looped)
 {
-	uint32_t i = iw->hash[tuple_hash(s->dgid, s->dport, s->sgid, s->sport)];
+	uint32_t i = iw->hash[tuple_hash(iw, s->dgid, s->dport, s->sgid, s->sport)];
 
 	while (i) {
 		struct iw_conn *c = &iw->conn[i - 1];
@@ -1195,7 +1214,8 @@ int qhca_iw_init(struct qhca_engine *e)
 		return -1;
 	}
 	qtcp_config_default(&iw->tcfg);
-	iw->tcfg.mtu = 1500;	/* Ethernet's, as the peers' (siw on a virtio-net NIC) */
+	iw->tcfg.mtu = 1500;
+	hash_key_init(iw, e->cfg.isn_secret);	/* Ethernet's, as the peers' (siw on a virtio-net NIC) */
 	e->iw = iw;
 	return 0;
 }

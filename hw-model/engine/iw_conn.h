@@ -108,6 +108,7 @@ struct qhca_iw {
 	struct qhca_obj_table conn_table;
 	struct iw_conn *conn;		/* QHCA_IW_MAX_CONN slots */
 	uint32_t hash[IW_HASH];		/* slot + 1 */
+	uint64_t hash_key[2];		/* SipHash's key of the 4-tuple hash (tuple_hash) */
 	struct qhca_obj_table lsn_table;
 	struct iw_listener lsn[QHCA_IW_MAX_LISTEN];
 	struct qtcp_config tcfg;

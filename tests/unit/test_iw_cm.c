@@ -1596,8 +1596,127 @@ static void test_conn_work_scale(void)
 	CHECK(many.tick <= one.tick + bound);
 }
 
+/* The 4-tuple hash as it was before it had a key (iw_cm.c up to issue 40): what a peer that
+ * read the source could compute, to choose ports that all land in one chain. */
+static uint32_t unkeyed_hash(const uint8_t *laddr, uint16_t lport, const uint8_t *raddr,
+			     uint16_t rport)
+{
+	uint32_t h = (uint32_t)lport << 16 | rport;
+	unsigned i;
+
+	for (i = 0; i < 16; i += 4) {
+		h ^= (uint32_t)(laddr[i] | laddr[i + 1] << 8 | laddr[i + 2] << 16 |
+				(uint32_t)laddr[i + 3] << 24);
+		h *= 0x9e3779b1u;
+		h ^= (uint32_t)(raddr[i] | raddr[i + 1] << 8 | raddr[i + 2] << 16 |
+				(uint32_t)raddr[i + 3] << 24);
+		h *= 0x85ebca6bu;
+	}
+	return (h ^ h >> 15) & (IW_HASH - 1);
+}
+
+/* The longest chain of node @i's 4-tuple hash. */
+static unsigned longest_chain(int i)
+{
+	const struct qhca_iw *iw = nodes[i].e.iw;
+	unsigned b, longest = 0;
+
+	for (b = 0; b < IW_HASH; b++) {
+		unsigned len = 0;
+		uint32_t k;
+
+		for (k = iw->hash[b]; k && len <= QHCA_IW_MAX_CONN; k = iw->conn[k - 1].hnext)
+			len++;
+		if (len > longest)
+			longest = len;
+	}
+	return longest;
+}
+
+#define CHAIN_LISTENERS	16
+
+/*
+ * A peer (node 0) opens 1024 connections to node 1's listeners (16 ports: with one, a
+ * port's 64 512 source ports give at most about 100 in one chain), with the source ports
+ * chosen, by brute force over the port space, so that all of them land in one chain of the
+ * unkeyed hash; node 1 accepts them all. With the keyed hash they spread: its longest chain
+ * stays short, and so does the work of a segment on the first of them (the end of that
+ * chain, unkeyed).
+ */
+static void test_conn_hash_chains(void)
+{
+	static uint16_t count[IW_HASH], lport[QHCA_IW_MAX_CONN], rport[QHCA_IW_MAX_CONN];
+	struct qhca_iw_conn a;
+	uint32_t lh, h, first = 0, pch, best = 0, b;
+	unsigned i, n = 0, p, chain;
+	uint64_t d, s, seg = 0;
+
+	iw_setup_many();
+	memset(lean, 0, sizeof(lean));
+	memset(count, 0, sizeof(count));
+	for (p = 0; p < CHAIN_LISTENERS; p++)
+		for (i = 1024; i < 65536; i++)
+			count[unkeyed_hash(nodes[1].gid, (uint16_t)(4000 + p), nodes[0].gid,
+					   (uint16_t)i)]++;
+	for (b = 0; b < IW_HASH; b++)
+		if (count[b] > count[best])
+			best = b;
+	CHECK(count[best] >= QHCA_IW_MAX_CONN);
+	for (p = 0; p < CHAIN_LISTENERS && n < QHCA_IW_MAX_CONN; p++)
+		for (i = 1024; i < 65536 && n < QHCA_IW_MAX_CONN; i++)
+			if (unkeyed_hash(nodes[1].gid, (uint16_t)(4000 + p), nodes[0].gid,
+					 (uint16_t)i) == best) {
+				lport[n] = (uint16_t)(4000 + p);
+				rport[n++] = (uint16_t)i;
+			}
+	for (p = 0; p < CHAIN_LISTENERS; p++) {
+		struct qhca_iw_listen l = { .port = (uint16_t)(4000 + p), .backlog = 4 };
+
+		CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &lh), QHCA_ST_OK);
+	}
+	for (i = 0; i < n; i++) {
+		a = conn_args(0, rport[i], lport[i], "");
+		CHECK_EQ(qhca_iw_connect(&nodes[0].e, lean_qp(0), &a, &h), QHCA_ST_OK);
+		if (!i)
+			first = h;
+		if (!wait_event(1, QHCA_EVENT_IW_CONNECT_REQUEST, &pch, &d)) {
+			CHECK(!"a request for every connection");
+			break;
+		}
+		a = conn_args(1, 0, 0, "");
+		a.qpn = lean_qp(1);
+		CHECK_EQ(qhca_iw_accept(&nodes[1].e, pch, &a), QHCA_ST_OK);
+		if (!wait_event(0, QHCA_EVENT_IW_CONNECT_REPLY, &h, &d) || d != QHCA_IW_ST_OK) {
+			CHECK(!"every connection accepted");
+			break;
+		}
+	}
+	CHECK_EQ(nodes[1].e.iw->nlive, QHCA_IW_MAX_CONN);
+	chain = longest_chain(1);
+	/* a segment on the first connection: its FIN */
+	memset(&a, 0, sizeof(a));
+	CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, first, &a), QHCA_ST_OK);
+	while (link_n) {
+		struct frame f;
+
+		link_take(0, &f);
+		s = iw_steps(f.to);
+		link_deliver(&f, 0);
+		if (f.to == 1 && iw_steps(1) - s > seg)
+			seg = iw_steps(1) - s;
+	}
+	printf("# %u connections from one peer, ports chosen for the unkeyed hash's bucket %u: "
+	       "longest chain %u, work of a segment on the first %llu\n", n, best, chain,
+	       (unsigned long long)seg);
+	CHECK(chain <= 12);
+	CHECK(seg <= 64);
+	harness_iw_check();
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "conn_work_scale", test_conn_work_scale },
+	{ "conn_hash_chains", test_conn_hash_chains },
 	{ "listen_addresses", test_listen_addresses },
 	{ "loopback", test_loopback },
 	{ "teaching_trace", test_teaching_trace },
