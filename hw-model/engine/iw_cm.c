@@ -5,8 +5,9 @@
  * by which the driver runs them for iw_cm (QHCA_CMD_IW_*, QHCA_EVENT_IW_*).
  *
  * A connection is a slot of a table of QHCA_IW_MAX_CONN, its handle the table's (with the
- * slot's generation), found from a received segment by its 4-tuple through a hash of
- * chains. Listeners are a small table of their own. Every frame that is not a TCP segment
+ * slot's generation), found from a received segment by its 4-tuple through a keyed hash of
+ * chains; those with a deadline are a heap, those whose TCP ended a queue to reap, so no
+ * segment, doorbell or tick walks them all. Listeners are a small table of their own. Every frame that is not a TCP segment
  * of one of our connections, or a SYN to one of our listeners, is the netdev's: the guest's
  * own TCP shares the address (the port mapper keeps the ports apart).
  *
