@@ -33,6 +33,9 @@ struct qhca_qp;
 void qhca_iw_req_run(struct qhca_engine *e, struct qhca_qp *qp);
 void qhca_iw_qp_gone(struct qhca_engine *e, struct qhca_qp *qp);
 uint64_t qhca_iw_deadline(const struct qhca_engine *e);
+/* For the tests and fuzzers: NULL if the connections' bookkeeping (deadline heap, reap
+ * queue, hash) is right, else what is wrong. O(connections). */
+const char *qhca_iw_check(const struct qhca_engine *e);
 /* TCP's segments sent again and its retransmission timeouts, every connection's since the
  * device began (an iWARP port's RETRANSMITS and TIMEOUTS counters). */
 void qhca_iw_tcp_counts(const struct qhca_engine *e, uint64_t *retransmits, uint64_t *timeouts);

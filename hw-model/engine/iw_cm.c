@@ -5,8 +5,9 @@
  * by which the driver runs them for iw_cm (QHCA_CMD_IW_*, QHCA_EVENT_IW_*).
  *
  * A connection is a slot of a table of QHCA_IW_MAX_CONN, its handle the table's (with the
- * slot's generation), found from a received segment by its 4-tuple through a hash of
- * chains. Listeners are a small table of their own. Every frame that is not a TCP segment
+ * slot's generation), found from a received segment by its 4-tuple through a keyed hash of
+ * chains; those with a deadline are a heap, those whose TCP ended a queue to reap, so no
+ * segment, doorbell or tick walks them all. Listeners are a small table of their own. Every frame that is not a TCP segment
  * of one of our connections, or a SYN to one of our listeners, is the netdev's: the guest's
  * own TCP shares the address (the port mapper keeps the ports apart).
  *
@@ -31,21 +32,40 @@ static void reap(struct qhca_engine *e);
 static bool rdma_mode(struct iw_conn *c, struct qhca_qp *qp);
 
 /* ---------------------------------------------------------------- lookup */
-static uint32_t tuple_hash(const uint8_t *laddr, uint16_t lport, const uint8_t *raddr,
-			   uint16_t rport)
+/*
+ * The chain of a 4-tuple: SipHash-2-4 of it under a key of the device's (hash_key), so a
+ * peer that chooses its ports (or addresses) cannot aim them at one chain: without the key
+ * it cannot tell which 4-tuples share one, and the chains stay about as long as the
+ * connections over IW_HASH, whatever it sends. (An unkeyed mix let a peer put 1024
+ * connections in one chain: test-iw-cm conn_hash_chains.)
+ */
+static uint32_t tuple_hash(const struct qhca_iw *iw, const uint8_t *laddr, uint16_t lport,
+			   const uint8_t *raddr, uint16_t rport)
 {
-	uint32_t h = (uint32_t)lport << 16 | rport;
-	unsigned i;
+	uint8_t m[36];
 
-	for (i = 0; i < 16; i += 4) {
-		h ^= (uint32_t)(laddr[i] | laddr[i + 1] << 8 | laddr[i + 2] << 16 |
-				(uint32_t)laddr[i + 3] << 24);
-		h *= 0x9e3779b1u;
-		h ^= (uint32_t)(raddr[i] | raddr[i + 1] << 8 | raddr[i + 2] << 16 |
-				(uint32_t)raddr[i + 3] << 24);
-		h *= 0x85ebca6bu;
-	}
-	return (h ^ h >> 15) & (IW_HASH - 1);
+	memcpy(m, laddr, 16);
+	memcpy(m + 16, raddr, 16);
+	m[32] = (uint8_t)(lport >> 8);
+	m[33] = (uint8_t)lport;
+	m[34] = (uint8_t)(rport >> 8);
+	m[35] = (uint8_t)rport;
+	return (uint32_t)qhca_siphash24(iw->hash_key[0], iw->hash_key[1], m, sizeof(m)) &
+	       (IW_HASH - 1);
+}
+
+/*
+ * The hash's key, from the device's ISN secret (the only secret it has for iWARP) through
+ * SipHash of two constants, so that the key of the ISNs (RFC 6528) and the hash's differ:
+ * what timing could tell a peer of one says nothing of the other.
+ */
+static void hash_key_init(struct qhca_iw *iw, const uint64_t secret[2])
+{
+	static const uint8_t k0[] = "qhca iWARP 4-tuple hash key 0";
+	static const uint8_t k1[] = "qhca iWARP 4-tuple hash key 1";
+
+	iw->hash_key[0] = qhca_siphash24(secret[0], secret[1], k0, sizeof(k0) - 1);
+	iw->hash_key[1] = qhca_siphash24(secret[0], secret[1], k1, sizeof(k1) - 1);
 }
 
 /* The connection's addresses: TCP's, or the copy kept after its TCP went at CLOSED. */
@@ -54,16 +74,16 @@ static const struct iw_tcp_seg *conn_tmpl(const struct iw_conn *c)
 	return c->tcp ? &c->tcp->tmpl : &c->tmpl;
 }
 
-static uint32_t conn_hash(const struct iw_conn *c)
+static uint32_t conn_hash(const struct qhca_iw *iw, const struct iw_conn *c)
 {
 	const struct iw_tcp_seg *t = conn_tmpl(c);
 
-	return tuple_hash(t->sgid, t->sport, t->dgid, t->dport);
+	return tuple_hash(iw, t->sgid, t->sport, t->dgid, t->dport);
 }
 
 static void hash_add(struct qhca_iw *iw, struct iw_conn *c)
 {
-	uint32_t b = conn_hash(c);
+	uint32_t b = conn_hash(iw, c);
 
 	c->hnext = iw->hash[b];
 	iw->hash[b] = (uint32_t)(c - iw->conn) + 1;
@@ -71,7 +91,7 @@ static void hash_add(struct qhca_iw *iw, struct iw_conn *c)
 
 static void hash_del(struct qhca_iw *iw, struct iw_conn *c)
 {
-	uint32_t *at = &iw->hash[conn_hash(c)], me = (uint32_t)(c - iw->conn) + 1;
+	uint32_t *at = &iw->hash[conn_hash(iw, c)], me = (uint32_t)(c - iw->conn) + 1;
 
 	while (*at && *at != me)
 		at = &iw->conn[*at - 1].hnext;
@@ -85,12 +105,13 @@ static void hash_del(struct qhca_iw *iw, struct iw_conn *c)
  * never meet, and one 4-tuple may be in use by one of each. */
 static struct iw_conn *conn_of_seg(struct qhca_iw *iw, const struct iw_tcp_seg *s, bool looped)
 {
-	uint32_t i = iw->hash[tuple_hash(s->dgid, s->dport, s->sgid, s->sport)];
+	uint32_t i = iw->hash[tuple_hash(iw, s->dgid, s->dport, s->sgid, s->sport)];
 
 	while (i) {
 		struct iw_conn *c = &iw->conn[i - 1];
 		const struct iw_tcp_seg *t = &c->tcp->tmpl;
 
+		iw->steps++;
 		if (t->sport == s->dport && t->dport == s->sport && !memcmp(t->sgid, s->dgid, 16) &&
 		    !memcmp(t->dgid, s->sgid, 16) && c->looped == looped)
 			return c;
@@ -480,13 +501,129 @@ void qhca_iw_qp_gone(struct qhca_engine *e, struct qhca_qp *qp)
 	qhca_step(e, "iw conn=0x%x QP 0x%x gone in state %u", c->handle, qp->qpn, c->state);
 	c->qpn = 0;
 	/* A Terminate already on its way closes the connection after it; else a RST. It
-	 * may be inside one of TCP's callbacks: the slot is freed later (reap_due). */
+	 * may be inside one of TCP's callbacks: the slot is freed later (the reap queue,
+	 * from the timer). */
 	if (!c->terminated && c->state != IWC_CLOSING) {
 		qtcp_abort(c->tcp, iw_now_ns(e));
 		iw_conn_gone(c, QHCA_IW_ST_LOCAL);
 	}
-	e->iw->reap_due = true;
+	iw_sched(c);		/* reaped from the timer, at once, if its TCP is CLOSED */
 	qhca_timer_update(e);
+}
+
+/* ---------------------------------------------------------------- deadlines */
+/*
+ * The connections with a deadline are a binary min-heap on their due time (iw_conn.due), as
+ * the QPs' are (xmit.c): the earliest at heap[0], the children of entry i at 2i + 1 and
+ * 2i + 2, each connection knowing its place (heap_idx, + 1). A segment, a doorbell or a
+ * command moves one connection's deadline in O(log n) steps; the engine's next deadline is
+ * at hand. Room for every connection (QHCA_IW_MAX_CONN), in the iWARP state.
+ */
+static void heap_put(struct qhca_iw *iw, uint32_t i, uint32_t slot)
+{
+	iw->heap[i] = slot;
+	iw->conn[slot].heap_idx = i + 1;
+}
+
+static void heap_up(struct qhca_iw *iw, uint32_t i, uint32_t slot)
+{
+	uint64_t due = iw->conn[slot].due;
+
+	while (i) {
+		uint32_t parent = (i - 1) / 2;
+
+		iw->steps++;
+		if (iw->conn[iw->heap[parent]].due <= due)
+			break;
+		heap_put(iw, i, iw->heap[parent]);
+		i = parent;
+	}
+	heap_put(iw, i, slot);
+}
+
+static void heap_down(struct qhca_iw *iw, uint32_t i, uint32_t slot)
+{
+	uint64_t due = iw->conn[slot].due;
+
+	for (;;) {
+		uint32_t k = 2 * i + 1;
+
+		if (k >= iw->heap_n)
+			break;
+		iw->steps++;
+		if (k + 1 < iw->heap_n && iw->conn[iw->heap[k + 1]].due < iw->conn[iw->heap[k]].due)
+			k++;
+		if (due <= iw->conn[iw->heap[k]].due)
+			break;
+		heap_put(iw, i, iw->heap[k]);
+		i = k;
+	}
+	heap_put(iw, i, slot);
+}
+
+static void heap_fix(struct qhca_iw *iw, uint32_t i, uint32_t slot)
+{
+	if (i && iw->conn[iw->heap[(i - 1) / 2]].due > iw->conn[slot].due)
+		heap_up(iw, i, slot);
+	else
+		heap_down(iw, i, slot);
+}
+
+/* @c's deadline is @due now (UINT64_MAX: none): into the heap, moved in it, or out. */
+static void conn_set_due(struct qhca_iw *iw, struct iw_conn *c, uint64_t due)
+{
+	uint32_t slot = (uint32_t)(c - iw->conn);
+
+	if (due == c->due && (c->heap_idx != 0) == (due != UINT64_MAX))
+		return;
+	c->due = due;
+	if (due == UINT64_MAX) {
+		if (c->heap_idx) {
+			uint32_t i = c->heap_idx - 1, last = iw->heap[--iw->heap_n];
+
+			c->heap_idx = 0;
+			if (last != slot)
+				heap_fix(iw, i, last);	/* the last entry fills the hole */
+		}
+	} else if (c->heap_idx) {
+		heap_fix(iw, c->heap_idx - 1, slot);
+	} else if (iw->heap_n < QHCA_IW_MAX_CONN) {
+		heap_up(iw, iw->heap_n++, slot);
+	}
+}
+
+/* The earliest of the connection's deadlines: TCP's timers; MPA's while the peer's frame
+ * or the driver's answer is awaited, or a responder holds its FPDUs; the close's until
+ * TCP is in TIME_WAIT (bounded by TCP itself). None once TCP is CLOSED: reaped then. */
+static uint64_t conn_due(const struct iw_conn *c)
+{
+	uint64_t d;
+
+	if (c->state == IWC_FREE || c->state == IWC_CLOSED || !c->tcp ||
+	    c->tcp->state == QTCP_CLOSED)
+		return UINT64_MAX;
+	d = qtcp_next_deadline(c->tcp);
+	if ((c->state == IWC_MPA_WAIT || c->state == IWC_REQ_PENDING ||
+	     (c->state == IWC_RTS && c->tx_hold)) && c->mpa_deadline < d)
+		d = c->mpa_deadline;
+	if (c->close_deadline < d && c->tcp->state != QTCP_TIME_WAIT)
+		d = c->close_deadline;
+	return d;
+}
+
+void iw_sched(struct iw_conn *c)
+{
+	struct qhca_iw *iw = c->e->iw;
+
+	iw->steps++;
+	if (c->state != IWC_FREE && c->state != IWC_CLOSED && c->tcp &&
+	    c->tcp->state == QTCP_CLOSED && !c->reap_queued &&
+	    iw->reap_n < QHCA_IW_MAX_CONN) {
+		c->reap_queued = true;
+		iw->reap_q[(iw->reap_head + iw->reap_n++) % QHCA_IW_MAX_CONN] =
+			(uint32_t)(c - iw->conn);
+	}
+	conn_set_due(iw, c, conn_due(c));
 }
 
 /* ---------------------------------------------------------------- connections */
@@ -532,6 +669,7 @@ static struct iw_conn *conn_new(struct qhca_engine *e)
 	c->active = c->peer_closed = c->p2p = c->peer_enhanced = false;
 	c->announced = c->pending = c->gone = c->replied = c->looped = false;
 	c->mpa_deadline = c->close_deadline = UINT64_MAX;
+	c->due = UINT64_MAX;		/* not in the heap: a freed slot leaves it */
 	c->listener = c->qpn = 0;
 	c->status = QHCA_IW_ST_OK;
 	c->mpa_len = 0;
@@ -545,6 +683,7 @@ static struct iw_conn *conn_new(struct qhca_engine *e)
 /* The connection's TCP and buffers go (given back to the budget); its record stays. */
 static void conn_shed(struct qhca_engine *e, struct iw_conn *c)
 {
+	conn_set_due(e->iw, c, UINT64_MAX);	/* no TCP, no timers */
 	if (c->tcp) {
 		c->tmpl = c->tcp->tmpl;
 		e->iw->gone_retransmits += c->tcp->stats.retransmits;
@@ -579,21 +718,25 @@ static void conn_free(struct qhca_engine *e, struct iw_conn *c)
 	c->handle = 0;
 }
 
-/* Connections whose TCP is done: the CLOSED event, and the slot free. */
+/* The connections whose TCP is done (queued by iw_sched), and only those: the CLOSED
+ * event, and the slot free. Never inside one of TCP's callbacks (it frees the TCP): the
+ * entry points call it last, and the timer for what is queued elsewhere. */
 static void reap(struct qhca_engine *e)
 {
 	struct qhca_iw *iw = e->iw;
-	uint32_t i = 0;
 
-	iw->reap_due = false;
-	while (i < iw->nlive) {
-		struct iw_conn *c = &iw->conn[iw->live[i]];
+	while (iw->reap_n) {
+		struct iw_conn *c = &iw->conn[iw->reap_q[iw->reap_head]];
 		struct qhca_qp *qp;
 
-		if (c->state == IWC_CLOSED || c->tcp->state != QTCP_CLOSED) {
-			i++;
+		iw->reap_head = (iw->reap_head + 1) % QHCA_IW_MAX_CONN;
+		iw->reap_n--;
+		c->reap_queued = false;
+		iw->steps++;
+		/* the slot may have been freed, or freed and taken again, since it was queued */
+		if (c->state == IWC_FREE || c->state == IWC_CLOSED || !c->tcp ||
+		    c->tcp->state != QTCP_CLOSED)
 			continue;
-		}
 		iw_conn_gone(c, QHCA_IW_ST_RESET);
 		/* The LLP is closed: a QP still bound goes to error, its WQEs flushed, as
 		 * iw_cm's CLOSE expects of the provider (rdma_disconnect on iWARP asks only for
@@ -602,7 +745,7 @@ static void reap(struct qhca_engine *e)
 		if (qp)
 			qhca_qp_error(e, qp, 0);
 		if (!c->announced) {
-			conn_free(e, c);	/* the last live slot moves to i: looked at next */
+			conn_free(e, c);
 			continue;
 		}
 		/* exactly one CLOSED for every handle the driver was told of; the handle
@@ -613,7 +756,6 @@ static void reap(struct qhca_engine *e)
 		/* only the record waits for the driver's release: were the event lost, the
 		 * memory is not */
 		conn_shed(e, c);
-		i++;
 	}
 }
 
@@ -641,6 +783,7 @@ static bool iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len, 
 		e->cnt.roce_rx_bytes += len;
 		step_seg(e, "rx", c->qpn, c->handle, &s, len);
 		qtcp_input(c->tcp, &s, iw_now_ns(e));
+		iw_sched(c);
 		reap(e);
 		qhca_timer_update(e);
 		return true;
@@ -672,6 +815,7 @@ static bool iw_receive(struct qhca_engine *e, const uint8_t *frame, size_t len, 
 	l->pending++;
 	iw->half_open++;
 	hash_add(iw, c);
+	iw_sched(c);
 	qhca_timer_update(e);
 	return true;
 }
@@ -701,72 +845,73 @@ void qhca_iw_loop_receive(struct qhca_engine *e, const uint8_t *frame, size_t le
 		qhca_xmit_frame(e, e->pkt, n);
 }
 
+/* A connection's deadlines that passed at @now: TCP's timers, MPA's, the close's. */
+static void conn_timer(struct iw_conn *c, uint64_t now)
+{
+	struct qhca_engine *e = c->e;
+
+	if (qtcp_next_deadline(c->tcp) <= now)
+		qtcp_timer(c->tcp, now);
+	if (c->state == IWC_RTS && c->tx_hold && c->mpa_deadline <= now) {
+		struct qhca_qp *qp = iw_qp_of(c);
+
+		c->tx_hold = false;	/* no FPDU came: the responder speaks first */
+		if (qp)
+			iw_req_run(c, qp);
+	}
+	if ((c->state == IWC_MPA_WAIT || c->state == IWC_REQ_PENDING) &&
+	    c->mpa_deadline <= now) {
+		qhca_log_guest(e, "iWARP connection 0x%x: no %s in time", c->handle,
+			       c->state == IWC_REQ_PENDING ? "answer from the driver" :
+			       c->active ? "MPA reply" : "MPA request");
+		qtcp_abort(c->tcp, now);
+		iw_conn_gone(c, QHCA_IW_ST_TIMEOUT);
+	}
+	if (c->close_deadline <= now && c->tcp->state != QTCP_CLOSED &&
+	    c->tcp->state != QTCP_TIME_WAIT) {
+		qhca_log_guest(e, "iWARP connection 0x%x: not closed in time: reset",
+			       c->handle);
+		qtcp_abort(c->tcp, now);
+		iw_conn_gone(c, QHCA_IW_ST_TIMEOUT);
+	}
+}
+
+/*
+ * The connections whose deadline passed, earliest first, from the heap (those not due cost
+ * nothing); each leaves with its next deadline in the future (TCP sets its timers after
+ * now, MPA's and the close's end their state), or none. The budget only guards against a
+ * connection that would not: at most one pass over the connections a tick.
+ */
 void qhca_iw_timer(struct qhca_engine *e, uint64_t now)
 {
 	struct qhca_iw *iw = e->iw;
-	uint32_t i;
+	unsigned budget = QHCA_IW_MAX_CONN;
 
 	if (!iw)
 		return;
-	for (i = 0; i < iw->nlive; i++) {
-		struct iw_conn *c = &iw->conn[iw->live[i]];
+	while (iw->heap_n && budget--) {
+		struct iw_conn *c = &iw->conn[iw->heap[0]];
 
-		if (!c->tcp)
-			continue;	/* CLOSED: waiting for the driver's release */
-		if (qtcp_next_deadline(c->tcp) <= now)
-			qtcp_timer(c->tcp, now);
-		if (c->state == IWC_RTS && c->tx_hold && c->mpa_deadline <= now) {
-			struct qhca_qp *qp = iw_qp_of(c);
-
-			c->tx_hold = false;	/* no FPDU came: the responder speaks first */
-			if (qp)
-				iw_req_run(c, qp);
-		}
-		if ((c->state == IWC_MPA_WAIT || c->state == IWC_REQ_PENDING) &&
-		    c->mpa_deadline <= now) {
-			qhca_log_guest(e, "iWARP connection 0x%x: no %s in time", c->handle,
-				       c->state == IWC_REQ_PENDING ? "answer from the driver" :
-				       c->active ? "MPA reply" : "MPA request");
-			qtcp_abort(c->tcp, now);
-			iw_conn_gone(c, QHCA_IW_ST_TIMEOUT);
-		}
-		if (c->close_deadline <= now && c->tcp->state != QTCP_CLOSED &&
-		    c->tcp->state != QTCP_TIME_WAIT) {
-			qhca_log_guest(e, "iWARP connection 0x%x: not closed in time: reset",
-				       c->handle);
-			qtcp_abort(c->tcp, now);
-			iw_conn_gone(c, QHCA_IW_ST_TIMEOUT);
-		}
+		if (c->due > now)
+			break;
+		iw->steps++;
+		conn_timer(c, now);
+		iw_sched(c);
 	}
 	reap(e);
 }
 
+/* When the iWARP port wants the timer: at once for connections to reap, else the heap's
+ * earliest. O(1). */
 uint64_t qhca_iw_deadline(const struct qhca_engine *e)
 {
 	const struct qhca_iw *iw = e->iw;
-	uint64_t next = UINT64_MAX;
-	uint32_t i;
 
 	if (!iw)
-		return next;
-	if (iw->reap_due)
+		return UINT64_MAX;
+	if (iw->reap_n)
 		return 0;
-	for (i = 0; i < iw->nlive; i++) {
-		const struct iw_conn *c = &iw->conn[iw->live[i]];
-		uint64_t d;
-
-		if (!c->tcp)
-			continue;
-		d = qtcp_next_deadline(c->tcp);
-		if (d < next)
-			next = d;
-		if ((c->state == IWC_MPA_WAIT || c->state == IWC_REQ_PENDING ||
-		     (c->state == IWC_RTS && c->tx_hold)) && c->mpa_deadline < next)
-			next = c->mpa_deadline;
-		if (c->close_deadline < next && c->tcp->state != QTCP_TIME_WAIT)
-			next = c->close_deadline;
-	}
-	return next;
+	return iw->heap_n ? iw->conn[iw->heap[0]].due : UINT64_MAX;
 }
 
 /* ---------------------------------------------------------------- commands */
@@ -847,6 +992,7 @@ uint16_t qhca_iw_unlisten(struct qhca_engine *e, uint32_t handle)
 		if (c->state == IWC_REQ_PENDING) {
 			qtcp_abort(c->tcp, iw_now_ns(e));
 			iw_conn_gone(c, QHCA_IW_ST_LOCAL);
+			iw_sched(c);
 		}
 		i++;
 	}
@@ -925,6 +1071,7 @@ uint16_t qhca_iw_connect(struct qhca_engine *e, uint32_t qpn, const struct qhca_
 	hash_add(e->iw, c);
 	c->announced = true;
 	qp->iw_conn = c->handle;	/* bound from now: the QP's second connect is BUSY */
+	iw_sched(c);
 	qhca_timer_update(e);
 	*handle = c->handle;
 	return QHCA_ST_OK;
@@ -961,6 +1108,7 @@ uint16_t qhca_iw_accept(struct qhca_engine *e, uint32_t handle, const struct qhc
 	if (c->state == IWC_RTS)
 		iw_req_run(c, qp);		/* WQEs posted before the accept go now */
 	qtcp_rx_resume(c->tcp, iw_now_ns(e));
+	iw_sched(c);
 	reap(e);
 	qhca_timer_update(e);
 	return QHCA_ST_OK;
@@ -979,6 +1127,7 @@ uint16_t qhca_iw_reject(struct qhca_engine *e, uint32_t handle, const struct qhc
 	mpa_send(c, true, true, a->private_data, a->pd_len);
 	iw_conn_gone(c, QHCA_IW_ST_REJECTED);
 	qtcp_close(c->tcp, iw_now_ns(e));
+	iw_sched(c);
 	reap(e);
 	qhca_timer_update(e);
 	return QHCA_ST_OK;
@@ -1036,6 +1185,7 @@ uint16_t qhca_iw_disconnect(struct qhca_engine *e, uint32_t handle, const struct
 	}
 	if (c->state != IWC_CLOSING)
 		iw_conn_gone(c, QHCA_IW_ST_LOCAL);
+	iw_sched(c);
 	reap(e);
 	qhca_timer_update(e);
 	return QHCA_ST_OK;
@@ -1065,7 +1215,8 @@ int qhca_iw_init(struct qhca_engine *e)
 		return -1;
 	}
 	qtcp_config_default(&iw->tcfg);
-	iw->tcfg.mtu = 1500;	/* Ethernet's, as the peers' (siw on a virtio-net NIC) */
+	iw->tcfg.mtu = 1500;
+	hash_key_init(iw, e->cfg.isn_secret);	/* Ethernet's, as the peers' (siw on a virtio-net NIC) */
 	e->iw = iw;
 	return 0;
 }
@@ -1087,15 +1238,68 @@ void qhca_iw_tcp_counts(const struct qhca_engine *e, uint64_t *retransmits, uint
 	}
 }
 
+/*
+ * For the tests and the fuzzers: is the bookkeeping of the connections right? Every live
+ * connection's due time as conn_due computes it, in the heap exactly when it has one, the
+ * heap ordered; every one whose TCP is CLOSED queued for reaping; the hash's chains
+ * holding exactly the connections not yet CLOSED. NULL if so, else what is wrong.
+ * O(connections): never called by the device itself.
+ */
+const char *qhca_iw_check(const struct qhca_engine *e)
+{
+	const struct qhca_iw *iw = e->iw;
+	uint32_t i, hashed = 0, in_hash = 0;
+
+	if (!iw)
+		return NULL;
+	if (iw->heap_n > QHCA_IW_MAX_CONN || iw->reap_n > QHCA_IW_MAX_CONN ||
+	    iw->nlive > QHCA_IW_MAX_CONN)
+		return "a count past QHCA_IW_MAX_CONN";
+	for (i = 0; i < iw->heap_n; i++) {
+		const struct iw_conn *c = &iw->conn[iw->heap[i]];
+
+		if (c->heap_idx != i + 1 || c->state == IWC_FREE)
+			return "a heap entry that is not its connection's place";
+		if (i && iw->conn[iw->heap[(i - 1) / 2]].due > c->due)
+			return "the heap out of order";
+	}
+	for (i = 0; i < iw->nlive; i++) {
+		const struct iw_conn *c = &iw->conn[iw->live[i]];
+		uint64_t d = conn_due(c);
+
+		if (c->due != d || (c->heap_idx != 0) != (d != UINT64_MAX))
+			return "a connection's deadline not in the heap as it is";
+		if (c->tcp && c->tcp->state == QTCP_CLOSED && c->state != IWC_CLOSED &&
+		    !c->reap_queued)
+			return "a connection whose TCP is CLOSED not queued for reaping";
+		if (c->state != IWC_CLOSED)
+			hashed++;
+	}
+	for (i = 0; i < IW_HASH; i++) {
+		uint32_t k;
+
+		for (k = iw->hash[i]; k; k = iw->conn[k - 1].hnext)
+			if (k > QHCA_IW_MAX_CONN || ++in_hash > QHCA_IW_MAX_CONN)
+				return "a hash chain that does not end";
+	}
+	if (in_hash != hashed)
+		return "the hash's chains do not hold the connections";
+	return NULL;
+}
+
 /* Every connection reset, every listener gone (device reset). */
 void qhca_iw_reset(struct qhca_engine *e)
 {
 	struct qhca_iw *iw = e->iw;
+	uint32_t i;
 
 	if (!iw)
 		return;
 	while (iw->nlive)
 		conn_free(e, &iw->conn[iw->live[0]]);
+	for (i = 0; i < QHCA_IW_MAX_CONN; i++)
+		iw->conn[i].reap_queued = false;
+	iw->reap_head = iw->reap_n = 0;	/* the heap is empty: every slot left it */
 	iw->half_open = 0;
 	qhca_obj_table_clear(&iw->conn_table);
 	memset(iw->lsn, 0, sizeof(iw->lsn));

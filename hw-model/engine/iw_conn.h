@@ -70,6 +70,11 @@ struct iw_conn {
 	bool replied;		/* active: the peer's reply came (peer holds it) */
 	bool looped;		/* to the port itself: its segments only ever loop back */
 	uint32_t live_idx;	/* its place in qhca_iw.live */
+	uint64_t due;		/* the earliest of its deadlines (iw_sched): TCP's timers, MPA's
+				 * and the close's; its key in qhca_iw.heap */
+	uint32_t heap_idx;	/* its place in qhca_iw.heap + 1, 0: not there (no deadline) */
+	bool reap_queued;	/* its slot is in qhca_iw.reap_q (kept by the slot: a freed and
+				 * reused slot's entry is looked at again when its turn comes) */
 	uint64_t mpa_deadline;	/* waiting for the peer's MPA frame, or the driver's answer */
 	struct iw_tcp_seg tmpl;	/* the 4-tuple and MACs, kept once TCP is gone (CLOSED) */
 	uint64_t close_deadline;	/* closing: reset at this time (IW_CLOSE_TIMEOUT_NS) */
@@ -103,14 +108,24 @@ struct qhca_iw {
 	struct qhca_obj_table conn_table;
 	struct iw_conn *conn;		/* QHCA_IW_MAX_CONN slots */
 	uint32_t hash[IW_HASH];		/* slot + 1 */
+	uint64_t hash_key[2];		/* SipHash's key of the 4-tuple hash (tuple_hash) */
 	struct qhca_obj_table lsn_table;
 	struct iw_listener lsn[QHCA_IW_MAX_LISTEN];
 	struct qtcp_config tcfg;
-	uint32_t live[QHCA_IW_MAX_CONN];	/* the slots in use: timers and reaping walk
-						 * these, not the whole table */
+	uint32_t live[QHCA_IW_MAX_CONN];	/* the slots in use: a device reset, an unlisten
+						 * and the counters walk these */
 	uint32_t nlive;
+	/* The connections with a deadline, a binary min-heap on iw_conn.due (as the QPs' in
+	 * xmit.c): the earliest at heap[0], O(log n) to move one; slots. */
+	uint32_t heap[QHCA_IW_MAX_CONN];
+	uint32_t heap_n;
+	/* The connections whose TCP reached CLOSED, to reap (the CLOSED event, the memory
+	 * back): a ring of slots, each at most once (reap_queued). */
+	uint32_t reap_q[QHCA_IW_MAX_CONN];
+	uint32_t reap_head, reap_n;
 	uint32_t half_open;		/* passive connections not yet accepted, all listeners */
-	bool reap_due;			/* a connection may be CLOSED: the timer reaps it now */
+	uint64_t steps;			/* connections looked at, all told: the work of
+					 * finding, timing and reaping them, for the tests */
 	uint64_t gone_retransmits;	/* TCP's of the connections already freed */
 	uint64_t gone_timeouts;
 	struct qhca_iw_conn scratch;	/* a command's argument or answer (admin.c) */
@@ -131,6 +146,10 @@ struct qhca_qp *iw_qp_of(struct iw_conn *c);
 void iw_closing(struct iw_conn *c);
 /* The end of the connection's TCP (QHCA_IW_ST_*): the driver is told, once. */
 void iw_conn_gone(struct iw_conn *c, uint8_t status);
+/* After anything that may have moved the connection's deadlines or closed its TCP (every
+ * call into TCP, a change of state, MPA's or the close's deadline): its place in the heap,
+ * and in the reap queue once its TCP is CLOSED. O(log n). */
+void iw_sched(struct iw_conn *c);
 
 /* iw_tx.c */
 /* Hand @n bytes to TCP, all or nothing (false if it has no room). */

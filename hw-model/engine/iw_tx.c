@@ -339,6 +339,7 @@ void qhca_iw_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 	if (!c || c->state != IWC_RTS || iw_qp_of(c) != qp)
 		return;
 	iw_req_run(c, qp);
+	iw_sched(c);	/* reaped from the timer if its TCP ended (a Terminate without room) */
 	qhca_timer_update(e);
 }
 

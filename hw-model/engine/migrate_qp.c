@@ -450,7 +450,7 @@ static struct qhca_qp *qp_alloc(struct mig_in *in)
 /*
  * What a QP may be on the port's link. QP0 is InfiniBand's, and QP1 and QP0 are the ones
  * CREATE_QP recorded (cmd_create_qp: one each). iWARP's connections are not in the stream
- * (iw.c; QEMU blocks the migration of an iWARP port): an iWARP QP comes unconnected (RESET,
+ * (iw_cm.c; QEMU blocks the migration of an iWARP port): an iWARP QP comes unconnected (RESET,
  * INIT, or in error), RC as iWARP has it, and without the RoCE and InfiniBand transport's
  * state, which iWARP never makes: messages started, timers, receives, WRITEs and READ
  * responses in progress, the READ/ATOMIC history (resp_pump would send them as RoCE frames).

@@ -442,14 +442,24 @@ def crc32c(b):
 
 
 def iwarp_seeds():
-    """fuzz_iwarp: the peer's byte stream after the TCP handshake: an MPA request (revision
-    2, CRC, RFC 6581's IRD and ORD, private data), then FPDUs (a SEND, an RDMA WRITE into the
-    region, key 0x100, a Read Request of it, a Terminate), cut into chunks of [length][bytes];
-    0xff a timer tick. The first byte: accept (bit 0), the segment size (the rest)."""
-    def mpa_req(pd=b"", rev=2):
+    """fuzz_iwarp. The first byte: the side (bit 0: the device connects out), hostile mode
+    (bit 1), the driver accepting requests at once (bit 2), no automatic handshake (bit 3),
+    the peer's MSS (bits 4-7: 64 + 64 n). Stream mode: the peer's byte stream after the TCP
+    handshake (an MPA request or reply: revision 2, CRC, RFC 6581's IRD and ORD, private
+    data; then FPDUs: a SEND, an RDMA WRITE into the region, key 0x100, a Read Request of
+    it, a Terminate), cut into chunks of [length][bytes], 0xff a timer tick. Hostile mode:
+    ops (fuzz_iwarp.c): blind and out-of-window segments, RSTs in and out of the window,
+    SYNs on the connection, SYN-ACKs to nothing, SYN floods, a simultaneous open, MPA frames
+    malformed and oversized, floods of 1-byte segments in and out of order, zero windows,
+    the driver's commands; both sides."""
+    def mpa_rr(pd=b"", rev=2, reply=False):
         body = struct.pack(">HH", 4, 4) + pd if rev == 2 else pd
-        return (b"MPA ID Req Frame" + bytes([0x40 | (0x10 if rev == 2 else 0), rev]) +
+        key = b"MPA ID Rep Frame" if reply else b"MPA ID Req Frame"
+        return (key + bytes([0x40 | (0x10 if rev == 2 else 0), rev]) +
                 struct.pack(">H", len(body)) + body)
+
+    def mpa_req(pd=b"", rev=2):
+        return mpa_rr(pd, rev)
 
     def fpdu(ulpdu):
         b = struct.pack(">H", len(ulpdu)) + ulpdu
@@ -467,14 +477,114 @@ def iwarp_seeds():
     def chunks(b, n=200):
         return b"".join(bytes([len(b[i:i + n])]) + b[i:i + n] for i in range(0, len(b), n))
 
+    # the first byte
+    ACTIVE, HOSTILE, ACCEPT, RAW = 1, 2, 4, 8
+
+    def mss(n):
+        return n << 4		# 64 + 64 n bytes
+
+    # hostile mode's ops (op byte % 16), as fuzz_iwarp.c reads them
+    def op_data(b):
+        return b"".join(bytes([0, len(b[i:i + 255])]) + b[i:i + 255]
+                        for i in range(0, len(b), 255))
+
+    def op_blind(flags, seq, ack, win, data=b"", syn_mss=None):
+        b = bytes([1, flags]) + struct.pack(">IIH", seq & 0xffffffff, ack & 0xffffffff, win)
+        b += bytes([len(data)]) + data
+        return b + (struct.pack(">H", syn_mss) if syn_mss is not None else b"")
+
+    def op_rst(kind, off):
+        return bytes([2, kind]) + struct.pack(">h", off)
+
+    def op_syn(kind, arg):
+        return bytes([3, kind]) + struct.pack(">H", arg)
+
+    def op_mpa(keysel, flags, rev, pd_len, pd=b"", ird=4, ord_=4):
+        return bytes([4, keysel, flags, rev]) + struct.pack(">HHHH", pd_len, ird, ord_,
+                                                            len(pd)) + pd
+
+    def op_fpdu(sel, stag=0, to=0, msn=1, mo=0, sink_stag=0, sink_to=0, size=0, term=(0, 0, 0),
+                data=b""):
+        return (bytes([5, sel]) + struct.pack(">IIHHIII", stag, to, msn, mo, sink_stag, sink_to,
+                                              size) + bytes(term) +
+                struct.pack(">H", len(data)) + data)
+
+    def op_tiny(count, stride, byte, base):
+        return bytes([6, count, stride, byte]) + struct.pack(">H", base)
+
+    def op_tick(n):
+        return bytes([7, n])
+
+    def op_ack(back, win):
+        return bytes([8]) + struct.pack(">HH", back, win)
+
+    FIN, REPLAY, HANDSHAKE = bytes([9]), bytes([11]), bytes([12])
+
+    def op_driver(sel, extra=b""):
+        return bytes([10, sel]) + extra
+
+    def post(op, length, rkey=0x100, raddr=0x10000 >> 8):
+        return op_driver(5, bytes([op]) + struct.pack(">HII", length, rkey, raddr))
+
+    LAST, ENH_CRC = 0x10, 0x50
+    good_req = op_mpa(0, ENH_CRC, 2, 4 + 2, b"hi")
+    good_rep = op_mpa(0, ENH_CRC, 2, 4)
     read_req = struct.pack(">IQIIQ", 0x100, 0x14000, 256, 0x100, 0x10000)
-    yield bytes([0x81]) + chunks(mpa_req(b"hi") + untagged(3, 0, 1, 0, b"hello")) + b"\0"
-    yield bytes([0x41]) + chunks(mpa_req() + tagged(0, 0x100, 0x10000, b"w" * 300) +
-                                 untagged(1, 1, 1, 0, b"", extra=read_req)) + b"\xff\x01"
-    yield bytes([0x21]) + chunks(mpa_req() + untagged(3, 0, 1, 0, b"a" * 100, last=False) +
-                                 untagged(3, 0, 1, 100, b"b" * 50) +
-                                 untagged(7, 2, 1, 0, b"", extra=b"\x00\x10\x00\x00")) + b"\x02"
+
+    # stream mode, the device listening (as before), and connecting out
+    yield bytes([ACCEPT | mss(8)]) + chunks(mpa_req(b"hi") + untagged(3, 0, 1, 0, b"hello")) + b"\0"
+    yield bytes([ACCEPT | mss(4)]) + chunks(mpa_req() + tagged(0, 0x100, 0x10000, b"w" * 300) +
+                                            untagged(1, 1, 1, 0, b"", extra=read_req)) + b"\xff\x01"
+    yield bytes([ACCEPT | mss(2)]) + chunks(mpa_req() + untagged(3, 0, 1, 0, b"a" * 100, last=False) +
+                                            untagged(3, 0, 1, 100, b"b" * 50) +
+                                            untagged(7, 2, 1, 0, b"", extra=b"\x00\x10\x00\x00")) + b"\x02"
     yield bytes([0x00]) + chunks(mpa_req(rev=1)) + b"\xff\xff\xff"
+    yield bytes([ACTIVE | mss(6)]) + chunks(mpa_rr(reply=True) + untagged(3, 0, 1, 0, b"pong") +
+                                            tagged(0, 0x100, 0x10400, b"x" * 200)) + b"\xff\x00"
+    yield bytes([ACTIVE | mss(1)]) + chunks(mpa_rr(b"no", reply=True)[:17] + b"\x60\x02") + b"\x01"
+    # hostile, the device listening: the datapath, then tiny segments out of order, blind
+    # and out-of-window segments, a RST in the window (a challenge ACK), one exactly at
+    # RCV.NXT (taken)
+    yield (bytes([HOSTILE | ACCEPT | mss(4)]) + good_req +
+           op_fpdu(3 | LAST, msn=1, data=b"hello") +
+           op_fpdu(0 | LAST, stag=0x100, to=0x10000, data=b"w" * 300) +
+           op_tiny(40, 2, 0x41, 1) + op_tiny(8, 0, 0x42, 0) +
+           op_blind(0x18, 0x40000000, 0, 65535, b"far") + op_blind(0x10, 5, -3, 0) +
+           op_rst(4 | 1, 100) + op_tick(30) + op_rst(1, 0) + op_tick(200) + b"\x00")
+    # hostile, listening: SYN on the connection, a SYN-ACK to nothing, a SYN flood past the
+    # half-open bound, a zero window and old ACKs, the handshake again, a FIN
+    yield (bytes([HOSTILE | ACCEPT | mss(15)]) + good_req + op_syn(0, 10) + op_syn(1, 77) +
+           op_syn(2, 0x0090) + op_ack(0, 0) + op_ack(2000, 100) + REPLAY + HANDSHAKE +
+           op_fpdu(1 | LAST, sink_stag=0x100, sink_to=0x14000, size=256, stag=0x100, to=0x10000) +
+           op_tick(100) + FIN + op_tick(255) + b"\x01")
+    # hostile, listening: MPA frames malformed (a bad key; markers; revision 3) and oversized
+    # (a length of 0xffff with 700 bytes, then 600 bytes claimed and sent)
+    yield (bytes([HOSTILE | ACCEPT | mss(8)]) + op_mpa(2 | (3 << 4), ENH_CRC, 2, 6, b"hi") +
+           b"\x02")
+    yield (bytes([HOSTILE | mss(8)]) + op_mpa(0, 0x80 | ENH_CRC, 3, 0xffff, b"p" * 700) +
+           op_tick(255) + b"\x00")
+    yield (bytes([HOSTILE | ACCEPT | mss(9)]) + op_mpa(0, ENH_CRC, 2, 604, b"q" * 600) +
+           op_driver(1) + op_tick(50) + b"\x01")
+    # hostile, listening: the MPA request and a SEND in 1-byte segments, the driver deciding
+    yield (bytes([HOSTILE]) + b"".join(op_data(bytes([x])) for x in mpa_req(b"hi")) +
+           op_driver(0) + b"".join(op_data(bytes([x])) for x in untagged(3, 0, 1, 0, b"tiny")) +
+           op_driver(2) + op_tick(10) + FIN + b"\x02")
+    # hostile, connecting out: the reply, the device's SEND and WRITE and READ into a zero
+    # window (its persist timer), the window opened, a Read Request of the peer's, a
+    # Terminate, the QP to error
+    yield (bytes([HOSTILE | ACTIVE | mss(4)]) + good_rep + post(0, 100) + post(1, 3000) +
+           post(2, 512) + op_ack(0, 0) + op_tick(100) + op_tick(200) + op_ack(0, 65535) +
+           op_fpdu(2 | LAST, stag=0x100, to=0x10000, data=b"r" * 64) +
+           op_fpdu(1 | LAST, sink_stag=0x100, sink_to=0x14000, size=128, stag=0x100, to=0x10000) +
+           op_fpdu(7 | LAST, term=(1, 2, 3)) + op_driver(4) + op_tick(255) + b"\x00")
+    # hostile, connecting out, no automatic handshake: a simultaneous open (the peer's SYN
+    # crossing the device's), then its ACK; another where the peer refuses with a RST
+    yield (bytes([HOSTILE | ACTIVE | RAW | mss(2)]) + op_syn(3, 0) +
+           op_blind(0x10, 0, 0, 65535) + good_rep + op_fpdu(3 | LAST, msn=1, data=b"s") +
+           op_driver(3) + b"\x01")
+    yield (bytes([HOSTILE | ACTIVE | RAW | mss(2)]) + op_rst(1, 0) + op_tick(100) + b"\x02")
+    yield (bytes([HOSTILE | ACTIVE | RAW | mss(3)]) + op_syn(4, 0) + op_syn(4, 0) +
+           HANDSHAKE + op_mpa(0, ENH_CRC | 0x20, 2, 4) + op_tick(255) + b"\x00")
 
 
 def main():

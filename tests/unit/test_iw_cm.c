@@ -5,29 +5,37 @@
  * listener, the events the driver gets, a graceful close, all through a lossy link too.
  */
 #include "transport_harness.h"
+#include "iw_conn.h"
 
 struct evq {
 	uint64_t ring;
 	uint32_t ci;
+	unsigned log2;
 };
 
 static struct evq evq[2];
 
-/* An async EQ on each node, to read the connection events from. */
-static void events_init(void)
+/* An async EQ of 2^@log2 entries on each node, to read the connection events from. */
+static void events_init_log2(unsigned log2)
 {
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		struct qhca_cmd_create_eq c = { .ring_addr = galloc(&nodes[i], 4096),
-						.log2_entries = 8, .vector = 1,
-						.flags = QHCA_EQ_ASYNC };
+		struct qhca_cmd_create_eq c = {
+			.ring_addr = galloc(&nodes[i], sizeof(struct qhca_eqe) << log2),
+			.log2_entries = log2, .vector = 1, .flags = QHCA_EQ_ASYNC };
 		uint32_t h;
 
 		CHECK_EQ(qhca_eq_create(&nodes[i].e, &c, &h), QHCA_ST_OK);
 		evq[i].ring = c.ring_addr;
 		evq[i].ci = 0;
+		evq[i].log2 = log2;
 	}
+}
+
+static void events_init(void)
+{
+	events_init_log2(8);
 }
 
 /* The next event of node @i of @type (others before it are skipped), or false. */
@@ -35,8 +43,9 @@ static bool event(int i, uint8_t type, uint32_t *handle, uint64_t *data)
 {
 	for (;;) {
 		const struct qhca_eqe *q = gptr(&nodes[i], evq[i].ring +
-						(evq[i].ci & 255) * sizeof(*q));
-		uint8_t phase = ((evq[i].ci >> 8) & 1) ? 0 : QHCA_EQE_PHASE;
+						(evq[i].ci & ((1u << evq[i].log2) - 1)) *
+						sizeof(*q));
+		uint8_t phase = ((evq[i].ci >> evq[i].log2) & 1) ? 0 : QHCA_EQE_PHASE;
 
 		if ((q->flags & QHCA_EQE_PHASE) != phase)
 			return false;
@@ -1509,7 +1518,302 @@ static void test_listen_addresses(void)
 	teardown();
 }
 
+/* ---------------------------------------------------------------- many connections */
+/*
+ * Work per segment, doorbell and tick must not grow with the connections the device has
+ * (a peer sends 100 000 tiny segments a second): counted, not timed, in e->iw->steps (the
+ * connections looked at to find, time and reap them), as test-timers counts the QPs'
+ * heap. Two nodes of up to 2048 QPs, an EQ of 4096 events each.
+ */
+static void iw_setup_many(void)
+{
+	struct qhca_engine_config c = {
+		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 2048, .max_qp_wr = 1024,
+		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
+		.max_sge = 4, .max_inline = 256, .mtu = 4096, .link = QHCA_LINK_IWARP,
+	};
+
+	setup_cfg(&c);
+	events_init_log2(12);
+}
+
+/* QPs that only hold a connection: every one of a node shares one CQ and one SQ and RQ
+ * ring (nothing is posted to them; the device reads a ring only for work posted). */
+static struct lean {
+	uint32_t cq;
+	struct qhca_pbl sq, rq;
+} lean[2];
+
+static uint32_t lean_qp(int i)
+{
+	struct node *n = &nodes[i];
+	struct qhca_qp_create c = { .pd = n->pd, .type = QHCA_QPT_RC, .sq_log2 = 4,
+				    .rq_log2 = 4, .sq_stride_log2 = SQ_STRIDE_LOG2,
+				    .rq_stride_log2 = RQ_STRIDE_LOG2 };
+	struct qhca_qp_attr a;
+	uint32_t qpn = 0;
+
+	if (!lean[i].cq) {
+		struct cq cq = make_cq(n, 4);
+
+		lean[i].cq = cq.cqn;
+		lean[i].sq = pbl_for(n, galloc(n, 16u << SQ_STRIDE_LOG2), 16u << SQ_STRIDE_LOG2);
+		lean[i].rq = pbl_for(n, galloc(n, 16u << RQ_STRIDE_LOG2), 16u << RQ_STRIDE_LOG2);
+	}
+	c.send_cq = c.recv_cq = lean[i].cq;
+	c.sq_pbl = lean[i].sq;
+	c.rq_pbl = lean[i].rq;
+	CHECK_EQ(qhca_qp_create(&n->e, &c, &qpn), QHCA_ST_OK);
+	memset(&a, 0, sizeof(a));
+	a.mask = QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS | QHCA_QP_PKEY_INDEX | QHCA_QP_PORT;
+	a.state = QHCA_QPS_INIT;
+	a.access_flags = QHCA_ACCESS_ALL;
+	CHECK_EQ(qhca_qp_modify(&n->e, qpn, &a), QHCA_ST_OK);
+	return qpn;
+}
+
+static uint64_t iw_steps(int i)
+{
+	return nodes[i].e.iw->steps;
+}
+
+struct conn_work {
+	uint64_t seg, db, tick;		/* node 0's steps: most for a segment in, a doorbell, a tick */
+};
+
+/*
+ * Node 0 with @n connections: one to node 1 that moves a WRITE, and n - 1 that wait on their
+ * SYN's retransmission timer (to a port of node 1 where nobody listens; their SYNs are not
+ * delivered), each due a microsecond after the one before. Node 0's work for the WRITE's
+ * doorbell, a tick that expires one connection, and each segment it then receives.
+ */
+static struct conn_work conn_work_at(unsigned n)
+{
+	struct conn_work w = { 0, 0, 0 };
+	struct qhca_sq_wqe *q;
+	uint64_t xb, yb, s;
+	uint32_t xk, yk, h;
+	struct qp x, y;
+	unsigned i;
+
+	iw_setup_many();
+	memset(lean, 0, sizeof(lean));
+	iw_pair(&x, &y, 2);
+	for (i = 1; i < n; i++) {
+		struct qhca_iw_conn a = conn_args(0, (uint16_t)(20000 + i), 9, "");
+
+		now += 1000;
+		CHECK_EQ(qhca_iw_connect(&nodes[0].e, lean_qp(0), &a, &h), QHCA_ST_OK);
+	}
+	link_n = link_head = 0;		/* those SYNs: lost */
+	CHECK_EQ(nodes[0].e.iw->nlive, n);
+	xk = make_mr(&nodes[0], 4096, QHCA_ACCESS_LOCAL_WRITE, &xb);
+	yk = make_mr(&nodes[1], 4096, QHCA_ACCESS_LOCAL_WRITE | QHCA_ACCESS_REMOTE_WRITE, &yb);
+	q = sq_wqe(&x, QHCA_WR_RDMA_WRITE, 1, xb, 1000, xk);
+	q->remote_addr = yb;
+	q->rkey = yk;
+	s = iw_steps(0);
+	post_send(&x);
+	w.db = iw_steps(0) - s;
+	/* the earliest of node 0's deadlines: the WRITE's retransmission, or a SYN's */
+	CHECK(nodes[0].deadline != UINT64_MAX);
+	if (nodes[0].deadline > now)
+		now = nodes[0].deadline;
+	nodes[0].deadline = UINT64_MAX;
+	s = iw_steps(0);
+	qhca_engine_timer(&nodes[0].e);
+	w.tick = iw_steps(0) - s;
+	while (link_n) {
+		struct frame f;
+
+		link_take(0, &f);
+		s = iw_steps(f.to);
+		link_deliver(&f, 0);
+		if (f.to == 0 && iw_steps(0) - s > w.seg)
+			w.seg = iw_steps(0) - s;
+	}
+	expect_cqe(&nodes[0], &x.scq, 1, QHCA_WC_SUCCESS, QHCA_WC_RDMA_WRITE, 1000);
+	CHECK(w.seg > 0);
+	harness_iw_check();
+	teardown();
+	return w;
+}
+
+static void test_conn_work_scale(void)
+{
+	struct conn_work one = conn_work_at(1), many = conn_work_at(QHCA_IW_MAX_CONN);
+	/* a heap of 1024: at most 2 (log2 n + 1) steps to move one entry, a few moves each */
+	const uint64_t bound = 4 * (10 + 1);
+
+	printf("# connection work (connections looked at), 1 and %u connections: "
+	       "segment %llu and %llu, doorbell %llu and %llu, tick %llu and %llu\n",
+	       QHCA_IW_MAX_CONN, (unsigned long long)one.seg, (unsigned long long)many.seg,
+	       (unsigned long long)one.db, (unsigned long long)many.db,
+	       (unsigned long long)one.tick, (unsigned long long)many.tick);
+	CHECK(many.seg <= one.seg + bound);
+	CHECK(many.db <= one.db + bound);
+	CHECK(many.tick <= one.tick + bound);
+}
+
+/* The 4-tuple hash as it was before it had a key (iw_cm.c up to issue 40): what a peer that
+ * read the source could compute, to choose ports that all land in one chain. */
+static uint32_t unkeyed_hash(const uint8_t *laddr, uint16_t lport, const uint8_t *raddr,
+			     uint16_t rport)
+{
+	uint32_t h = (uint32_t)lport << 16 | rport;
+	unsigned i;
+
+	for (i = 0; i < 16; i += 4) {
+		h ^= (uint32_t)(laddr[i] | laddr[i + 1] << 8 | laddr[i + 2] << 16 |
+				(uint32_t)laddr[i + 3] << 24);
+		h *= 0x9e3779b1u;
+		h ^= (uint32_t)(raddr[i] | raddr[i + 1] << 8 | raddr[i + 2] << 16 |
+				(uint32_t)raddr[i + 3] << 24);
+		h *= 0x85ebca6bu;
+	}
+	return (h ^ h >> 15) & (IW_HASH - 1);
+}
+
+/* The longest chain of node @i's 4-tuple hash. */
+static unsigned longest_chain(int i)
+{
+	const struct qhca_iw *iw = nodes[i].e.iw;
+	unsigned b, longest = 0;
+
+	for (b = 0; b < IW_HASH; b++) {
+		unsigned len = 0;
+		uint32_t k;
+
+		for (k = iw->hash[b]; k && len <= QHCA_IW_MAX_CONN; k = iw->conn[k - 1].hnext)
+			len++;
+		if (len > longest)
+			longest = len;
+	}
+	return longest;
+}
+
+#define CHAIN_LISTENERS	16
+
+/*
+ * A peer (node 0) opens 1024 connections to node 1's listeners (16 ports: with one, a
+ * port's 64 512 source ports give at most about 100 in one chain), with the source ports
+ * chosen, by brute force over the port space, so that all of them land in one chain of the
+ * unkeyed hash; node 1 accepts them all. With the keyed hash they spread: its longest chain
+ * stays short, and so does the work of a segment on the first of them (the end of that
+ * chain, unkeyed).
+ */
+static void test_conn_hash_chains(void)
+{
+	static uint16_t count[IW_HASH], lport[QHCA_IW_MAX_CONN], rport[QHCA_IW_MAX_CONN];
+	struct qhca_iw_conn a;
+	uint32_t lh, h, first = 0, pch, best = 0, b;
+	unsigned i, n = 0, p, chain;
+	uint64_t d, s, seg = 0;
+
+	iw_setup_many();
+	memset(lean, 0, sizeof(lean));
+	memset(count, 0, sizeof(count));
+	for (p = 0; p < CHAIN_LISTENERS; p++)
+		for (i = 1024; i < 65536; i++)
+			count[unkeyed_hash(nodes[1].gid, (uint16_t)(4000 + p), nodes[0].gid,
+					   (uint16_t)i)]++;
+	for (b = 0; b < IW_HASH; b++)
+		if (count[b] > count[best])
+			best = b;
+	CHECK(count[best] >= QHCA_IW_MAX_CONN);
+	for (p = 0; p < CHAIN_LISTENERS && n < QHCA_IW_MAX_CONN; p++)
+		for (i = 1024; i < 65536 && n < QHCA_IW_MAX_CONN; i++)
+			if (unkeyed_hash(nodes[1].gid, (uint16_t)(4000 + p), nodes[0].gid,
+					 (uint16_t)i) == best) {
+				lport[n] = (uint16_t)(4000 + p);
+				rport[n++] = (uint16_t)i;
+			}
+	for (p = 0; p < CHAIN_LISTENERS; p++) {
+		struct qhca_iw_listen l = { .port = (uint16_t)(4000 + p), .backlog = 4 };
+
+		CHECK_EQ(qhca_iw_listen(&nodes[1].e, &l, &lh), QHCA_ST_OK);
+	}
+	for (i = 0; i < n; i++) {
+		a = conn_args(0, rport[i], lport[i], "");
+		CHECK_EQ(qhca_iw_connect(&nodes[0].e, lean_qp(0), &a, &h), QHCA_ST_OK);
+		if (!i)
+			first = h;
+		if (!wait_event(1, QHCA_EVENT_IW_CONNECT_REQUEST, &pch, &d)) {
+			CHECK(!"a request for every connection");
+			break;
+		}
+		a = conn_args(1, 0, 0, "");
+		a.qpn = lean_qp(1);
+		CHECK_EQ(qhca_iw_accept(&nodes[1].e, pch, &a), QHCA_ST_OK);
+		if (!wait_event(0, QHCA_EVENT_IW_CONNECT_REPLY, &h, &d) || d != QHCA_IW_ST_OK) {
+			CHECK(!"every connection accepted");
+			break;
+		}
+	}
+	CHECK_EQ(nodes[1].e.iw->nlive, QHCA_IW_MAX_CONN);
+	chain = longest_chain(1);
+	/* a segment on the first connection: its FIN */
+	memset(&a, 0, sizeof(a));
+	CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, first, &a), QHCA_ST_OK);
+	while (link_n) {
+		struct frame f;
+
+		link_take(0, &f);
+		s = iw_steps(f.to);
+		link_deliver(&f, 0);
+		if (f.to == 1 && iw_steps(1) - s > seg)
+			seg = iw_steps(1) - s;
+	}
+	printf("# %u connections from one peer, ports chosen for the unkeyed hash's bucket %u: "
+	       "longest chain %u, work of a segment on the first %llu\n", n, best, chain,
+	       (unsigned long long)seg);
+	CHECK(chain <= 12);
+	CHECK(seg <= 64);
+	harness_iw_check();
+	teardown();
+}
+
+/*
+ * iWARP connections are not in the device's state (QEMU blocks the migration of a
+ * link=iwarp device: docs/migration.md): an engine saved and loaded has none of them, and
+ * its timer wants only what the loaded engine has, not a deadline of a connection left
+ * behind; a connection made afterwards arms it again.
+ */
+static void test_not_migrated(void)
+{
+	struct qhca_iw_conn a = conn_args(0, 5300, 9, "");
+	uint32_t h;
+	struct qp x;
+
+	iw_setup();
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &h), QHCA_ST_OK);
+	CHECK(nodes[0].deadline != UINT64_MAX);		/* its SYN's retransmission */
+	/* the SYN leaves the loopback queue for the link (a frame still queued on an iWARP
+	 * port is a connection's, and such a stream is refused: test-migrate
+	 * link_state_refused), and the link loses it */
+	qhca_loopback_drain(&nodes[0].e);
+	CHECK_EQ(nodes[0].e.loop_count, 0);
+	link_n = link_head = 0;
+	migrate_node(&nodes[0]);
+	CHECK_EQ(nodes[0].e.iw->nlive, 0);
+	CHECK_EQ(qhca_iw_deadline(&nodes[0].e), UINT64_MAX);
+	CHECK_EQ(nodes[0].deadline, UINT64_MAX);
+	harness_iw_check();
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &h), QHCA_ST_OK);
+	CHECK_EQ(nodes[0].deadline, now + 1000000000ull);	/* RFC 6298's initial RTO */
+	harness_iw_check();
+	link_n = link_head = 0;
+	teardown();
+}
+
 static const struct unit_test tests[] = {
+	{ "not_migrated", test_not_migrated },
+	{ "conn_work_scale", test_conn_work_scale },
+	{ "conn_hash_chains", test_conn_hash_chains },
 	{ "listen_addresses", test_listen_addresses },
 	{ "loopback", test_loopback },
 	{ "teaching_trace", test_teaching_trace },
