@@ -557,6 +557,11 @@ void qhca_comp_timer(struct qhca_engine *e, struct qhca_qp *qp, uint64_t now)
 	} else if (qhca_tx_stopped(e) && qp->tx_idx != qp->sq_next) {
 		qhca_comp_arm_timer(e, qp);	/* waiting for the platform to send, nothing lost */
 		return;
+	} else if (qhca_req_deferred(e, qp) && qp->tx_idx != qp->sq_next) {
+		/* Waiting for its turn after a budget (req.c), nothing lost: however long the
+		 * line, no timeout counts; its turn sends and starts the timer anew
+		 * (qhca_req_run). */
+		return;
 	} else {
 		e->cnt.timeouts++;
 		if (qp->retries++ >= qp->retry_cnt) {

@@ -682,6 +682,8 @@ void qhca_req_budget_end(struct qhca_engine *e);
  * go on with the send queues a budget stopped. */
 void qhca_req_defer(struct qhca_engine *e, const struct qhca_qp *qp);
 void qhca_req_resume(struct qhca_engine *e);
+/* Is @qp waiting there for its turn? */
+bool qhca_req_deferred(const struct qhca_engine *e, const struct qhca_qp *qp);
 /* Read and check send WQE @idx into @sw; a work completion status. */
 uint8_t qhca_wqe_load(struct qhca_engine *e, struct qhca_qp *qp, uint32_t idx,
 		      struct qhca_send_wqe *sw);

@@ -291,7 +291,7 @@ static uint32_t defer_slot(const struct qhca_qp *qp)
 	return QHCA_FIELD_GET(QPN_SLOT_MASK, qp->qpn) - 2;
 }
 
-static bool deferred(const struct qhca_engine *e, const struct qhca_qp *qp)
+bool qhca_req_deferred(const struct qhca_engine *e, const struct qhca_qp *qp)
 {
 	return e->sq_defer_qpn[defer_slot(qp)] == qp->qpn;
 }
@@ -599,7 +599,7 @@ void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp)
 	}
 	if (qp->state != QHCA_QPS_RTS && qp->state != QHCA_QPS_SQD)
 		return;
-	if (deferred(e, qp))
+	if (qhca_req_deferred(e, qp))
 		return;		/* the timer goes on with it (qhca_req_resume) */
 	qhca_req_budget_begin(e);
 	/* UC and UD complete once sent: that opens the window for more at once. */

@@ -607,6 +607,88 @@ static void test_sq_bytes_per_doorbell(void)
 	teardown();
 }
 
+/* Is QP @qpn of node @n waiting in the FIFO of send queues a budget stopped (req.c)? */
+static bool sq_waiting(struct node *n, uint32_t qpn)
+{
+	return n->e.sq_defer_qpn[QHCA_FIELD_GET(QPN_SLOT_MASK, qpn) - 2] == qpn;
+}
+
+/*
+ * An RC QP that waits for its turn behind other QPs' budgets does not spend its retries
+ * meanwhile: its WRITE is lost, twelve QPs of 512 REG_MRs each take the timer's budgets
+ * ahead of it, and each timer callback comes more than its timeout after the one before. Only the timeouts
+ * it could have sent at count (one here): the WRITE is sent again when its turn comes and
+ * completes, where it used to end in RETRY_EXC_ERR without a frame sent.
+ */
+static void test_sq_retry_while_waiting(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	enum { H = 12 };
+	const uint32_t log2 = 9, depth = 1u << log2;
+	uint32_t lkey, rkey, *keys, i, j, cb, waited = 0, got = 0, vframes = 0;
+	uint64_t lbuf, rbuf, list, next[H], timeouts;
+	struct qp v, p, h[H], peer;
+	struct qhca_cqe cqe;
+	bool done = false;
+
+	c.max_mr = H * depth + 64;
+	setup_cfg(&c);
+	v = make_qp(n, QHCA_QPT_RC, 0);
+	p = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&v, &p);
+	lkey = make_mr(n, 4096, QHCA_ACCESS_LOCAL_WRITE, &lbuf);
+	rkey = make_mr(&nodes[1], 4096, QHCA_ACCESS_ALL, &rbuf);
+	post_write(&v, 1, lbuf, 4096, lkey, rbuf, rkey);
+	CHECK(link_n > 0);
+	link_n = link_head = 0;		/* the WRITE is lost */
+	peer = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	list = fast_reg_list(n);
+	keys = frmrs(n, H * depth);
+	for (j = 0; j < H; j++) {
+		h[j] = make_deep_qp(n, log2, &peer);
+		next[j] = j * 100000ull;
+		for (i = 0; i < depth; i++)
+			deep_reg(&h[j], log2, next[j] + i, keys[j * depth + i], list);
+		ring(n, QHCA_DB_SQ, h[j].qpn, h[j].sq_pi);
+		got += take_in_order(n, &h[j].scq, &next[j], QHCA_WC_SUCCESS);
+	}
+	CHECK_EQ(n->e.sq_defer_n, H);
+	timeouts = n->e.cnt.timeouts;
+	/* each callback comes more than V's timeout (4 ms) after the one before */
+	for (cb = 0; cb < 10 * H && !done; cb++) {
+		now += 5000000;
+		n->deadline = UINT64_MAX;
+		qhca_engine_timer(&n->e);
+		waited += sq_waiting(n, v.qpn);
+		for (j = 0; j < H; j++)
+			got += take_in_order(n, &h[j].scq, &next[j], QHCA_WC_SUCCESS);
+		while (link_n) {	/* V's frames to the peer, its ACKs back */
+			struct frame f;
+
+			link_take(0, &f);
+			vframes += f.to == 1;
+			link_deliver(&f, 0);
+		}
+		done = poll_cq(n, &v.scq, &cqe);
+	}
+	timeouts = n->e.cnt.timeouts - timeouts;
+	for (i = 0; i < 10 * H && timer_now(n); i++)	/* what is left of the others */
+		for (j = 0; j < H; j++)
+			got += take_in_order(n, &h[j].scq, &next[j], QHCA_WC_SUCCESS);
+	printf("# V's WRITE: %s, status %u, after %u callbacks, %u of them waiting its turn; "
+	       "%llu timeouts counted, %u frames sent\n", done ? "completed" : "not completed",
+	       done ? cqe_status(&cqe) : 0, cb, waited, (unsigned long long)timeouts, vframes);
+	CHECK(waited > 7);	/* more callbacks than its retry count (7) */
+	CHECK(done && cqe.wr_id == 1 && cqe_status(&cqe) == QHCA_WC_SUCCESS);
+	CHECK(timeouts < 2);
+	CHECK(vframes >= 1);
+	CHECK_EQ(got, H * depth);
+	expect_empty(n, &v.scq);
+	free(keys);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "qp_page_lists_within_budget", test_qp_page_lists_within_budget },
 	{ "mr_page_lists_within_budget", test_mr_page_lists_within_budget },
@@ -618,6 +700,7 @@ static const struct unit_test tests[] = {
 	{ "sq_work_per_doorbell", test_sq_work_per_doorbell },
 	{ "sq_budget_across_qps", test_sq_budget_across_qps },
 	{ "sq_bytes_per_doorbell", test_sq_bytes_per_doorbell },
+	{ "sq_retry_while_waiting", test_sq_retry_while_waiting },
 	{ NULL, NULL },
 };
 
