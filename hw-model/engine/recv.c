@@ -192,6 +192,9 @@ static void recv_iwarp(struct qhca_engine *e, const uint8_t *frame, size_t len)
 
 void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len)
 {
+	/* One run of the requester's budget (req.c) for all a frame moves: the QP it opens
+	 * the window of, and the loopback drain after it. */
+	qhca_req_budget_begin(e);
 	switch (e->cfg.link) {
 	case QHCA_LINK_IB:
 		recv_ib(e, frame, len);
@@ -203,4 +206,5 @@ void qhca_engine_receive(struct qhca_engine *e, const uint8_t *frame, size_t len
 		recv_roce(e, frame, len);
 		break;
 	}
+	qhca_req_budget_end(e);
 }

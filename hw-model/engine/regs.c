@@ -114,12 +114,17 @@ void qhca_engine_reg_write(struct qhca_engine *e, uint32_t offset, uint32_t v)
 			e->aq_depth_log2 = v;
 		return;
 	case QHCA_REG_ASQ_TAIL:
-		qhca_admin_sq_doorbell(e, v);
-		qhca_loopback_drain(e);		/* iWARP: a connection to our own address */
-		return;
 	case QHCA_REG_ACQ_HEAD:
-		qhca_admin_cq_doorbell(e, v);
+		/* One run of the requester's budget (req.c) for all the doorbell does: the
+		 * commands (each MODIFY_QP to RTS starts WQEs) and the frames they loop back
+		 * (iWARP: a connection to our own address). */
+		qhca_req_budget_begin(e);
+		if (offset == QHCA_REG_ASQ_TAIL)
+			qhca_admin_sq_doorbell(e, v);
+		else
+			qhca_admin_cq_doorbell(e, v);
 		qhca_loopback_drain(e);
+		qhca_req_budget_end(e);
 		return;
 	case QHCA_REG_INTR_MASK:
 		e->intr_mask = v;

@@ -689,6 +689,79 @@ static void test_sq_retry_while_waiting(void)
 	teardown();
 }
 
+/*
+ * One admin doorbell is one run of the requester: three MODIFY_QPs from SQD to RTS, each
+ * of a QP with 512 REG_MRs posted, in one doorbell start at most a budget between them (a
+ * doorbell of 64 commands used to start 64 budgets); the rest goes on from the timer.
+ */
+static void test_sq_budget_per_admin_doorbell(void)
+{
+	struct qhca_engine_config c = harness_default_cfg();
+	struct node *n = &nodes[0];
+	enum { NQ = 3 };	/* the commands the harness's admin ring of 4 holds */
+	const uint32_t log2 = 9, depth = 1u << log2;
+	uint32_t *keys, i, j, started = 0, got = 0, t;
+	uint64_t list, next[NQ], attr;
+	struct qhca_qp_attr a, *ga;
+	struct qp q[NQ], peer;
+
+	c.max_mr = NQ * depth + 64;
+	setup_cfg(&c);
+	peer = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	list = fast_reg_list(n);
+	keys = frmrs(n, NQ * depth);
+	memset(&a, 0, sizeof(a));
+	a.state = QHCA_QPS_SQD;
+	for (j = 0; j < NQ; j++) {
+		q[j] = make_deep_qp(n, log2, &peer);
+		CHECK_EQ(modify(&q[j], QHCA_QP_STATE, &a), QHCA_ST_OK);
+		next[j] = j * 100000ull;
+		for (i = 0; i < depth; i++)
+			deep_reg(&q[j], log2, next[j] + i, keys[j * depth + i], list);
+		ring(n, QHCA_DB_SQ, q[j].qpn, q[j].sq_pi);	/* SQD: nothing starts */
+		CHECK_EQ(take_in_order(n, &q[j].scq, &next[j], QHCA_WC_SUCCESS), 0);
+	}
+	/* the commands, then one doorbell for them all */
+	attr = galloc(n, sizeof(*ga));
+	ga = gptr(n, attr);
+	memset(ga, 0, sizeof(*ga));
+	ga->state = QHCA_QPS_RTS;
+	ga->mask = QHCA_QP_STATE;
+	for (j = 0; j < NQ; j++) {
+		struct qhca_cmd cmd = { .hdr = { .opcode = QHCA_CMD_MODIFY_QP,
+						 .len = sizeof(struct qhca_cmd_obj),
+						 .cmd_id = (uint16_t)(n->aq_tail + j) } };
+
+		cmd.obj.in_addr = attr;
+		cmd.obj.in_len = sizeof(*ga);
+		cmd.obj.handle = q[j].qpn;
+		memcpy(gptr(n, n->aq + ((n->aq_tail + j) % 4) * QHCA_CMD_SIZE), &cmd, sizeof(cmd));
+	}
+	n->aq_tail += NQ;
+	qhca_engine_reg_write(&n->e, QHCA_REG_ASQ_TAIL, n->aq_tail % 4);
+	for (j = 0; j < NQ; j++) {
+		struct qhca_cqe_admin *ac = gptr(n, n->aq + 4096 + (n->acq_head % 4) * sizeof(*ac));
+
+		CHECK_EQ(ac->flags & QHCA_CQE_PHASE, n->acq_head / 4 % 2 ? 0 : QHCA_CQE_PHASE);
+		CHECK_EQ(ac->status, QHCA_ST_OK);
+		n->acq_head++;
+	}
+	qhca_engine_reg_write(&n->e, QHCA_REG_ACQ_HEAD, n->acq_head % 4);
+	for (j = 0; j < NQ; j++)
+		started += take_in_order(n, &q[j].scq, &next[j], QHCA_WC_SUCCESS);
+	printf("# one admin doorbell of %u MODIFY_QPs to RTS, %u REG_MRs posted: %u done in it\n",
+	       NQ, NQ * depth, started);
+	CHECK(started >= 1 && started <= QHCA_SQ_WQE_BUDGET);
+	CHECK_EQ(n->deadline, 0);	/* the rest from the timer, at once */
+	got = started;
+	for (t = 0; t < 4 * NQ * depth / QHCA_SQ_WQE_BUDGET && timer_now(n); t++)
+		for (j = 0; j < NQ; j++)
+			got += take_in_order(n, &q[j].scq, &next[j], QHCA_WC_SUCCESS);
+	CHECK_EQ(got, NQ * depth);
+	free(keys);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	{ "qp_page_lists_within_budget", test_qp_page_lists_within_budget },
 	{ "mr_page_lists_within_budget", test_mr_page_lists_within_budget },
@@ -701,6 +774,7 @@ static const struct unit_test tests[] = {
 	{ "sq_budget_across_qps", test_sq_budget_across_qps },
 	{ "sq_bytes_per_doorbell", test_sq_bytes_per_doorbell },
 	{ "sq_retry_while_waiting", test_sq_retry_while_waiting },
+	{ "sq_budget_per_admin_doorbell", test_sq_budget_per_admin_doorbell },
 	{ NULL, NULL },
 };
 
