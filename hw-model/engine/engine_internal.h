@@ -675,7 +675,8 @@ static inline bool qhca_wr_is_local(uint8_t op)
 bool qhca_wr_allowed(uint8_t type, uint8_t op);
 void qhca_req_run(struct qhca_engine *e, struct qhca_qp *qp);
 /* A run of requester work begins or ends: the outermost one starts a budget, the ones
- * within it share it (the loopback drain, the timer callback, the waiting senders). */
+ * within it share it; each entry from the platform (a doorbell, the admin queue's too, a
+ * frame received, a timer callback, tx_resume, resume) is one (req.c, "the budget"). */
 void qhca_req_budget_begin(struct qhca_engine *e);
 void qhca_req_budget_end(struct qhca_engine *e);
 /* @qp goes on from the timer (the caller updates the timer); from the engine's timer:

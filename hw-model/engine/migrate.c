@@ -1120,8 +1120,10 @@ void qhca_engine_resume(struct qhca_engine *e)
 	qhca_step(e, "migrate what=resumed qps=%u timers=%u waiting=%u", e->qp_table.count,
 		  e->timer_n, !qhca_list_empty(&e->tx_waiters));
 	e->timer_armed = UINT64_MAX - 1;	/* differs from anything: arm it now */
+	qhca_req_budget_begin(e);	/* the senders and the admin queue: one run */
 	qhca_engine_tx_resume(e);
 	qhca_admin_resume(e);
+	qhca_req_budget_end(e);
 	qhca_timer_update(e);
 }
 

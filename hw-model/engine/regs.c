@@ -149,8 +149,11 @@ void qhca_engine_db_write(struct qhca_engine *e, uint64_t offset, uint64_t value
 	case QHCA_DB_RQ:
 	case QHCA_DB_SRQ:
 		if (size == 8) {
+			/* one run of the requester's budget, the drain after it within */
+			qhca_req_budget_begin(e);
 			qhca_wq_doorbell(e, (uint32_t)page, (uint32_t)reg, value);
 			qhca_loopback_drain(e);
+			qhca_req_budget_end(e);
 			return;
 		}
 		break;

@@ -269,21 +269,24 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
 
 /* ---------------------------------------------------------------- the budget */
 /*
- * A run of the requester (a doorbell, a frame that opens the window, a timer callback)
- * starts at most QHCA_SQ_WQE_BUDGET WQEs and sends no packet once QHCA_SQ_BYTE_BUDGET bytes
- * of guest memory were moved, every DMA counted (engine_internal.h says why those); runs
- * nested in it share its budget (the QPs the loopback drain's frames move on, those of one
- * timer callback, the senders waiting for the platform). A QP the budget stopped waits in a
- * FIFO of QP slots, each standing for the QPN it was queued under: found again by that
- * number, a QP destroyed meanwhile is skipped, and one that took its slot takes its place.
- * The engine's timer, armed at once (as for the admin queue), goes on with them in their
- * order within its own budget; a QP that spends it goes to the end of the line, so it does
- * not hold back the others. While a QP waits there its doorbells only record the index,
- * and every other reason to run it (an ACK, a retransmission, RTS) finds it waiting: the
- * timer's run does what they would have. Its RC timer counts no timeout while it waits
- * with packets to send (qhca_comp_timer): they were not lost, only not let go. A reset QP keeps its place (its new work, if
- * any, goes on then), one in error has nothing left. What waits is not saved: a loaded
- * state queues every QP with work to start or send (migrate.c).
+ * A run of the requester starts at most QHCA_SQ_WQE_BUDGET WQEs and sends no packet once
+ * QHCA_SQ_BYTE_BUDGET bytes of guest memory were moved, every DMA counted
+ * (engine_internal.h says why those). A run is all that one call of the platform does: a
+ * doorbell of a work queue or of the admin queue (every command it runs: each MODIFY_QP
+ * to RTS starts WQEs), a frame received, a timer callback, the senders let go after
+ * back-pressure, a loaded state resumed; runs nested in it share its budget (the QPs the
+ * loopback drain's frames move on, each QP one callback runs). A QP the budget stopped
+ * waits in a FIFO of QP slots, each standing for the QPN it was queued under: found again
+ * by that number, a QP destroyed meanwhile is skipped, and one that took its slot takes
+ * its place. The engine's timer, armed at once (as for the admin queue), goes on with them
+ * in their order within its own budget; a QP that spends it goes to the end of the line,
+ * so it does not hold back the others. While a QP waits there its doorbells only record
+ * the index, and every other reason to run it (an ACK, a retransmission, RTS) finds it
+ * waiting: the timer's run does what they would have. Its RC timer counts no timeout while it waits
+ * with packets to send (qhca_comp_timer): they were not lost, only not let go. A reset QP
+ * keeps its place (its new work, if any, goes on then), one in error has nothing left.
+ * What waits is not saved: a loaded state queues every QP with work to start or send
+ * (migrate.c).
  */
 #define SQ_RESUME_QPS	1024	/* QPs one timer callback takes from the FIFO at most */
 

@@ -411,8 +411,10 @@ static void run_requesters(struct qhca_engine *e)
 void qhca_engine_tx_resume(struct qhca_engine *e)
 {
 	e->tx_blocked = false;
+	qhca_req_budget_begin(e);	/* the senders and the drain after them: one run */
 	run_requesters(e);
 	qhca_loopback_drain(e);
+	qhca_req_budget_end(e);
 }
 
 /* QPs one timer callback expires at most; the rest go on at once from the next. */
