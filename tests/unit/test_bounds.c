@@ -391,6 +391,12 @@ static uint32_t *frmrs(struct node *node, uint32_t n)
 	return keys;
 }
 
+/* Is QP @qpn of node @n waiting in the FIFO of send queues a budget stopped (req.c)? */
+static bool sq_waiting(struct node *n, uint32_t qpn)
+{
+	return n->e.sq_defer_qpn[QHCA_FIELD_GET(QPN_SLOT_MASK, qpn) - 2] == qpn;
+}
+
 /*
  * A send queue of the device's greatest depth (max-qp-wr, 32768: QHCA_MAX_QP_WR) full of
  * REG_MRs, each reading a page list of 4 KiB, and one doorbell for all of them: 128 MiB of
@@ -428,6 +434,14 @@ static void test_sq_work_per_doorbell(void)
 	CHECK(first >= 1 && first <= QHCA_SQ_WQE_BUDGET);
 	CHECK(bytes <= SQ_PIECE_BYTES);
 	CHECK_EQ(n->deadline, 0);	/* the rest goes on from the timer, at once */
+	CHECK(sq_waiting(n, a.qpn));
+	CHECK_EQ(n->e.sq_defer_n, 1);
+	/* its doorbell again while it waits: the index recorded, nothing started, and it
+	 * keeps its one place in the line */
+	ring(n, QHCA_DB_SQ, a.qpn, a.sq_pi);
+	CHECK_EQ(take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS), 0);
+	CHECK(sq_waiting(n, a.qpn));
+	CHECK_EQ(n->e.sq_defer_n, 1);
 	/* another QP's doorbell meanwhile: served now, not after the first QP's queue */
 	for (i = 0; i < 4; i++)
 		deep_reg(&b, 4, bnext + i, bkeys[i], list);
@@ -506,12 +520,16 @@ static void test_sq_budget_across_qps(void)
 	q[NQ] = make_deep_qp(n, log2, &peer);
 	CHECK_EQ(QHCA_FIELD_GET(QPN_SLOT_MASK, q[NQ].qpn) - 2, dslot);
 	CHECK(q[NQ].qpn != q[D].qpn);
+	CHECK_EQ(n->e.sq_defer_n, 5);
 	next[NQ] = NQ * 100000ull;
 	want[NQ] = fresh;
 	for (i = 0; i < fresh; i++)
 		deep_reg(&q[NQ], log2, next[NQ] + i, keys[k++], list);
 	ring(n, QHCA_DB_SQ, q[NQ].qpn, q[NQ].sq_pi);
 	got[NQ] = take_in_order(n, &q[NQ].scq, &next[NQ], QHCA_WC_SUCCESS);
+	/* the new QP waits in the destroyed one's place: the slot is in the line once */
+	CHECK(sq_waiting(n, q[NQ].qpn) && !sq_waiting(n, q[D].qpn));
+	CHECK_EQ(n->e.sq_defer_n, 5);
 	/* E to error: the rest completes flushed, in order */
 	memset(&a, 0, sizeof(a));
 	a.state = QHCA_QPS_ERR;
@@ -531,6 +549,8 @@ static void test_sq_budget_across_qps(void)
 		deep_reg(&q[R], log2, next[R] + i, keys[k++], list);
 	ring(n, QHCA_DB_SQ, q[R].qpn, q[R].sq_pi);
 	got[R] = take_in_order(n, &q[R].scq, &next[R], QHCA_WC_SUCCESS);
+	CHECK_EQ(got[R], 0);	/* it kept its place in the line: its work goes on there */
+	CHECK(sq_waiting(n, q[R].qpn));
 	/* the timer, until nothing is left for it */
 	for (j = 0; j < NQPS; j++)
 		began[j] = ended[j] = UINT32_MAX;
@@ -605,12 +625,6 @@ static void test_sq_bytes_per_doorbell(void)
 	      cqe_status(&cqe) == QHCA_WC_SUCCESS);
 	expect_empty(n, &a.scq);
 	teardown();
-}
-
-/* Is QP @qpn of node @n waiting in the FIFO of send queues a budget stopped (req.c)? */
-static bool sq_waiting(struct node *n, uint32_t qpn)
-{
-	return n->e.sq_defer_qpn[QHCA_FIELD_GET(QPN_SLOT_MASK, qpn) - 2] == qpn;
 }
 
 /*

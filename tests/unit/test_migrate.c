@@ -438,6 +438,12 @@ static void test_sq_budget_moves(void)
 	link_n = link_head = 0;
 	expect_empty(n, &u.scq);	/* cut by the byte budget */
 	migrate_node(n);
+	/* the load queued both, once each; a doorbell on one of them meanwhile only records
+	 * its index */
+	CHECK_EQ(n->e.sq_defer_n, 2);
+	ring(n, QHCA_DB_SQ, a.qpn, a.sq_pi);
+	CHECK_EQ(take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS), 0);
+	CHECK_EQ(n->e.sq_defer_n, 2);
 	while (timer_now(n) && pieces < 4 * depth) {
 		got += take_in_order(n, &a.scq, &next, QHCA_WC_SUCCESS);
 		link_n = link_head = 0;
