@@ -475,7 +475,7 @@ static bool qp_link_ok(struct mig_in *in, const struct qhca_qp *qp)
 		  !qp->rd_atomic_out && !qp->recv.active && !qp->write_active && !qp->write_mr &&
 		  !qp->rr.active && !qp->rr.mr, "RoCE transport state on an iWARP port");
 	for (i = 0; i < QHCA_MAX_RD_ATOMIC; i++)
-		CHECK(in, !qp->rd[i].valid, "RoCE transport state on an iWARP port");
+		CHECK(in, !qp->rd[i].valid, "RoCE's READ/ATOMIC history on an iWARP port");
 	return true;
 }
 
@@ -636,7 +636,8 @@ bool mig_qps_get(struct mig_in *in)
 		qp_get(in);
 	n = get32(in);
 	CHECK(in, n <= e->qp_table.count, "more QPs waiting than there are");
-	CHECK(in, !n || e->cfg.link != QHCA_LINK_IWARP, "RoCE transport state on an iWARP port");
+	CHECK(in, !n || e->cfg.link != QHCA_LINK_IWARP,
+	      "RoCE's QPs waiting to send on an iWARP port");
 	for (i = 0; i < n && !in->why; i++) {
 		struct qhca_qp *qp = qhca_qp_find(e, get32(in));
 

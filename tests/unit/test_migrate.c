@@ -550,39 +550,75 @@ static void eth_start(struct node *n)
 
 /*
  * A stream says its link in its configuration, which must be the destination's; the rest
- * must be what a device on that link can hold. Crafted streams that loaded before: RoCE's
- * transport state relabelled iWARP (RC QPs with WRITEs and READs in flight, a QP in error
- * that keeps its READ history, a UD QP, a frame waiting for loopback), InfiniBand's port
- * (LIDs, an SM, ACTIVE), QP0 and InfiniBand's counters on Ethernet, a QP1 the admin queue
- * did not record, and the Ethernet function relabelled InfiniBand. Each is refused, for
- * its link.
+ * must be what a device on that link can hold. Crafted streams that loaded before, each
+ * made so that one check alone refuses it (each fails with that check left out): RoCE's
+ * state relabelled iWARP (RC QPs with WRITEs and READs in flight; a connected QP with
+ * nothing in flight; a QP in error with a WRITE half received; one in error that keeps its
+ * READ history; a QP in INIT listed as waiting to send; a UD QP; a frame waiting for
+ * loopback), InfiniBand's port (LIDs, an SM, ACTIVE, its counters zeroed) relabelled RoCE
+ * and iWARP, QP0 and InfiniBand's counters on Ethernet, a QP1 the admin queue did not
+ * record, and the Ethernet function relabelled InfiniBand. Each is refused, for its own
+ * reason.
  */
 static void test_link_state_refused(void)
 {
+	struct qhca_qp_attr at;
 	uint64_t lbuf, rbuf;
+	uint32_t lkey, rkey;
 	struct qp a, b, u;
 
-	/* RoCE: messages in flight, then a UD QP, then only a QP in INIT (no transport) */
+	/* RoCE relabelled iWARP: messages in flight both ways; connected comes first */
 	setup();
 	busy_pair(&a, &b, &lbuf, &rbuf);
-	refused_as(&nodes[0], QHCA_LINK_IWARP, "iWARP");
-	refused_as(&nodes[1], QHCA_LINK_IWARP, "iWARP");
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "a connected iWARP QP");
+	refused_as(&nodes[1], QHCA_LINK_IWARP, "a connected iWARP QP");
 	link_n = 0;
 	teardown();
-	/* the responder's READ history, kept in the error state */
+	/* connected with nothing in flight: the QP's state alone */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	b = make_qp(&nodes[1], QHCA_QPT_RC, 0);
+	connect_pair(&a, &b);
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "a connected iWARP QP");
+	teardown();
+	/* in error, with the first packet of a WRITE received: the transport's state alone */
+	setup();
+	rc_pair(&a, &b, 65536, &lkey, &lbuf, &rkey, &rbuf, QHCA_ACCESS_ALL);
+	post_write(&a, 1, lbuf, 65536, lkey, rbuf, rkey);
+	CHECK(link_n > 1);
+	{
+		struct frame f;
+
+		link_take(0, &f);
+		link_deliver(&f, 0);
+	}
+	link_n = link_head = 0;
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_ERR;
+	CHECK_EQ(modify(&b, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	CHECK(qhca_qp_find(&nodes[1].e, b.qpn)->write_active);
+	refused_as(&nodes[1], QHCA_LINK_IWARP, "RoCE transport state on an iWARP port");
+	teardown();
+	/* the responder's READ history, kept in the error state: that alone */
 	setup();
 	busy_pair(&a, &b, &lbuf, &rbuf);
 	pump();
-	{
-		struct qhca_qp_attr at = { .state = QHCA_QPS_ERR };
-
-		CHECK_EQ(modify(&b, QHCA_QP_STATE, &at), QHCA_ST_OK);
-	}
-	refused_as(&nodes[1], QHCA_LINK_IWARP, "RoCE transport state on an iWARP port");
+	CHECK_EQ(modify(&b, QHCA_QP_STATE, &at), QHCA_ST_OK);
+	refused_as(&nodes[1], QHCA_LINK_IWARP, "RoCE's READ/ATOMIC history on an iWARP port");
+	teardown();
+	/* a QP in INIT (nothing else of RoCE's) listed as waiting to send */
+	setup();
+	a = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	memset(&at, 0, sizeof(at));
+	at.state = QHCA_QPS_INIT;
+	at.access_flags = QHCA_ACCESS_ALL;
+	CHECK_EQ(modify(&a, QHCA_QP_STATE | QHCA_QP_ACCESS_FLAGS, &at), QHCA_ST_OK);
+	qhca_tx_wait(&nodes[0].e, qhca_qp_find(&nodes[0].e, a.qpn));
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "RoCE's QPs waiting to send on an iWARP port");
 	teardown();
 	setup();
 	u = make_qp(&nodes[0], QHCA_QPT_UD, 0);
-	refused_as(&nodes[0], QHCA_LINK_IWARP, "iWARP");
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "a QP of a type an iWARP port does not have");
 	(void)u;
 	teardown();
 	/* a RoCE frame to the port's own address, waiting for the loopback drain */
@@ -599,31 +635,32 @@ static void test_link_state_refused(void)
 	}
 	refused_as(&nodes[0], QHCA_LINK_IWARP, "frames for loopback on an iWARP port");
 	teardown();
-	/* InfiniBand's port on Ethernet, QP0 too */
+	/* InfiniBand's port on Ethernet: the port alone (the SMPs that set it not counted) */
 	harness_link = QHCA_LINK_IB;
 	setup();
 	harness_link = QHCA_LINK_ROCE;
 	sm_activate(&nodes[0], 5);
-	refused_as(&nodes[0], QHCA_LINK_ROCE, "InfiniBand");
-	refused_as(&nodes[0], QHCA_LINK_IWARP, "InfiniBand");
+	nodes[0].e.cnt.smps = nodes[0].e.cnt.ib_rx_bad_lid = 0;
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "InfiniBand port state (LIDs, SM, M_Key");
+	refused_as(&nodes[0], QHCA_LINK_IWARP, "InfiniBand port state (LIDs, SM, M_Key");
 	teardown();
 	setup();
 	a = make_qp(&nodes[0], QHCA_QPT_SMI, 0);	/* as no command makes it on RoCE */
-	refused_as(&nodes[0], QHCA_LINK_ROCE, "QP0");
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "QP0 on an Ethernet port");
 	teardown();
 	setup();
 	nodes[0].e.cnt.smps = 3;
-	refused_as(&nodes[0], QHCA_LINK_ROCE, "InfiniBand");
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "InfiniBand counters on an Ethernet port");
 	teardown();
 	/* a special QP that the admin queue did not record as one (CREATE_QP does) */
 	setup();
 	a = make_qp(&nodes[0], QHCA_QPT_GSI, 0);
-	refused_as(&nodes[0], QHCA_LINK_ROCE, "special QP");
+	refused_as(&nodes[0], QHCA_LINK_ROCE, "a special QP that CREATE_QP did not record");
 	teardown();
 	/* Ethernet's function on InfiniBand */
 	setup();
 	eth_start(&nodes[0]);
-	refused_as(&nodes[0], QHCA_LINK_IB, "Ethernet");
+	refused_as(&nodes[0], QHCA_LINK_IB, "an Ethernet function on an InfiniBand port");
 	teardown();
 }
 
