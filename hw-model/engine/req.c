@@ -282,11 +282,11 @@ static int send_packet(struct qhca_engine *e, struct qhca_qp *qp, struct qhca_se
  * in their order within its own budget; a QP that spends it goes to the end of the line,
  * so it does not hold back the others. While a QP waits there its doorbells only record
  * the index, and every other reason to run it (an ACK, a retransmission, RTS) finds it
- * waiting: the timer's run does what they would have. Its RC timer counts no timeout while it waits
- * with packets to send (qhca_comp_timer): they were not lost, only not let go. A reset QP
- * keeps its place (its new work, if any, goes on then), one in error has nothing left.
- * What waits is not saved: a loaded state queues every QP with work to start or send
- * (migrate.c).
+ * waiting: the timer's run does what they would have. Its RC timer counts no timeout
+ * while it waits with packets to send (qhca_comp_timer): they were not lost, only not let
+ * go. A reset QP keeps its place (its new work, if any, goes on then), one in error has
+ * nothing left. What waits is not saved: a loaded state queues every QP with work to
+ * start or send (migrate.c).
  */
 #define SQ_RESUME_QPS	1024	/* QPs one timer callback takes from the FIFO at most */
 
