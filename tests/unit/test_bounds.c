@@ -630,9 +630,10 @@ static void test_sq_bytes_per_doorbell(void)
 /*
  * An RC QP that waits for its turn behind other QPs' budgets does not spend its retries
  * meanwhile: its WRITE is lost, twelve QPs of 512 REG_MRs each take the timer's budgets
- * ahead of it, and each timer callback comes more than its timeout after the one before. Only the timeouts
- * it could have sent at count (one here): the WRITE is sent again when its turn comes and
- * completes, where it used to end in RETRY_EXC_ERR without a frame sent.
+ * ahead of it, and each timer callback comes more than its timeout after the one before.
+ * Only the timeouts it could have sent at count (one here): the WRITE is sent again when
+ * its turn comes and completes, where it used to end in RETRY_EXC_ERR without a frame
+ * sent.
  */
 static void test_sq_retry_while_waiting(void)
 {
