@@ -227,13 +227,20 @@ def cp_1_default_bound_refuses_before_reading():
 
 @test('cp: many small members add up to the bound')
 def cp_1_small_members_add_up():
-    """Every member counts (at least a 4 KiB block): 300 files of 1 KiB pass 1 MiB."""
+    """Every member counts (at least a 4 KiB block), also one with no data: 200 empty files
+    and 100 directories (no data block among them) pass 1 MiB; 200 empty files alone do
+    not."""
+    def many(dst, n, dirs):
+        return cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755),
+                              *[member("loot/f%d" % k) for k in range(n)],
+                              *[member("loot/d%d" % k, tarfile.DIRTYPE, mode=0o755)
+                                for k in range(dirs)]), dst=dst, opts=["--max-bytes=1M"])
     dst = fresh("many")
-    rc, out = cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755),
-                             *[member("loot/f%d" % k, data=b"y" * 1024) for k in range(300)]),
-                     dst=dst, opts=["--max-bytes=1M"])
+    rc, out = many(dst, 200, 100)
     assert rc != 0 and "past its bound of 1 MiB" in out, out
     nothing_left(dst, out)
+    rc, out = many(dst, 200, 0)
+    assert rc == 0, out
 
 
 @test('cp: a guest file past --max-bytes is refused, no part left')
