@@ -243,6 +243,44 @@ def cp_1_small_members_add_up():
     assert rc == 0, out
 
 
+@test("cp: directories only a member's name makes count against the bound")
+def cp_1_implicit_directories_count():
+    """No member for them, twenty names loot/K/a/a/.../f (200 levels) make 4000 directories
+    (16 MiB on disk): each one made counts a block, so --max-bytes 1M refuses the second;
+    a name below a file is refused."""
+    dst = fresh("implicit-dirs")
+    rc, out = cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755),
+                             *[member("loot/%d/" % k + "a/" * 200 + "f") for k in range(20)]),
+                     dst=dst, opts=["--max-bytes=1M"])
+    assert rc != 0 and "past its bound of 1 MiB" in out and "Traceback" not in out, out
+    nothing_left(dst, out)
+    dst = fresh("below-a-file")
+    rc, out = cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755), member("loot/f"),
+                             member("loot/f/g")), dst=dst)
+    assert rc != 0 and "Traceback" not in out, out
+    nothing_left(dst, out)
+
+
+@test("cp: a name over 256 levels or 4095 bytes is refused, no traceback, nothing left")
+def cp_1_deep_or_long_names_refused():
+    """Names 300 and 1200 levels deep (os.makedirs recursed past Python's limit), and one of
+    4200 bytes in 21 names of 200: refused at the member, cleanly."""
+    for k, (name, why) in enumerate(((("a/" * 300) + "f", "levels"),
+                                     (("a/" * 1200) + "f", "levels"),
+                                     ("/".join(["b" * 199] * 21), "bytes"),
+                                     ("a\0b", "NUL"))):
+        dst = fresh("deep-%d" % k)
+        if why == "NUL":	# a pax path may hold one; no system call takes it
+            ti = tarfile.TarInfo("loot/" + name)
+            ti.pax_headers = {"path": "loot/a\0b"}
+            bad = ti.tobuf(tarfile.PAX_FORMAT)
+        else:
+            bad = member("loot/" + name)
+        rc, out = cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755), bad), dst=dst)
+        assert rc != 0 and why in out and "Traceback" not in out, (k, out[-3000:])
+        nothing_left(dst, out)
+
+
 @test('cp: a guest file past --max-bytes is refused, no part left')
 def cp_1_file_past_bound_refused_nothing_left():
     """cp I:FILE (cat, not tar): a guest file of 5 MiB past --max-bytes 1M is refused, no

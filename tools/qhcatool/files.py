@@ -186,6 +186,11 @@ BLOCK = 4096
 HEADER_MAX = 1 << 20
 # How deep a symbolic link may lead through others (the kernel's MAXSYMLINKS).
 LINK_DEPTH = 40
+# The longest name of a member and target of a link (PATH_MAX less its NUL), and the most
+# names a member's path may have: every directory a member's name makes is made (and counted)
+# one by one, and a link's way is walked name by name.
+PATH_BYTES = 4095
+PATH_DEPTH = 256
 CHUNK = 1 << 20		# bytes read and written at a time
 SIZE_RE = re.compile(r"(\d+)([KMGT]?)(?:i?B)?$", re.I)
 
@@ -238,6 +243,42 @@ class GuestStream:
     def allow(self, end):
         """The member read last ends at offset END of the stream."""
         self.limit = end + HEADER_MAX
+
+
+def check_path(text, what, name, kind, depth=True):
+    """Die with WHAT unless TEXT (a member's NAME, or with KIND "a link to" its link's target)
+    is a path the host can take: at most PATH_BYTES bytes, no NUL, and (DEPTH) at most
+    PATH_DEPTH names."""
+    raw = os.fsencode(text)
+    levels = sum(1 for p in raw.split(b"/") if p not in (b"", b".")) if depth else 0
+    if len(raw) > PATH_BYTES or b"\0" in raw or levels > PATH_DEPTH:
+        die("cp: %s: the guest sent %r, %s %s (at most %d bytes%s, no NUL)"
+            % (what, name[:200] + ("..." if len(name) > 200 else ""), kind,
+               "with a NUL" if b"\0" in raw else "of %d bytes" % len(raw)
+               + (" and %d levels" % levels if depth else ""),
+               PATH_BYTES, " and %d levels" % PATH_DEPTH if depth else ""))
+
+
+def make_dirs(into, parts, budget, what, name):
+    """The directories INTO/PARTS[0]/.../PARTS[-1] that are not there yet, made one by one
+    (0755), each counted a block in BUDGET: those of a member's name that no member of the
+    archive made (NAME, for WHAT's message). Dies if one of them is no directory."""
+    k = len(parts)
+    while k:	# the deepest one there (most often all of them are)
+        try:
+            st = os.lstat(os.path.join(into, *parts[:k]))
+        except FileNotFoundError:
+            k -= 1
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            die("cp: %s: the guest sent %r, below %r, which is no directory"
+                % (what, name, "/".join(parts[:k])))
+        break
+    path = os.path.join(into, *parts[:k])
+    for part in parts[k:]:
+        budget.take(BLOCK, what, "%r (its directory %r)" % (name, part))
+        path = os.path.join(path, part)
+        os.mkdir(path, 0o755)
 
 
 def data_regions(m, what):
@@ -332,6 +373,7 @@ def safe_extract(stream, into, top, what, budget):
                 if m is None:
                     break
                 tf.members = []		# in a stream there is no going back to one
+                check_path(m.name, what, m.name, "a name")
                 name = os.path.normpath(m.name)
                 parts = name.split("/")
                 if os.path.isabs(m.name) or ".." in parts or name in (".", "") and \
@@ -343,14 +385,14 @@ def safe_extract(stream, into, top, what, budget):
                 budget.take(blocks(0, max(m.offset_data - m.offset, 1)), what, repr(m.name))
                 if m.isdir():
                     src.allow(m.offset_data)
-                    os.makedirs(dest, mode=0o755, exist_ok=True)
+                    make_dirs(into, parts, budget, what, m.name)
                     os.chmod(dest, (m.mode & 0o777) | 0o700)
                 elif m.isfile():
                     regions = data_regions(m, what)
                     budget.take(sum(blocks(off, off + n) for off, n in regions), what,
                                 "%r (%s)" % (m.name, size_text(m.size)))
                     src.allow(m.offset_data + sum(n for _, n in regions))
-                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    make_dirs(into, parts[:-1], budget, what, m.name)
                     write_regions(tf, m, regions, os.open(
                         dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                         (m.mode & 0o777) | 0o600))
@@ -370,7 +412,7 @@ def safe_extract(stream, into, top, what, budget):
                             os.path.islink(os.path.join(into, first)):
                         die("cp: %s: the guest sent %r, a link to %r outside the copy"
                             % (what, m.name, m.linkname))
-                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    make_dirs(into, parts[:-1], budget, what, m.name)
                     os.link(os.path.join(into, first), dest, follow_symlinks=False)
                 else:
                     die("cp: %s: the guest sent %r, a %s: only files, directories and links "
