@@ -368,11 +368,19 @@ def safe_extract(stream, into, top, what, budget):
     links = {}
     try:
         with tarfile.open(fileobj=src, mode="r|") as tf:
+            end = 0		# where the member read last ends: the next one's headers start
             while True:
                 m = tf.next()
+                # A pax global header ('g') is no member: tarfile keeps what it says for
+                # the rest of the archive (tf.pax_headers), header after header; GNU tar
+                # writes none unless asked.
+                if tf.pax_headers or m is not None and m.offset != end:
+                    die("cp: %s: the guest sent a pax global header%s; a copy takes none"
+                        % (what, "" if m is None else " before %r" % m.name[:200]))
                 if m is None:
                     break
                 tf.members = []		# in a stream there is no going back to one
+                headers, end = m.offset_data - end, tf.offset
                 check_path(m.name, what, m.name, "a name")
                 name = os.path.normpath(m.name)
                 parts = name.split("/")
@@ -382,7 +390,7 @@ def safe_extract(stream, into, top, what, budget):
                 if top is not None and parts[0] != top:
                     die("cp: %s: the guest sent %r, not below %r" % (what, m.name, top))
                 dest = os.path.join(into, name)
-                budget.take(blocks(0, max(m.offset_data - m.offset, 1)), what, repr(m.name))
+                budget.take(blocks(0, max(headers, 1)), what, repr(m.name))
                 if m.isdir():
                     src.allow(m.offset_data)
                     make_dirs(into, parts, budget, what, m.name)
