@@ -525,6 +525,36 @@ def cp_2_top_as_a_link_refused():
     nothing_left(dst, out)
 
 
+@test("cp: a link's target over 4095 bytes is refused at its member")
+def cp_2_long_link_target_refused():
+    """A symbolic link to a/a/.../a (5000 bytes, a pax linkpath) and a hard link to a name
+    of 5000 bytes: refused at the member, nothing left."""
+    for k, typ in enumerate((tarfile.SYMTYPE, tarfile.LNKTYPE)):
+        dst = fresh("long-target-%d" % k)
+        ti = tarfile.TarInfo("loot/l")
+        ti.type, ti.linkname = typ, ("loot/" if typ == tarfile.LNKTYPE else "") + "a/" * 2500
+        rc, out = cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755),
+                                 ti.tobuf(tarfile.PAX_FORMAT)), dst=dst)
+        assert rc != 0 and "a link to a name of 500" in out, (k, rc, out[:300])
+        nothing_left(dst, out)
+
+
+@test("cp: the check of links' ways takes time linear in their names")
+def cp_2_link_walk_linear():
+    """A target of 50000 names (the walk per name was linear in how deep it was: 12 s), and
+    300 links 250 levels deep with targets of 2000 names (the check for a link below another
+    was quadratic in how deep a link is): within 3 s together (about 0.1 s here)."""
+    import time
+    t0 = time.monotonic()
+    eq(files.link_leaving({("l",): "a/" * 50000}), None)
+    deep = {tuple("d%d" % k for k in range(250)) + ("l%d" % j,): "x/" * 2000
+            for j in range(300)}
+    eq(files.link_leaving(deep), None)
+    eq(files.link_leaving({**deep, ("d0",): "."}), (next(iter(deep)), ("d0",)))
+    took = time.monotonic() - t0
+    assert took < 3, "%.1f s" % took
+
+
 # ---------------------------------------------------------------- 3: a guest's output
 STATE = {"vms": [{"index": 1, "ssh_port": 2222}]}
 

@@ -246,7 +246,7 @@ class GuestStream:
 
 
 def check_path(text, what, name, kind, depth=True):
-    """Die with WHAT unless TEXT (a member's NAME, or with KIND "a link to" its link's target)
+    """Die with WHAT unless TEXT (a member's NAME, KIND "a name"; or its link's target)
     is a path the host can take: at most PATH_BYTES bytes, no NUL, and (DEPTH) at most
     PATH_DEPTH names."""
     raw = os.fsencode(text)
@@ -319,41 +319,73 @@ def write_regions(tf, m, regions, fd):
 
 def link_leaving(links):
     """LINKS: {a symbolic link's path below the copy's top (a tuple of names): its target}.
-    The first link whose way, every link on it followed as the kernel follows them, leaves
-    the top (an absolute target, '..' above the top) or leads LINK_DEPTH links deep (a loop);
+    The first link that is wrong: (it, None) if its way, every link on it followed as the
+    kernel follows them, leaves the top (an absolute target, '..' above the top) or leads
+    LINK_DEPTH links deep (a loop); (it, the link above it) if it is below another link;
     None if every one stays inside. What a name that is no link holds does not matter: it is
-    taken for a directory, as whatever may be made there later would be."""
+    taken for a directory, as whatever may be made there later would be.
+
+    The links' paths are a tree of names (node 0 the top, up[node] the node above, kid[node,
+    name] one below), and a place on a way is (a node, how many names below it the way went
+    where no link is): each name of a target costs the same, however deep the way is."""
+    kid, up, via, link = {}, [None], [None], {}
+    below = None
+    for path in links:
+        node = 0
+        for name in path:
+            if node in link and below is None:
+                below = (path, link[node])
+            nxt = kid.get((node, name))
+            if nxt is None:
+                nxt = kid[node, name] = len(up)
+                up.append(node)
+                via.append(path)	# the first link whose path went through it
+            node = nxt
+        if via[node] is not path and below is None:	# a link went on below this one
+            below = (via[node], path)
+        link[node] = path
+    if below:
+        return below
     ends = {}
 
     class Leaves(Exception):
         pass
 
-    def end(path, depth):
-        if path in ends:
-            return ends[path]
-        target = links[path]
+    def end(node, depth):
+        if node in ends:
+            return ends[node]
+        target = links[link[node]]
         if depth > LINK_DEPTH or target.startswith("/"):
             raise Leaves()
-        where = path[:-1]
+        where, past = up[node], 0
         for name in target.split("/"):
             if name in ("", "."):
                 continue
             if name == "..":
-                if not where:
+                if past:
+                    past -= 1
+                elif where == 0:
                     raise Leaves()
-                where = where[:-1]
-            elif where + (name,) in links:
-                where = end(where + (name,), depth + 1)
+                else:
+                    where = up[where]
+            elif past:
+                past += 1
             else:
-                where += (name,)
-        ends[path] = where
-        return where
+                nxt = kid.get((where, name))
+                if nxt is None:
+                    past = 1
+                elif nxt in link:
+                    where, past = end(nxt, depth + 1)
+                else:
+                    where = nxt
+        ends[node] = (where, past)
+        return where, past
 
-    for path in links:
+    for node, path in link.items():
         try:
-            end(path, 0)
+            end(node, 0)
         except Leaves:
-            return path
+            return path, None
     return None
 
 
@@ -406,6 +438,7 @@ def safe_extract(stream, into, top, what, budget):
                         (m.mode & 0o777) | 0o600))
                 elif m.issym():
                     src.allow(m.offset_data)
+                    check_path(m.linkname, what, m.name, "a link to a name", depth=False)
                     rel = tuple(parts[1:] if top is not None else parts)
                     if not rel:
                         die("cp: %s: the guest sent %r, a link, for the directory itself"
@@ -413,6 +446,7 @@ def safe_extract(stream, into, top, what, budget):
                     links[rel] = m.linkname
                 elif m.islnk():	# a hard link: to a file unpacked before it
                     src.allow(m.offset_data)
+                    check_path(m.linkname, what, m.name, "a link to a name", depth=False)
                     first = os.path.normpath(m.linkname)
                     if os.path.isabs(first) or ".." in first.split("/") or \
                             (top is not None and first.split("/")[0] != top) or \
@@ -433,15 +467,14 @@ def safe_extract(stream, into, top, what, budget):
         die("cp: %s: %s" % (what, e))
     def member_name(path):
         return "/".join(((top,) if top is not None else ()) + path)
-    for path in links:		# no link below another: its directory would be the link's
-        for k in range(1, len(path)):
-            if path[:k] in links:
-                die("cp: %s: the guest sent a link %r below the link %r"
-                    % (what, member_name(path), member_name(path[:k])))
-    out = link_leaving(links)
-    if out:
+    wrong = link_leaving(links)
+    if wrong and wrong[1]:	# no link below another: its directory would be the link's
+        die("cp: %s: the guest sent a link %r below the link %r"
+            % (what, member_name(wrong[0]), member_name(wrong[1])))
+    if wrong:
         die("cp: %s: the guest sent a link %r -> %r whose way leaves the copy (an absolute "
-            "target, '..' above the copy, or a loop)" % (what, member_name(out), links[out]))
+            "target, '..' above the copy, or a loop)"
+            % (what, member_name(wrong[0]), links[wrong[0]]))
     root = os.path.join(into, top) if top is not None else into
     for path, target in links.items():
         # Its directory must be one unpacked here, a real one (no link is made yet).
