@@ -555,6 +555,41 @@ def cp_2_link_walk_linear():
     assert took < 3, "%.1f s" % took
 
 
+@test("cp: after the links are made, a link whose way leaves on the file system is refused")
+def cp_2_file_system_check_after_the_fact():
+    """link_leaving decides name by name; a case-folding directory (ext4's +F) takes 'B' for
+    'b', so a way it passed (sub/a -> ../B/.. with b -> '.': B is no link, by name) may
+    leave. The check after the fact asks the file system: here a link B -> b stands in for
+    the folding (no file system here folds), and it refuses sub/a; the same tree without b
+    passes. And with link_leaving made to pass everything, safe_extract still refuses a
+    link up -> '..'."""
+    import contextlib
+    for name, leaves in (("folding", True), ("plain", False)):
+        top = os.path.join(fresh("fs-check-" + name), "loot")
+        os.makedirs(os.path.join(top, "sub"))
+        if leaves:
+            os.symlink(".", os.path.join(top, "b"))
+        os.symlink("b", os.path.join(top, "B"))
+        os.symlink("../B/..", os.path.join(top, "sub", "a"))
+        os.symlink("../sub/../B/not/there/..", os.path.join(top, "sub", "dangling"))
+        eq(files.fs_link_leaving(top), os.path.join(top, "sub", "a") if leaves else None)
+    into = fresh("fs-check-wired")
+    real, files.link_leaving = files.link_leaving, lambda links: None
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            try:
+                files.safe_extract(io.BytesIO(archive(
+                    member("loot", tarfile.DIRTYPE, mode=0o755),
+                    member("loot/up", tarfile.SYMTYPE, link=".."))), into, "loot", "x",
+                    files.Budget(files.MAX_BYTES))
+                raise AssertionError("the link up -> .. was made and passed")
+            except SystemExit:
+                pass
+    finally:
+        files.link_leaving = real
+    assert "leaves the copy" in err.getvalue(), err.getvalue()
+
+
 # ---------------------------------------------------------------- 3: a guest's output
 STATE = {"vms": [{"index": 1, "ssh_port": 2222}]}
 

@@ -177,8 +177,10 @@ def copy_in(state, srcs, i, dst):
 
 # What one 'cp' out of a guest may write on the host (--max-bytes), counted in the 4 KiB
 # blocks a file system stores: one for every member (its inode or directory entry, and its
-# tar headers, more if they are longer), and the blocks a file's data fills (a sparse file's
-# holes fill none).
+# tar headers from where the member before it ends, more if they are longer), one for every
+# directory made (also one that only a member's name makes), and the blocks a file's data
+# fills (a sparse file's holes fill none: its apparent size is not bounded, only the blocks
+# a file system with holes allocates for it).
 MAX_BYTES = 1 << 30
 BLOCK = 4096
 # The most of one member's headers (a pax or GNU long-name header, a sparse map) read before
@@ -389,6 +391,72 @@ def link_leaving(links):
     return None
 
 
+def fs_link_leaving(top):
+    """After the fact, on the file system itself: the first symbolic link below TOP (a path
+    with no link on it) whose way, each name looked up in the file system as the kernel
+    looks it up, leaves TOP, as link_leaving decides (an absolute target, '..' above TOP,
+    LINK_DEPTH links deep or a loop); None if every one stays inside. It differs from
+    link_leaving only where the file system takes a name for another one: a case-folding
+    directory (ext4's +F) takes 'B' for the link 'b'. Each name of a target is looked up
+    once (a link's end is kept), however many links lead through it."""
+    ends, busy = {}, object()
+
+    class Leaves(Exception):
+        pass
+
+    def end(link, depth):
+        known = ends.get(link)
+        if known is busy or depth > LINK_DEPTH:
+            raise Leaves()
+        if known:
+            return known
+        ends[link] = busy
+        target = os.readlink(link)
+        if target.startswith("/"):
+            raise Leaves()
+        where, past = os.path.dirname(link), 0	# past: names below WHERE that are not there
+        for name in target.split("/"):
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if past:
+                    past -= 1
+                elif where == top:
+                    raise Leaves()
+                else:
+                    where = os.path.dirname(where)
+            elif past:
+                past += 1
+            else:
+                path = where + "/" + name
+                try:
+                    st = os.lstat(path)
+                except (FileNotFoundError, NotADirectoryError):
+                    past = 1
+                    continue
+                except OSError:		# too long a path, say: it cannot be told
+                    raise Leaves() from None
+                if stat.S_ISLNK(st.st_mode):
+                    where, past = end(path, depth + 1)
+                else:
+                    where = path	# a file: as link_leaving, taken for a directory
+        ends[link] = (where, past)
+        return ends[link]
+
+    todo = [top]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for e in entries:
+                if e.is_symlink():
+                    try:
+                        end(e.path, 0)
+                    except Leaves:
+                        return e.path
+                elif e.is_dir(follow_symlinks=False):
+                    todo.append(e.path)
+    return None
+
+
 def safe_extract(stream, into, top, what, budget):
     """Unpack the tar STREAM (from a guest: untrusted) into the fresh directory INTO: only
     directories, regular files (a sparse one with its holes), hard links to files of the copy
@@ -487,6 +555,12 @@ def safe_extract(stream, into, top, what, budget):
             os.symlink(target, dest)
         except OSError as e:
             die("cp: %s: %s" % (what, e))
+    if links:	# the same, asked of the file system (one that folds case takes 'B' for 'b')
+        out = fs_link_leaving(os.path.normpath(os.path.abspath(root)))
+        if out:
+            die("cp: %s: the guest sent a link %r -> %r whose way leaves the copy on this "
+                "file system (a directory that folds case, say, takes one name for another)"
+                % (what, os.path.relpath(out, into), os.readlink(out)))
 
 
 def fetch_tree(state, i, parent, name, into, budget, what):
