@@ -297,6 +297,32 @@ def cp_1_deep_or_long_names_refused():
         nothing_left(dst, out)
 
 
+@test("cp: malformed headers are refused cleanly, no traceback, nothing left")
+def cp_1_malformed_headers_refused():
+    """What tarfile itself raises on: 1000 empty pax or long-name headers in a row (it
+    recursed past Python's limit, a RecursionError), sparse maps that are no numbers (pax
+    0.1, 0.0 and 1.0: a ValueError)."""
+    def pax(hdrs, data=b""):
+        ti = tarfile.TarInfo("loot/f")
+        ti.size, ti.pax_headers = len(data), hdrs
+        return ti.tobuf(tarfile.PAX_FORMAT) + data + b"\0" * (-len(data) % 512)
+    chains = []
+    for typ in (tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME):
+        h = tarfile.TarInfo("././@LongLink")
+        h.type = typ
+        chains.append(h.tobuf(tarfile.USTAR_FORMAT) * 1000 + member("loot/f"))
+    for k, bad in enumerate(chains + [
+            pax({"GNU.sparse.map": "x,y", "GNU.sparse.size": "10"}),
+            pax({"GNU.sparse.size": "zz", "GNU.sparse.numblocks": "1",
+                 "GNU.sparse.offset": "0", "GNU.sparse.numbytes": "1"}),
+            pax({"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                 "GNU.sparse.realsize": "10"}, data=b"zz\n")]):
+        dst = fresh("malformed-%d" % k)
+        rc, out = cp_out(archive(member("loot", tarfile.DIRTYPE, mode=0o755), bad), dst=dst)
+        assert rc != 0 and "Traceback" not in out and "malformed" in out, (k, out[-1500:])
+        nothing_left(dst, out)
+
+
 @test('cp: a guest file past --max-bytes is refused, no part left')
 def cp_1_file_past_bound_refused_nothing_left():
     """cp I:FILE (cat, not tar): a guest file of 5 MiB past --max-bytes 1M is refused, no

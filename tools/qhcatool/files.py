@@ -533,6 +533,10 @@ def safe_extract(stream, into, top, what, budget):
             "sparse map)" % (what, size_text(HEADER_MAX)))
     except (tarfile.TarError, OSError) as e:
         die("cp: %s: %s" % (what, e))
+    except (ValueError, RecursionError) as e:	# what tarfile raises on some headers
+        die("cp: %s: the guest sent a malformed tar header (%s: %s)"
+            % (what, type(e).__name__, str(e)[:200]))
+
     def member_name(path):
         return "/".join(((top,) if top is not None else ()) + path)
     wrong = link_leaving(links)
@@ -556,7 +560,10 @@ def safe_extract(stream, into, top, what, budget):
         except OSError as e:
             die("cp: %s: %s" % (what, e))
     if links:	# the same, asked of the file system (one that folds case takes 'B' for 'b')
-        out = fs_link_leaving(os.path.normpath(os.path.abspath(root)))
+        try:
+            out = fs_link_leaving(os.path.normpath(os.path.abspath(root)))
+        except OSError as e:
+            die("cp: %s: %s" % (what, e))
         if out:
             die("cp: %s: the guest sent a link %r -> %r whose way leaves the copy on this "
                 "file system (a directory that folds case, say, takes one name for another)"
