@@ -273,7 +273,7 @@ def make_dirs(into, parts, budget, what, name):
             k -= 1
             continue
         if not stat.S_ISDIR(st.st_mode):
-            die("cp: %s: the guest sent %r, below %r, which is no directory"
+            die("cp: %s: the guest sent %r, but %r is no directory"
                 % (what, name, "/".join(parts[:k])))
         break
     path = os.path.join(into, *parts[:k])
