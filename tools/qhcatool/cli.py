@@ -306,9 +306,9 @@ def main():
     p.add_argument("--max-bytes", type=size_arg, default=MAX_BYTES, metavar="SIZE",
                    help="a copy out of a guest writes at most SIZE on the host (default 1 GiB; "
                         "K, M, G, T: powers of 1024), counted in 4 KiB blocks: one for every "
-                        "file, directory and link, and the blocks a file's data fills (a "
-                        "sparse file's holes fill none); past it the copy fails and leaves "
-                        "nothing")
+                        "file, directory and link, one for every directory made, and the "
+                        "blocks a file's data fills (a sparse file's holes fill none); past "
+                        "it the copy fails and leaves nothing")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.set_defaults(fn=cmd_cp)
     p = sub.add_parser("ssh", help="interactive shell in guest I")

@@ -177,8 +177,10 @@ def copy_in(state, srcs, i, dst):
 
 # What one 'cp' out of a guest may write on the host (--max-bytes), counted in the 4 KiB
 # blocks a file system stores: one for every member (its inode or directory entry, and its
-# tar headers, more if they are longer), and the blocks a file's data fills (a sparse file's
-# holes fill none).
+# tar headers from where the member before it ends, more if they are longer), one for every
+# directory made (also one that only a member's name makes), and the blocks a file's data
+# fills (a sparse file's holes fill none: its apparent size is not bounded, only the blocks
+# a file system with holes allocates for it).
 MAX_BYTES = 1 << 30
 BLOCK = 4096
 # The most of one member's headers (a pax or GNU long-name header, a sparse map) read before
@@ -186,6 +188,11 @@ BLOCK = 4096
 HEADER_MAX = 1 << 20
 # How deep a symbolic link may lead through others (the kernel's MAXSYMLINKS).
 LINK_DEPTH = 40
+# The longest name of a member and target of a link (PATH_MAX less its NUL), and the most
+# names a member's path may have: every directory a member's name makes is made (and counted)
+# one by one, and a link's way is walked name by name.
+PATH_BYTES = 4095
+PATH_DEPTH = 256
 CHUNK = 1 << 20		# bytes read and written at a time
 SIZE_RE = re.compile(r"(\d+)([KMGT]?)(?:i?B)?$", re.I)
 
@@ -240,6 +247,42 @@ class GuestStream:
         self.limit = end + HEADER_MAX
 
 
+def check_path(text, what, name, kind, depth=True):
+    """Die with WHAT unless TEXT (a member's NAME, KIND "a name"; or its link's target)
+    is a path the host can take: at most PATH_BYTES bytes, no NUL, and (DEPTH) at most
+    PATH_DEPTH names."""
+    raw = os.fsencode(text)
+    levels = sum(1 for p in raw.split(b"/") if p not in (b"", b".")) if depth else 0
+    if len(raw) > PATH_BYTES or b"\0" in raw or levels > PATH_DEPTH:
+        die("cp: %s: the guest sent %r, %s %s (at most %d bytes%s, no NUL)"
+            % (what, name[:200] + ("..." if len(name) > 200 else ""), kind,
+               "with a NUL" if b"\0" in raw else "of %d bytes" % len(raw)
+               + (" and %d levels" % levels if depth else ""),
+               PATH_BYTES, " and %d levels" % PATH_DEPTH if depth else ""))
+
+
+def make_dirs(into, parts, budget, what, name):
+    """The directories INTO/PARTS[0]/.../PARTS[-1] that are not there yet, made one by one
+    (0755), each counted a block in BUDGET: those of a member's name that no member of the
+    archive made (NAME, for WHAT's message). Dies if one of them is no directory."""
+    k = len(parts)
+    while k:	# the deepest one there (most often all of them are)
+        try:
+            st = os.lstat(os.path.join(into, *parts[:k]))
+        except FileNotFoundError:
+            k -= 1
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            die("cp: %s: the guest sent %r, but %r is no directory"
+                % (what, name, "/".join(parts[:k])))
+        break
+    path = os.path.join(into, *parts[:k])
+    for part in parts[k:]:
+        budget.take(BLOCK, what, "%r (its directory %r)" % (name, part))
+        path = os.path.join(path, part)
+        os.mkdir(path, 0o755)
+
+
 def data_regions(m, what):
     """The (offset, length) of the data of the file member M: the whole file, or a sparse
     member's regions (checked: in order, apart, inside the file); holes stay holes."""
@@ -278,41 +321,139 @@ def write_regions(tf, m, regions, fd):
 
 def link_leaving(links):
     """LINKS: {a symbolic link's path below the copy's top (a tuple of names): its target}.
-    The first link whose way, every link on it followed as the kernel follows them, leaves
-    the top (an absolute target, '..' above the top) or leads LINK_DEPTH links deep (a loop);
+    The first link that is wrong: (it, None) if its way, every link on it followed as the
+    kernel follows them, leaves the top (an absolute target, '..' above the top) or leads
+    LINK_DEPTH links deep (a loop); (it, the link above it) if it is below another link;
     None if every one stays inside. What a name that is no link holds does not matter: it is
-    taken for a directory, as whatever may be made there later would be."""
+    taken for a directory, as whatever may be made there later would be.
+
+    The links' paths are a tree of names (node 0 the top, up[node] the node above, kid[node,
+    name] one below), and a place on a way is (a node, how many names below it the way went
+    where no link is): each name of a target costs the same, however deep the way is."""
+    kid, up, via, link = {}, [None], [None], {}
+    below = None
+    for path in links:
+        node = 0
+        for name in path:
+            if node in link and below is None:
+                below = (path, link[node])
+            nxt = kid.get((node, name))
+            if nxt is None:
+                nxt = kid[node, name] = len(up)
+                up.append(node)
+                via.append(path)	# the first link whose path went through it
+            node = nxt
+        if via[node] is not path and below is None:	# a link went on below this one
+            below = (via[node], path)
+        link[node] = path
+    if below:
+        return below
     ends = {}
 
     class Leaves(Exception):
         pass
 
-    def end(path, depth):
-        if path in ends:
-            return ends[path]
-        target = links[path]
+    def end(node, depth):
+        if node in ends:
+            return ends[node]
+        target = links[link[node]]
         if depth > LINK_DEPTH or target.startswith("/"):
             raise Leaves()
-        where = path[:-1]
+        where, past = up[node], 0
         for name in target.split("/"):
             if name in ("", "."):
                 continue
             if name == "..":
-                if not where:
+                if past:
+                    past -= 1
+                elif where == 0:
                     raise Leaves()
-                where = where[:-1]
-            elif where + (name,) in links:
-                where = end(where + (name,), depth + 1)
+                else:
+                    where = up[where]
+            elif past:
+                past += 1
             else:
-                where += (name,)
-        ends[path] = where
-        return where
+                nxt = kid.get((where, name))
+                if nxt is None:
+                    past = 1
+                elif nxt in link:
+                    where, past = end(nxt, depth + 1)
+                else:
+                    where = nxt
+        ends[node] = (where, past)
+        return where, past
 
-    for path in links:
+    for node, path in link.items():
         try:
-            end(path, 0)
+            end(node, 0)
         except Leaves:
-            return path
+            return path, None
+    return None
+
+
+def fs_link_leaving(top):
+    """After the fact, on the file system itself: the first symbolic link below TOP (a path
+    with no link on it) whose way, each name looked up in the file system as the kernel
+    looks it up, leaves TOP, as link_leaving decides (an absolute target, '..' above TOP,
+    LINK_DEPTH links deep or a loop); None if every one stays inside. It differs from
+    link_leaving only where the file system takes a name for another one: a case-folding
+    directory (ext4's +F) takes 'B' for the link 'b'. Each name of a target is looked up
+    once (a link's end is kept), however many links lead through it."""
+    ends, busy = {}, object()
+
+    class Leaves(Exception):
+        pass
+
+    def end(link, depth):
+        known = ends.get(link)
+        if known is busy or depth > LINK_DEPTH:
+            raise Leaves()
+        if known:
+            return known
+        ends[link] = busy
+        target = os.readlink(link)
+        if target.startswith("/"):
+            raise Leaves()
+        where, past = os.path.dirname(link), 0	# past: names below WHERE that are not there
+        for name in target.split("/"):
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if past:
+                    past -= 1
+                elif where == top:
+                    raise Leaves()
+                else:
+                    where = os.path.dirname(where)
+            elif past:
+                past += 1
+            else:
+                path = where + "/" + name
+                try:
+                    st = os.lstat(path)
+                except (FileNotFoundError, NotADirectoryError):
+                    past = 1
+                    continue
+                except OSError:		# too long a path, say: it cannot be told
+                    raise Leaves() from None
+                if stat.S_ISLNK(st.st_mode):
+                    where, past = end(path, depth + 1)
+                else:
+                    where = path	# a file: as link_leaving, taken for a directory
+        ends[link] = (where, past)
+        return ends[link]
+
+    todo = [top]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for e in entries:
+                if e.is_symlink():
+                    try:
+                        end(e.path, 0)
+                    except Leaves:
+                        return e.path
+                elif e.is_dir(follow_symlinks=False):
+                    todo.append(e.path)
     return None
 
 
@@ -327,11 +468,20 @@ def safe_extract(stream, into, top, what, budget):
     links = {}
     try:
         with tarfile.open(fileobj=src, mode="r|") as tf:
+            end = 0		# where the member read last ends: the next one's headers start
             while True:
                 m = tf.next()
+                # A pax global header ('g') is no member: tarfile keeps what it says for
+                # the rest of the archive (tf.pax_headers), header after header; GNU tar
+                # writes none unless asked.
+                if tf.pax_headers or m is not None and m.offset != end:
+                    die("cp: %s: the guest sent a pax global header%s; a copy takes none"
+                        % (what, "" if m is None else " before %r" % m.name[:200]))
                 if m is None:
                     break
                 tf.members = []		# in a stream there is no going back to one
+                headers, end = m.offset_data - end, tf.offset
+                check_path(m.name, what, m.name, "a name")
                 name = os.path.normpath(m.name)
                 parts = name.split("/")
                 if os.path.isabs(m.name) or ".." in parts or name in (".", "") and \
@@ -340,22 +490,23 @@ def safe_extract(stream, into, top, what, budget):
                 if top is not None and parts[0] != top:
                     die("cp: %s: the guest sent %r, not below %r" % (what, m.name, top))
                 dest = os.path.join(into, name)
-                budget.take(blocks(0, max(m.offset_data - m.offset, 1)), what, repr(m.name))
+                budget.take(blocks(0, max(headers, 1)), what, repr(m.name))
                 if m.isdir():
                     src.allow(m.offset_data)
-                    os.makedirs(dest, mode=0o755, exist_ok=True)
+                    make_dirs(into, parts, budget, what, m.name)
                     os.chmod(dest, (m.mode & 0o777) | 0o700)
                 elif m.isfile():
                     regions = data_regions(m, what)
                     budget.take(sum(blocks(off, off + n) for off, n in regions), what,
                                 "%r (%s)" % (m.name, size_text(m.size)))
                     src.allow(m.offset_data + sum(n for _, n in regions))
-                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    make_dirs(into, parts[:-1], budget, what, m.name)
                     write_regions(tf, m, regions, os.open(
                         dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                         (m.mode & 0o777) | 0o600))
                 elif m.issym():
                     src.allow(m.offset_data)
+                    check_path(m.linkname, what, m.name, "a link to a name", depth=False)
                     rel = tuple(parts[1:] if top is not None else parts)
                     if not rel:
                         die("cp: %s: the guest sent %r, a link, for the directory itself"
@@ -363,6 +514,7 @@ def safe_extract(stream, into, top, what, budget):
                     links[rel] = m.linkname
                 elif m.islnk():	# a hard link: to a file unpacked before it
                     src.allow(m.offset_data)
+                    check_path(m.linkname, what, m.name, "a link to a name", depth=False)
                     first = os.path.normpath(m.linkname)
                     if os.path.isabs(first) or ".." in first.split("/") or \
                             (top is not None and first.split("/")[0] != top) or \
@@ -370,7 +522,7 @@ def safe_extract(stream, into, top, what, budget):
                             os.path.islink(os.path.join(into, first)):
                         die("cp: %s: the guest sent %r, a link to %r outside the copy"
                             % (what, m.name, m.linkname))
-                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    make_dirs(into, parts[:-1], budget, what, m.name)
                     os.link(os.path.join(into, first), dest, follow_symlinks=False)
                 else:
                     die("cp: %s: the guest sent %r, a %s: only files, directories and links "
@@ -381,17 +533,20 @@ def safe_extract(stream, into, top, what, budget):
             "sparse map)" % (what, size_text(HEADER_MAX)))
     except (tarfile.TarError, OSError) as e:
         die("cp: %s: %s" % (what, e))
+    except (ValueError, RecursionError) as e:	# what tarfile raises on some headers
+        die("cp: %s: the guest sent a malformed tar header (%s: %s)"
+            % (what, type(e).__name__, str(e)[:200]))
+
     def member_name(path):
         return "/".join(((top,) if top is not None else ()) + path)
-    for path in links:		# no link below another: its directory would be the link's
-        for k in range(1, len(path)):
-            if path[:k] in links:
-                die("cp: %s: the guest sent a link %r below the link %r"
-                    % (what, member_name(path), member_name(path[:k])))
-    out = link_leaving(links)
-    if out:
+    wrong = link_leaving(links)
+    if wrong and wrong[1]:	# no link below another: its directory would be the link's
+        die("cp: %s: the guest sent a link %r below the link %r"
+            % (what, member_name(wrong[0]), member_name(wrong[1])))
+    if wrong:
         die("cp: %s: the guest sent a link %r -> %r whose way leaves the copy (an absolute "
-            "target, '..' above the copy, or a loop)" % (what, member_name(out), links[out]))
+            "target, '..' above the copy, or a loop)"
+            % (what, member_name(wrong[0]), links[wrong[0]]))
     root = os.path.join(into, top) if top is not None else into
     for path, target in links.items():
         # Its directory must be one unpacked here, a real one (no link is made yet).
@@ -404,6 +559,15 @@ def safe_extract(stream, into, top, what, budget):
             os.symlink(target, dest)
         except OSError as e:
             die("cp: %s: %s" % (what, e))
+    if links:	# the same, asked of the file system (one that folds case takes 'B' for 'b')
+        try:
+            out = fs_link_leaving(os.path.normpath(os.path.abspath(root)))
+        except OSError as e:
+            die("cp: %s: %s" % (what, e))
+        if out:
+            die("cp: %s: the guest sent a link %r -> %r whose way leaves the copy on this "
+                "file system (a directory that folds case, say, takes one name for another)"
+                % (what, os.path.relpath(out, into), os.readlink(out)))
 
 
 def fetch_tree(state, i, parent, name, into, budget, what):
