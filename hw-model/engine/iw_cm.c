@@ -344,6 +344,10 @@ static void mpa_received(struct iw_conn *c, const struct iw_mpa_rr *rr)
 			c->state = IWC_CLOSING;
 			c->status = QHCA_IW_ST_REJECTED;	/* for its CLOSED event */
 			c->gone = true;
+			/* our FIN may wait behind the request for a window the peer never
+			 * opens: the close's deadline ends it (test-iw-cm
+			 * rejected_connect_bounded) */
+			iw_closing(c);
 			qtcp_close(c->tcp, iw_now_ns(c->e));
 			return;
 		}

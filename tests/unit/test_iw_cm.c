@@ -1032,6 +1032,136 @@ static void test_close_bounded(void)
 	teardown();
 }
 
+/*
+ * A peer on node 1's address played by hand: what node 0 sends it is taken off the link
+ * (node 1's engine never sees it), and its own segments are built here. It acknowledges
+ * node 0's SYN and nothing after it.
+ */
+static struct {
+	struct iw_tcp_seg t;	/* its segments' template: t.seq its next sequence number */
+	bool dev_syn;		/* node 0's SYN seen: dev_ack holds */
+	uint32_t dev_ack;	/* the ACK it gives: node 0's ISN + 1 */
+	unsigned frames;	/* node 0's frames it took */
+} hp;
+
+static void hand_peer_init(uint16_t peer_port, uint16_t dev_port)
+{
+	memset(&hp, 0, sizeof(hp));
+	memcpy(hp.t.smac, nodes[1].mac, 6);
+	memcpy(hp.t.dmac, nodes[0].mac, 6);
+	memcpy(hp.t.sgid, nodes[1].gid, 16);
+	memcpy(hp.t.dgid, nodes[0].gid, 16);
+	hp.t.ipv6 = !roce_gid_is_v4(nodes[1].gid);
+	hp.t.hop_limit = 64;
+	hp.t.sport = peer_port;
+	hp.t.dport = dev_port;
+	hp.t.seq = 0x40000;
+}
+
+/* Node 0's frames on the link: taken by the peer. */
+static void hand_peer_take(void)
+{
+	while (link_n) {
+		struct iw_tcp_seg s;
+		struct frame f;
+
+		link_take(0, &f);
+		if (f.to != 1 || iw_tcp_parse(f.data, f.len, &s) != IW_OK)
+			continue;
+		hp.frames++;
+		if ((s.flags & IW_TCP_SYN) && !hp.dev_syn) {
+			hp.dev_syn = true;
+			hp.dev_ack = s.seq + 1;
+		}
+	}
+}
+
+/* A segment of the peer's with @flags, its window @window, @n bytes of @p. */
+static void hand_peer_send(uint8_t flags, uint16_t window, const uint8_t *p, size_t n)
+{
+	struct iw_tcp_seg t = hp.t;
+	uint8_t f[1600];
+	size_t len;
+
+	t.flags = flags;
+	t.window = window;
+	t.ack = (flags & IW_TCP_ACK) ? hp.dev_ack : 0;
+	t.payload = p;
+	t.payload_len = (uint32_t)n;
+	if (flags & IW_TCP_SYN)
+		t.mss = 1460;
+	len = iw_tcp_build(&t, f, sizeof(f));
+	CHECK(len > 0);
+	qhca_engine_receive(&nodes[0].e, f, len);
+	hp.t.seq += (uint32_t)n + !!(flags & IW_TCP_SYN) + !!(flags & IW_TCP_FIN);
+}
+
+/*
+ * A connect the peer rejects (its MPA reply with R set) ends in IW_CLOSE_TIMEOUT_NS, as
+ * every close of ours does: here the peer's window is shut from its SYN-ACK on and it
+ * answers every zero-window probe, so neither our MPA request nor our FIN ever leaves and
+ * TCP never gives up. The CLOSED event comes with REJECTED (the first end's status), the
+ * connection's host memory is given back, the QP is free once the handle is released.
+ */
+static void test_rejected_connect_bounded(void)
+{
+	struct iw_mpa_rr rr = { .reply = true, .crc = true, .reject = true, .rev = 2 };
+	struct qhca_iw_conn a, none;
+	uint64_t base, held, t0, d, st = 0;
+	uint32_t h, hh = 0;
+	uint8_t mpa[64];
+	bool closed = false;
+	size_t n;
+	struct qp x;
+	int i;
+
+	iw_setup();
+	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
+	to_init(&x);
+	base = nodes[0].e.host_bytes;
+	a = conn_args(0, 5400, 9400, "hi");
+	hand_peer_init(9400, 5400);
+	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &h), QHCA_ST_OK);
+	hand_peer_take();
+	CHECK(hp.dev_syn);
+	hand_peer_send(IW_TCP_SYN | IW_TCP_ACK, 0, NULL, 0);	/* window 0 from the start */
+	hand_peer_take();				/* our ACK; the MPA request waits */
+	n = iw_mpa_rr_build(&rr, mpa, sizeof(mpa));
+	CHECK(n > 0);
+	hand_peer_send(IW_TCP_ACK | IW_TCP_PSH, 0, mpa, n);	/* the reject, window still 0 */
+	CHECK(event(0, QHCA_EVENT_IW_CONNECT_REPLY, &hh, &d));
+	CHECK(hh == h && d == QHCA_IW_ST_REJECTED);
+	held = nodes[0].e.host_bytes - base;
+	t0 = now;
+	for (i = 0; i < 600 && !closed; i++) {		/* 10 minutes, a second at a time */
+		now += 1000000000ull;
+		if (nodes[0].deadline <= now) {
+			nodes[0].deadline = UINT64_MAX;
+			qhca_engine_timer(&nodes[0].e);
+		}
+		if (link_n) {
+			hand_peer_take();
+			hand_peer_send(IW_TCP_ACK, 0, NULL, 0);	/* the probe answered: window 0 */
+		}
+		harness_iw_check();
+		closed = event(0, QHCA_EVENT_IW_CLOSED, &hh, &st);
+	}
+	printf("# a rejected connect under a zero window: %s after %llu s, %u frames to the "
+	       "peer, %llu bytes of host memory held\n", closed ? "CLOSED" : "still open",
+	       (unsigned long long)((now - t0) / 1000000000ull), hp.frames,
+	       (unsigned long long)held);
+	CHECK(closed);
+	CHECK(now - t0 <= IW_CLOSE_TIMEOUT_NS + 1000000000ull);
+	CHECK(hh == h && st == QHCA_IW_ST_REJECTED);
+	CHECK_EQ(nodes[0].e.host_bytes, base);
+	memset(&none, 0, sizeof(none));
+	CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, h, &none), QHCA_ST_OK);	/* released */
+	CHECK_EQ(nodes[0].e.iw->nlive, 0);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, x.qpn)->iw_conn, 0);
+	link_n = link_head = 0;
+	teardown();
+}
+
 /* A listener's backlog: with 1, a second request waits until the first is answered. */
 static void test_backlog(void)
 {
@@ -1830,6 +1960,7 @@ static const struct unit_test tests[] = {
 	{ "unanswered_request", test_unanswered_request },
 	{ "responder_waits", test_responder_waits },
 	{ "close_bounded", test_close_bounded },
+	{ "rejected_connect_bounded", test_rejected_connect_bounded },
 	{ "send_done_when_queued", test_send_done_when_queued },
 	{ "backlog", test_backlog },
 	{ "connect_accept", test_connect_accept },
