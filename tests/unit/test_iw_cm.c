@@ -1905,36 +1905,51 @@ static void test_conn_hash_chains(void)
 
 /*
  * iWARP connections are not in the device's state (QEMU blocks the migration of a
- * link=iwarp device: docs/migration.md): an engine saved and loaded has none of them, and
- * its timer wants only what the loaded engine has, not a deadline of a connection left
- * behind; a connection made afterwards arms it again.
+ * link=iwarp device: docs/migration.md): an engine saved with a connection under way (its
+ * SYN sent to node 1 and lost, its retransmission due) loads with none of it, and its timer
+ * wants only what the loaded engine has, not that connection's deadline; the QP it was
+ * bound to comes unbound, and a connection made afterwards, on that QP and 4-tuple, arms
+ * the timer again.
  */
 static void test_not_migrated(void)
 {
-	struct qhca_iw_conn a = conn_args(0, 5300, 9, "");
+	struct qhca_iw_conn a;
+	const struct iw_conn *c;
+	uint64_t host;
 	uint32_t h;
 	struct qp x;
 
 	iw_setup();
+	a = conn_args(0, 5300, 9, "");		/* the nodes' addresses exist from here */
 	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
 	to_init(&x);
+	host = nodes[0].e.host_bytes;
 	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &h), QHCA_ST_OK);
-	CHECK(nodes[0].deadline != UINT64_MAX);		/* its SYN's retransmission */
-	/* the SYN leaves the loopback queue for the link (a frame still queued on an iWARP
-	 * port is a connection's, and such a stream is refused: test-migrate
-	 * link_state_refused), and the link loses it */
-	qhca_loopback_drain(&nodes[0].e);
+	link_n = link_head = 0;				/* its SYN, lost on the link */
+	/* what is saved: a connection alive, with its deadline (no frame for loopback: a
+	 * stream with one on an iWARP port is refused, test-migrate link_state_refused) */
+	c = iw_conn_find(&nodes[0].e, h);
+	CHECK(c && c->state == IWC_TCP && c->tcp && c->tcp->state == QTCP_SYN_SENT);
+	CHECK_EQ(nodes[0].e.iw->nlive, 1);
+	CHECK_EQ(nodes[0].e.iw->heap_n, 1);
+	CHECK_EQ(qhca_iw_deadline(&nodes[0].e), now + 1000000000ull);
+	CHECK_EQ(nodes[0].deadline, now + 1000000000ull);
 	CHECK_EQ(nodes[0].e.loop_count, 0);
-	link_n = link_head = 0;
-	migrate_node(&nodes[0]);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, x.qpn)->iw_conn, h);
+	migrate_node(&nodes[0]);			/* loads: nothing refused */
 	CHECK_EQ(nodes[0].e.iw->nlive, 0);
+	CHECK_EQ(nodes[0].e.iw->heap_n, 0);
+	CHECK_EQ(nodes[0].e.iw->reap_n, 0);
+	CHECK_EQ(nodes[0].e.iw->half_open, 0);
+	CHECK_EQ(nodes[0].e.host_bytes, host);
 	CHECK_EQ(qhca_iw_deadline(&nodes[0].e), UINT64_MAX);
 	CHECK_EQ(nodes[0].deadline, UINT64_MAX);
+	CHECK_EQ(qhca_qp_find(&nodes[0].e, x.qpn)->iw_conn, 0);
 	harness_iw_check();
-	x = make_qp(&nodes[0], QHCA_QPT_RC, 0);
-	to_init(&x);
+	now += 5000000000ull;
 	CHECK_EQ(qhca_iw_connect(&nodes[0].e, x.qpn, &a, &h), QHCA_ST_OK);
 	CHECK_EQ(nodes[0].deadline, now + 1000000000ull);	/* RFC 6298's initial RTO */
+	CHECK_EQ(nodes[0].e.iw->nlive, 1);
 	harness_iw_check();
 	link_n = link_head = 0;
 	teardown();
