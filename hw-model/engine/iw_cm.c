@@ -37,7 +37,8 @@ static bool rdma_mode(struct iw_conn *c, struct qhca_qp *qp);
  * peer that chooses its ports (or addresses) cannot aim them at one chain: without the key
  * it cannot tell which 4-tuples share one, and the chains stay about as long as the
  * connections over IW_HASH, whatever it sends. (An unkeyed mix let a peer put 1024
- * connections in one chain: test-iw-cm conn_hash_chains.)
+ * connections in one chain: test-iw-cm conn_hash_chains; a key of constants, or the
+ * ISNs' own, conn_hash_keyed_by_secret and isn_tells_no_chain.)
  */
 static uint32_t tuple_hash(const struct qhca_iw *iw, const uint8_t *laddr, uint16_t lport,
 			   const uint8_t *raddr, uint16_t rport)

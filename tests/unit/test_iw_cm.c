@@ -1655,16 +1655,22 @@ static void test_listen_addresses(void)
  * connections looked at to find, time and reap them), as test-timers counts the QPs'
  * heap. Two nodes of up to 2048 QPs, an EQ of 4096 events each.
  */
-static void iw_setup_many(void)
+static void iw_setup_many_secret(uint64_t s0, uint64_t s1)
 {
 	struct qhca_engine_config c = {
 		.db_pages = 8, .msix_vectors = 5, .max_pd = 8, .max_qp = 2048, .max_qp_wr = 1024,
 		.max_cq = 16, .max_cqe = 4096, .max_mr = 64, .max_mr_size_mb = 64, .max_srq = 4,
 		.max_sge = 4, .max_inline = 256, .mtu = 4096, .link = QHCA_LINK_IWARP,
+		.isn_secret = { s0, s1 },
 	};
 
 	setup_cfg(&c);
 	events_init_log2(12);
+}
+
+static void iw_setup_many(void)
+{
+	iw_setup_many_secret(0, 0);
 }
 
 /* QPs that only hold a connection: every one of a node shares one CQ and one SQ and RQ
@@ -1903,6 +1909,104 @@ static void test_conn_hash_chains(void)
 	teardown();
 }
 
+/* The chain of node @i's 4-tuple hash that holds connection @handle (its chains walked). */
+static int chain_of(int i, uint32_t handle)
+{
+	const struct qhca_iw *iw = nodes[i].e.iw;
+	const struct iw_conn *c = iw_conn_find(&nodes[i].e, handle);
+	uint32_t me = c ? (uint32_t)(c - iw->conn) + 1 : 0;
+	unsigned b;
+
+	for (b = 0; me && b < IW_HASH; b++) {
+		unsigned len = 0;
+		uint32_t k;
+
+		for (k = iw->hash[b]; k && len++ <= QHCA_IW_MAX_CONN; k = iw->conn[k - 1].hnext)
+			if (k == me)
+				return (int)b;
+	}
+	return -1;
+}
+
+#define KEYED_CONNS	64
+
+/*
+ * The 4-tuple hash's key is the device's own, and not the ISNs': the same 64 4-tuples
+ * (node 0 connecting to node 1, their SYNs lost) land in other chains under another ISN
+ * secret (a key of constants, or none, would give the same chains on every device), and
+ * the hash's key is not the ISN secret itself.
+ */
+static void test_conn_hash_keyed_by_secret(void)
+{
+	static const uint64_t secret[2][2] = {
+		{ 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull },
+		{ 0x8f8e8d8c8b8a8988ull, 0x8786858483828180ull },
+	};
+	int chain[2][KEYED_CONNS];
+	unsigned i, k, same = 0;
+
+	for (k = 0; k < 2; k++) {
+		const struct qhca_iw *iw;
+
+		iw_setup_many_secret(secret[k][0], secret[k][1]);
+		memset(lean, 0, sizeof(lean));
+		iw = nodes[0].e.iw;
+		CHECK(memcmp(iw->hash_key, secret[k], sizeof(iw->hash_key)) != 0);
+		for (i = 0; i < KEYED_CONNS; i++) {
+			struct qhca_iw_conn a = conn_args(0, (uint16_t)(20000 + 13 * i), 9, "");
+			uint32_t h;
+
+			CHECK_EQ(qhca_iw_connect(&nodes[0].e, lean_qp(0), &a, &h), QHCA_ST_OK);
+			chain[k][i] = chain_of(0, h);
+			CHECK(chain[k][i] >= 0);
+		}
+		link_n = link_head = 0;
+		harness_iw_check();
+		teardown();
+	}
+	for (i = 0; i < KEYED_CONNS; i++)
+		same += chain[0][i] == chain[1][i];
+	printf("# %u 4-tuples under two ISN secrets: %u in the same chain under both\n",
+	       KEYED_CONNS, same);
+	CHECK(same <= KEYED_CONNS / 8);		/* by chance: 1 in 1024 each */
+}
+
+/*
+ * What a peer sees of the device, its ISNs, tells nothing of the chains: were the hash keyed
+ * with the ISNs' key, an active connection's chain would be its SYN's ISN less the 4 us
+ * clock, mod 1024 (the PRF of the same 36 bytes under the same key). Counts the
+ * connections of 256 for which that holds: by chance, 1 in 1024 each.
+ */
+static void test_isn_tells_no_chain(void)
+{
+	unsigned i, match = 0;
+
+	iw_setup_many_secret(0x243f6a8885a308d3ull, 0x13198a2e03707344ull);
+	memset(lean, 0, sizeof(lean));
+	for (i = 0; i < 256; i++) {
+		struct qhca_iw_conn a = conn_args(0, (uint16_t)(30000 + 7 * i), 4700, "");
+		struct iw_tcp_seg s;
+		struct frame f;
+		uint32_t h;
+		int b;
+
+		now += 123457;
+		CHECK_EQ(qhca_iw_connect(&nodes[0].e, lean_qp(0), &a, &h), QHCA_ST_OK);
+		CHECK_EQ(link_n, 1);
+		link_take(0, &f);			/* its SYN: what the peer sees */
+		CHECK(iw_tcp_parse(f.data, f.len, &s) == IW_OK && (s.flags & IW_TCP_SYN));
+		b = chain_of(0, h);
+		CHECK(b >= 0);
+		if ((uint32_t)b == ((s.seq - (uint32_t)(now / 4000)) & (IW_HASH - 1)))
+			match++;
+	}
+	printf("# 256 active connections: the chain is the SYN's ISN less the clock, mod %u, "
+	       "for %u\n", IW_HASH, match);
+	CHECK(match <= 4);
+	harness_iw_check();
+	teardown();
+}
+
 /*
  * iWARP connections are not in the device's state (QEMU blocks the migration of a
  * link=iwarp device: docs/migration.md): an engine saved with a connection under way (its
@@ -1959,6 +2063,8 @@ static const struct unit_test tests[] = {
 	{ "not_migrated", test_not_migrated },
 	{ "conn_work_scale", test_conn_work_scale },
 	{ "conn_hash_chains", test_conn_hash_chains },
+	{ "conn_hash_keyed_by_secret", test_conn_hash_keyed_by_secret },
+	{ "isn_tells_no_chain", test_isn_tells_no_chain },
 	{ "listen_addresses", test_listen_addresses },
 	{ "loopback", test_loopback },
 	{ "teaching_trace", test_teaching_trace },
