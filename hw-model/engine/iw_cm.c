@@ -1247,16 +1247,19 @@ void qhca_iw_tcp_counts(const struct qhca_engine *e, uint64_t *retransmits, uint
 
 /*
  * For the tests and the fuzzers: is the bookkeeping of the connections right? Every live
- * connection's due time as conn_due computes it, in the heap exactly when it has one, the
- * heap ordered; every one whose TCP is CLOSED queued for reaping; the hash's chains
- * holding exactly the connections not yet CLOSED. NULL if so, else what is wrong.
+ * connection's due time as conn_due computes it, in the heap exactly when it has one and
+ * at the place it notes, the heap ordered; the reap queue holding each slot at most once,
+ * exactly the slots flagged as queued (a flag left set keeps a reused slot out for ever);
+ * every connection whose TCP is CLOSED queued for reaping; the hash's chains holding
+ * exactly the connections not yet CLOSED. NULL if so, else what is wrong.
  * O(connections): never called by the device itself (its conn_due calls count in
  * qhca_iw.steps, which the tests read across the device's own calls only).
  */
 const char *qhca_iw_check(const struct qhca_engine *e)
 {
 	const struct qhca_iw *iw = e->iw;
-	uint32_t i, hashed = 0, in_hash = 0;
+	uint32_t i, hashed = 0, in_hash = 0, flagged = 0;
+	uint8_t queued[QHCA_IW_MAX_CONN / 8];
 
 	if (!iw)
 		return NULL;
@@ -1271,11 +1274,27 @@ const char *qhca_iw_check(const struct qhca_engine *e)
 		if (i && iw->conn[iw->heap[(i - 1) / 2]].due > c->due)
 			return "the heap out of order";
 	}
+	/* the reap queue: each slot at most once, and exactly the slots flagged as in it */
+	memset(queued, 0, sizeof(queued));
+	for (i = 0; i < iw->reap_n; i++) {
+		uint32_t s = iw->reap_q[(iw->reap_head + i) % QHCA_IW_MAX_CONN];
+
+		if (s >= QHCA_IW_MAX_CONN || (queued[s / 8] & (1u << s % 8)) ||
+		    !iw->conn[s].reap_queued)
+			return "a reap queue entry twice, or without its flag";
+		queued[s / 8] |= (uint8_t)(1u << s % 8);
+	}
+	for (i = 0; i < QHCA_IW_MAX_CONN; i++)
+		flagged += iw->conn[i].reap_queued;
+	if (flagged != iw->reap_n)
+		return "a slot flagged as queued for reaping that is not in the queue";
 	for (i = 0; i < iw->nlive; i++) {
 		const struct iw_conn *c = &iw->conn[iw->live[i]];
 		uint64_t d = conn_due(c);
 
-		if (c->due != d || (c->heap_idx != 0) != (d != UINT64_MAX))
+		if (c->due != d || (c->heap_idx != 0) != (d != UINT64_MAX) ||
+		    (c->heap_idx && (c->heap_idx > iw->heap_n ||
+				     iw->heap[c->heap_idx - 1] != iw->live[i])))
 			return "a connection's deadline not in the heap as it is";
 		if (c->tcp && c->tcp->state == QTCP_CLOSED && c->state != IWC_CLOSED &&
 		    !c->reap_queued)

@@ -1791,6 +1791,58 @@ static void test_conn_work_scale(void)
 	CHECK(many.tick <= one.tick + bound);
 }
 
+/*
+ * A slot freed and taken again is reaped again: 1032 connections one after the other (so
+ * the table's 1024 slots are all reused), each aborted in its handshake, each ends with its
+ * CLOSED event and gives its memory back, its handle released and its QP destroyed.
+ */
+static void test_conn_slots_reused(void)
+{
+	static uint8_t used[QHCA_IW_MAX_CONN];
+	unsigned round, closed = 0, reused = 0, held = 0, rounds = QHCA_IW_MAX_CONN + 8;
+	uint64_t base;
+
+	iw_setup_many();
+	memset(lean, 0, sizeof(lean));
+	memset(used, 0, sizeof(used));
+	lean_qp(0);			/* the shared CQ and rings made: not counted below */
+	base = nodes[0].e.host_bytes;
+	for (round = 0; round < rounds; round++) {
+		struct qhca_iw_conn a = conn_args(0, (uint16_t)(5600 + round), 9, "");
+		struct qhca_iw_conn none;
+		uint32_t qpn = lean_qp(0), h, hh = 0;
+		uint64_t st;
+		int k;
+
+		CHECK_EQ(qhca_iw_connect(&nodes[0].e, qpn, &a, &h), QHCA_ST_OK);
+		reused += used[qhca_obj_lookup(&nodes[0].e.iw->conn_table, h)]++ != 0;
+		link_n = link_head = 0;			/* its SYN: lost */
+		memset(&none, 0, sizeof(none));
+		none.flags = QHCA_IW_ABORT;
+		CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, h, &none), QHCA_ST_OK);
+		for (k = 0; k < 3 && !event(0, QHCA_EVENT_IW_CLOSED, &hh, &st); k++) {
+			nodes[0].deadline = UINT64_MAX;
+			qhca_engine_timer(&nodes[0].e);
+		}
+		if (k < 3 && hh == h) {
+			closed++;
+			none.flags = 0;
+			CHECK_EQ(qhca_iw_disconnect(&nodes[0].e, h, &none), QHCA_ST_OK);
+		}
+		CHECK_EQ(qhca_qp_destroy(&nodes[0].e, qpn), QHCA_ST_OK);
+		held += nodes[0].e.host_bytes != base;
+		harness_iw_check();
+		link_n = link_head = 0;
+	}
+	printf("# %u connections in a row: %u on a slot used before, %u CLOSED, %u left memory "
+	       "held, %u left\n", rounds, reused, closed, held, nodes[0].e.iw->nlive);
+	CHECK(reused >= rounds - QHCA_IW_MAX_CONN);
+	CHECK_EQ(closed, rounds);
+	CHECK_EQ(held, 0);
+	CHECK_EQ(nodes[0].e.iw->nlive, 0);
+	teardown();
+}
+
 /* The 4-tuple hash as it was before it had a key (iw_cm.c up to issue 40): what a peer that
  * read the source could compute, to choose ports that all land in one chain. */
 static uint32_t unkeyed_hash(const uint8_t *laddr, uint16_t lport, const uint8_t *raddr,
@@ -2062,6 +2114,7 @@ static void test_not_migrated(void)
 static const struct unit_test tests[] = {
 	{ "not_migrated", test_not_migrated },
 	{ "conn_work_scale", test_conn_work_scale },
+	{ "conn_slots_reused", test_conn_slots_reused },
 	{ "conn_hash_chains", test_conn_hash_chains },
 	{ "conn_hash_keyed_by_secret", test_conn_hash_keyed_by_secret },
 	{ "isn_tells_no_chain", test_isn_tells_no_chain },
