@@ -27,16 +27,23 @@
  * The last byte, as in every target, the limits and the trace (fz_input).
  *
  * Bounded per input: at most FZ_IW_SEGS segments from the peer and FZ_IW_TIME of
- * simulated time in ticks (the final drain adds 64 s); deterministic: nothing but the
- * input chooses. After every op the connections' bookkeeping must hold (qhca_iw_check).
+ * simulated time in ticks (the final drain adds 64 s, the liveness drain at most
+ * FZ_IW_LIVENESS_ROUNDS of the port's deadlines in FZ_IW_LIVENESS_TIME); deterministic:
+ * nothing but the input chooses. After every op the connections' bookkeeping must hold
+ * (qhca_iw_check); at the end, the peer silent, everything must end (liveness()).
  */
 #include "fuzz_common.h"
 #include "iwarp.h"
+#include "iw_conn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_IW_SEGS	2048			/* segments the peer sends, at most */
 #define FZ_IW_TIME	(120 * 1000000000ull)	/* simulated time the ticks advance, at most */
+/* The liveness drain: simulated time past every bound (the close's 10 s, MPA's 10 s, the
+ * driver's answer 60 s, FIN_WAIT_2's 60 s, TCP's 8 retries or probes at up to 60 s each) */
+#define FZ_IW_LIVENESS_TIME	(30 * 60 * 1000000000ull)
+#define FZ_IW_LIVENESS_ROUNDS	65536u	/* the port's deadlines it runs, at most */
 #define FZ_DEV_PORT	4000
 #define FZ_PEER_PORT	5000
 
@@ -538,6 +545,53 @@ static void check(struct fz_state *st)
 	}
 }
 
+/*
+ * Everything ends: with the peer silent from here on, the clock runs from one of the
+ * port's deadlines to the next, past every bound (FZ_IW_LIVENESS_TIME). Left then are only
+ * records CLOSED (the handle the driver's until it releases it) and connections in RDMA
+ * mode, established and idle, with no deadline (a silent peer; no keepalive); none
+ * half-open, nothing to reap, no deadline at all.
+ */
+static void liveness(struct fz_state *st)
+{
+	const struct qhca_iw *iw = st->e.iw;
+	uint64_t end = fz_now + FZ_IW_LIVENESS_TIME, d = 0;
+	uint32_t rounds, k, done = 0;
+
+	for (rounds = 0; rounds < FZ_IW_LIVENESS_ROUNDS; rounds++) {
+		d = qhca_iw_deadline(&st->e);
+		if (d == UINT64_MAX || d > end)
+			break;
+		if (d > fz_now)
+			fz_now = d;
+		qhca_engine_timer(&st->e);
+	}
+	check(st);
+	for (k = 0; k < iw->nlive; k++) {
+		const struct iw_conn *c = &iw->conn[iw->live[k]];
+
+		if (c->state == IWC_CLOSED ||
+		    (c->state == IWC_RTS && c->tcp && c->tcp->state == QTCP_ESTABLISHED &&
+		     !c->gone && c->close_deadline == UINT64_MAX && !c->heap_idx)) {
+			done++;
+			continue;
+		}
+		fprintf(stderr, "left: connection 0x%x state %d TCP %s active %d gone %d "
+			"due %llu close_deadline %llu mpa_deadline %llu\n", c->handle, c->state,
+			c->tcp ? qtcp_state_name(c->tcp->state) : "-", c->active, c->gone,
+			(unsigned long long)c->due, (unsigned long long)c->close_deadline,
+			(unsigned long long)c->mpa_deadline);
+	}
+	if (done != iw->nlive || iw->half_open || iw->reap_n || iw->heap_n ||
+	    qhca_iw_deadline(&st->e) != UINT64_MAX) {
+		fprintf(stderr, "liveness: after %u deadlines, %llu s: %u connections, %u ended "
+			"or idle, half-open %u, heap %u, reap queue %u, next deadline %llu\n",
+			rounds, (unsigned long long)(fz_now / 1000000000ull), iw->nlive, done,
+			iw->half_open, iw->heap_n, iw->reap_n, (unsigned long long)d);
+		abort();
+	}
+}
+
 static void hostile(struct fz_state *st, struct cur *in, bool passive, bool auto_accept,
 		    uint32_t mss)
 {
@@ -681,6 +735,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(&st);
 	fz_drain_timers(&st);
 	check(&st);
+	liveness(&st);
 	fz_xmit_hook = NULL;
 	qhca_engine_fini(&st.e);
 	return 0;
