@@ -634,7 +634,10 @@ void iw_sched(struct iw_conn *c)
 }
 
 /* ---------------------------------------------------------------- connections */
-/* RFC 6528: a 4-microsecond clock plus a keyed PRF of the 4-tuple (@t as we send). */
+/* RFC 6528: a 4-microsecond clock plus a keyed PRF of the 4-tuple, in @t's order: as we
+ * send it (the active side's template), or as the peer's SYN came, its source first (the
+ * passive side). Either names the 4-tuple; its active and passive uses get different
+ * offsets. */
 static uint32_t isn_of(struct qhca_engine *e, const struct iw_tcp_seg *t)
 {
 	uint8_t m[36];
